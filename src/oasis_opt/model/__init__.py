@@ -1,0 +1,15 @@
+"""The problem model: instances, jobs, servers, topology, utilities, schedules and the validator."""
+from .instance import (BANDWIDTH, DEFAULT_RESOURCES, JOB_CLASSES, Instance, Job, Server,
+                       required_work)
+from .schedule import PS, ROLES, WORKER, Allocations, Schedule, ScheduleBuilder, derive_outcome
+from .topology import Topology
+from .utility import Utility
+from .validate import (RULES, InvalidSchedule, ValidationReport, Violation, assert_valid,
+                       validate)
+
+__all__ = [
+    "BANDWIDTH", "DEFAULT_RESOURCES", "JOB_CLASSES", "Instance", "Job", "Server", "required_work",
+    "PS", "ROLES", "WORKER", "Allocations", "Schedule", "ScheduleBuilder", "derive_outcome",
+    "Topology", "Utility", "RULES", "InvalidSchedule", "ValidationReport", "Violation",
+    "assert_valid", "validate",
+]

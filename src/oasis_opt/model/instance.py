@@ -1,0 +1,227 @@
+"""The scheduling problem as immutable data: servers, jobs, horizon, topology.
+
+Object views (``Job``, ``Server``) are for reading; solvers use the array properties of
+``Instance`` (cached, read-only numpy arrays). Symbols follow Bao et al., INFOCOM 2018.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Mapping
+
+import numpy as np
+
+from .utility import Utility, utility_table
+
+DEFAULT_RESOURCES = ("gpu", "cpu", "mem", "storage", "bw")
+BANDWIDTH = "bw"
+# Float slack when turning real-valued workloads into whole worker-slots: 12.000000001 -> 12.
+WORK_EPS = 1e-9
+
+JOB_CLASSES = ("time-insensitive", "time-sensitive", "time-critical")
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True)
+class Server:
+    """A physical server of one pool. ``capacity`` maps resource -> amount (missing = 0)."""
+
+    id: str
+    capacity: Mapping[str, float]
+    rack: str | None = None
+    kind: str | None = None  # catalogue type (e.g. "p2.8xlarge"), informational
+
+
+@dataclass(frozen=True)
+class Job:
+    """A training job (paper Table I).
+
+    ``chunk_time``: x_i = M_i (tau_i + 2 e_i / b_i), worker-slots to train one data chunk.
+    ``chunks``: N_i, data chunks, also the cap on concurrent workers (constraint (3)).
+    ``worker`` / ``ps``: per-container demands w_i^r / s_i^r; their "bw" are b_i / B_i.
+    """
+
+    id: str
+    arrival: int
+    epochs: int
+    chunks: int
+    chunk_time: float
+    worker: Mapping[str, float]
+    ps: Mapping[str, float]
+    utility: Utility
+    job_class: str | None = None
+    provenance: Mapping[str, Any] | None = None
+
+    @property
+    def workload(self) -> float:
+        """E_i N_i x_i: worker-slots needed (right-hand side of constraint (2))."""
+        return self.epochs * self.chunks * self.chunk_time
+
+    @property
+    def work(self) -> int:
+        """Whole worker-slots needed: ceil(E_i N_i x_i), since workers come in integers."""
+        return required_work(self.workload)
+
+    @property
+    def min_duration(self) -> int:
+        """Fewest slots that can hold the work with N_i workers per slot: ceil(work / N_i)."""
+        return -(-self.work // self.chunks)
+
+
+def required_work(workload: float) -> int:
+    return int(math.ceil(workload - WORK_EPS))
+
+
+@dataclass(frozen=True)
+class Instance:
+    """An immutable problem instance: ``horizon`` slots 1..T, two server pools, jobs, topology.
+
+    Servers are indexed globally: worker servers 0..H-1 then PS servers H..H+K-1 (this is the
+    index schedules use). Jobs are indexed in instance order, which breaks arrival ties.
+    """
+
+    horizon: int
+    resources: tuple[str, ...]
+    worker_servers: tuple[Server, ...]
+    ps_servers: tuple[Server, ...]
+    jobs: tuple[Job, ...]
+    topology: Any = None  # oasis_opt.model.topology.Topology or None (default built on demand)
+    progress: str = "chunk-time"  # or "placement" (placement-aware cost model, see costmodel)
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    # ---- sizes and lookups -------------------------------------------------------------
+    @property
+    def H(self) -> int:
+        return len(self.worker_servers)
+
+    @property
+    def K(self) -> int:
+        return len(self.ps_servers)
+
+    @property
+    def I(self) -> int:  # noqa: E743 - the paper's symbol
+        return len(self.jobs)
+
+    @property
+    def R(self) -> int:
+        return len(self.resources)
+
+    @cached_property
+    def servers(self) -> tuple[Server, ...]:
+        """All servers in global index order (workers first)."""
+        return self.worker_servers + self.ps_servers
+
+    @cached_property
+    def server_index(self) -> dict[str, int]:
+        return {s.id: n for n, s in enumerate(self.servers)}
+
+    @cached_property
+    def job_index(self) -> dict[str, int]:
+        return {j.id: n for n, j in enumerate(self.jobs)}
+
+    @cached_property
+    def bw_index(self) -> int:
+        return self.resources.index(BANDWIDTH)
+
+    # ---- arrays --------------------------------------------------------------------------
+    def _matrix(self, maps) -> np.ndarray:
+        return _frozen(np.array([[float(m.get(r, 0.0)) for r in self.resources] for m in maps],
+                                dtype=float).reshape(len(maps), self.R))
+
+    @cached_property
+    def worker_capacity(self) -> np.ndarray:
+        """c_h^r, shape (H, R)."""
+        return self._matrix([s.capacity for s in self.worker_servers])
+
+    @cached_property
+    def ps_capacity(self) -> np.ndarray:
+        """c_k^r, shape (K, R)."""
+        return self._matrix([s.capacity for s in self.ps_servers])
+
+    @cached_property
+    def capacity(self) -> np.ndarray:
+        """Capacities of all servers in global index order, shape (H + K, R)."""
+        return _frozen(np.vstack([self.worker_capacity, self.ps_capacity]))
+
+    @cached_property
+    def worker_demand(self) -> np.ndarray:
+        """w_i^r, shape (I, R)."""
+        return self._matrix([j.worker for j in self.jobs])
+
+    @cached_property
+    def ps_demand(self) -> np.ndarray:
+        """s_i^r, shape (I, R)."""
+        return self._matrix([j.ps for j in self.jobs])
+
+    @cached_property
+    def arrival(self) -> np.ndarray:
+        return _frozen(np.array([j.arrival for j in self.jobs], dtype=np.int64))
+
+    @cached_property
+    def epochs(self) -> np.ndarray:
+        return _frozen(np.array([j.epochs for j in self.jobs], dtype=np.int64))
+
+    @cached_property
+    def chunks(self) -> np.ndarray:
+        """N_i: also the cap on concurrent workers."""
+        return _frozen(np.array([j.chunks for j in self.jobs], dtype=np.int64))
+
+    @cached_property
+    def chunk_time(self) -> np.ndarray:
+        return _frozen(np.array([j.chunk_time for j in self.jobs], dtype=float))
+
+    @cached_property
+    def work(self) -> np.ndarray:
+        """ceil(E_i N_i x_i): whole worker-slots each job needs (constraint (2))."""
+        return _frozen(np.array([j.work for j in self.jobs], dtype=np.int64))
+
+    @cached_property
+    def min_duration(self) -> np.ndarray:
+        return _frozen(-(-self.work // self.chunks))
+
+    @property
+    def worker_bw(self) -> np.ndarray:
+        """b_i."""
+        return self.worker_demand[:, self.bw_index]
+
+    @property
+    def ps_bw(self) -> np.ndarray:
+        """B_i."""
+        return self.ps_demand[:, self.bw_index]
+
+    @cached_property
+    def utility_table(self) -> np.ndarray:
+        """``[i, t]`` = f_i(t - a_i) for t in 0..T (-inf for t < a_i)."""
+        return _frozen(utility_table([j.utility for j in self.jobs], self.arrival, self.horizon))
+
+    def utility_of(self, job: int, completion: int | None) -> float:
+        """f_i(completion - a_i), or 0 for a job that never completes."""
+        if completion is None:
+            return 0.0
+        return float(self.jobs[job].utility(completion - self.jobs[job].arrival))
+
+    def ps_needed(self, job: int, workers: np.ndarray | int) -> np.ndarray | int:
+        """ceil(k b_i / B_i): the fewest PSs constraint (6) allows for k workers (0 for k = 0)."""
+        b, B = self.worker_bw[job], self.ps_bw[job]
+        k = np.asarray(workers)
+        out = np.ceil(k * b / B - WORK_EPS).astype(np.int64)
+        out = np.maximum(out, np.where(k > 0, 1, 0))
+        return out if out.ndim else int(out)
+
+    def get_topology(self):
+        """The topology graph: the instance's own, or the default built from the racks."""
+        if self.topology is not None:
+            return self.topology
+        from .topology import Topology
+
+        return Topology.from_racks(self)
+
+    def with_jobs(self, jobs) -> "Instance":
+        """A copy with another job list (used by experiments that sub-sample jobs)."""
+        return Instance(self.horizon, self.resources, self.worker_servers, self.ps_servers,
+                        tuple(jobs), self.topology, self.progress, dict(self.meta))

@@ -1,0 +1,75 @@
+"""Cluster topology: a tree of servers under racks (optionally pods) under one core switch.
+
+Wraps a networkx graph whose nodes carry ``kind`` in {"core", "pod", "rack", "server"} and whose
+edges carry ``bandwidth`` in Gbps. Instances may give one explicitly; otherwise a default is built
+from the servers' ``rack`` fields (servers without a rack share the rack "rack-0"), with server
+links at the server's NIC bandwidth ("bw" capacity) and rack uplinks at the sum of their servers'
+NICs divided by an oversubscription ratio (1 by default).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import networkx as nx
+
+NODE_KINDS = ("core", "pod", "rack", "server")
+DEFAULT_RACK = "rack-0"
+CORE = "core"
+
+
+@dataclass(frozen=True, eq=False)
+class Topology:
+    graph: nx.Graph
+    root: str = CORE
+
+    @staticmethod
+    def from_racks(instance, oversubscription: float = 1.0) -> "Topology":
+        if oversubscription <= 0:
+            raise ValueError("oversubscription must be > 0")
+        g = nx.Graph()
+        g.add_node(CORE, kind="core")
+        bw = instance.bw_index
+        for s, cap in zip(instance.servers, instance.capacity):
+            rack = s.rack or DEFAULT_RACK
+            if rack not in g:
+                g.add_node(rack, kind="rack")
+                g.add_edge(rack, CORE, bandwidth=0.0)
+            g.add_node(s.id, kind="server")
+            g.add_edge(s.id, rack, bandwidth=float(cap[bw]))
+            g.edges[rack, CORE]["bandwidth"] += float(cap[bw]) / oversubscription
+        return Topology(g, CORE)
+
+    def to_json(self) -> dict:
+        return {
+            "nodes": [{"id": n, "kind": d["kind"]} for n, d in self.graph.nodes(data=True)],
+            "links": [{"a": a, "b": b, "bandwidth": d["bandwidth"]}
+                      for a, b, d in self.graph.edges(data=True)],
+        }
+
+    @cached_property
+    def parent(self) -> dict[str, str | None]:
+        """Parent of each node in the tree rooted at the core."""
+        par: dict[str, str | None] = {self.root: None}
+        for a, b in nx.bfs_edges(self.graph, self.root):
+            par[b] = a
+        return par
+
+    def path_to_root(self, node: str) -> list[str]:
+        out = [node]
+        while self.parent[out[-1]] is not None:
+            out.append(self.parent[out[-1]])
+        return out
+
+    def link_bandwidth(self, a: str, b: str) -> float:
+        return float(self.graph.edges[a, b]["bandwidth"])
+
+    @cached_property
+    def tree(self) -> nx.DiGraph:
+        """The graph as a tree directed away from the core."""
+        return nx.bfs_tree(self.graph, self.root)
+
+    def servers_under(self, node: str) -> list[str]:
+        """Server ids in the subtree of ``node``, in depth-first order."""
+        return [n for n in nx.dfs_preorder_nodes(self.tree, node)
+                if self.graph.nodes[n]["kind"] == "server"]

@@ -1,0 +1,159 @@
+"""The validator: constraints (2)-(10) of the paper, in worker-slots, plus utility accounting.
+
+Every policy's schedule must pass ``validate(instance, schedule)``. Each violation names its rule
+and, where they apply, the job, slot, server and resource.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .schedule import PS, WORKER, Schedule, derive_outcome
+
+UTILITY_RTOL = 1e-9
+CAPACITY_EPS = 1e-9
+
+RULES = {
+    "workload": "(2) a completed job gets at least epochs*chunks*chunk_time worker-slots",
+    "max-workers": "(3) at most N_i workers per slot",
+    "capacity": "(4)/(5) per server, slot and resource: used <= capacity",
+    "ps-bandwidth": "(6) PSs * B_i >= workers * b_i",
+    "ps-le-workers": "(7) PSs <= workers",
+    "ps-without-workers": "no PS in a slot without workers",
+    "pool": "workers only on worker servers, PSs only on PS servers",
+    "arrival": "(9)/(10) nothing before arrival",
+    "horizon": "slots lie in 1..T",
+    "count": "allocation counts are positive integers",
+    "rejected": "nothing for a rejected job",
+    "completion": "(8) completion = last slot with workers (null when not completed)",
+    "utility": "utility = f(completion - arrival), 0 when not completed",
+    "total": "total utility = sum of job utilities",
+}
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: str
+    message: str
+    job: str | None = None
+    slot: int | None = None
+    server: str | None = None
+    resource: str | None = None
+
+    def __str__(self) -> str:
+        where = ", ".join(f"{k}={v}" for k, v in (("job", self.job), ("slot", self.slot),
+                          ("server", self.server), ("resource", self.resource)) if v is not None)
+        return f"[{self.rule}] {self.message}" + (f" ({where})" if where else "")
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    violations: tuple[Violation, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def rules(self) -> set[str]:
+        return {v.rule for v in self.violations}
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def __str__(self) -> str:
+        if self.ok:
+            return "valid"
+        return f"{len(self.violations)} violation(s):\n" + "\n".join(f"  {v}" for v in self.violations)
+
+
+class InvalidSchedule(AssertionError):
+    def __init__(self, report: ValidationReport):
+        super().__init__(str(report))
+        self.report = report
+
+
+def assert_valid(instance, schedule: Schedule) -> None:
+    """Raise ``InvalidSchedule`` listing every violation."""
+    report = validate(instance, schedule)
+    if not report.ok:
+        raise InvalidSchedule(report)
+
+
+def validate(instance, schedule: Schedule) -> ValidationReport:
+    """Check ``schedule`` against ``instance``; return every violation found."""
+    out: list[Violation] = []
+    jid = [j.id for j in instance.jobs]
+    sid = [s.id for s in instance.servers]
+    a = schedule.allocations
+    T, H, I = instance.horizon, instance.H, instance.I
+
+    def add(rule, msg, job=None, slot=None, server=None, resource=None):
+        out.append(Violation(rule, msg, None if job is None else jid[job],
+                             None if slot is None else int(slot),
+                             None if server is None else sid[server], resource))
+
+    if len(schedule.admitted) != I or len(schedule.completion) != I or len(schedule.utility) != I:
+        out.append(Violation("count", f"schedule describes {len(schedule.admitted)} jobs, "
+                             f"instance has {I}"))
+        return ValidationReport(tuple(out))
+
+    # ---- per-allocation rules ----------------------------------------------------------
+    for j, t, s, role, c in a.rows():
+        if c <= 0:
+            add("count", f"count {c} is not positive", j, t, s)
+        if not 1 <= t <= T:
+            add("horizon", f"slot {t} outside 1..{T}", j, t, s)
+        if t < instance.arrival[j]:
+            add("arrival", f"allocation in slot {t} before arrival {instance.arrival[j]}", j, t, s)
+        if not schedule.admitted[j]:
+            add("rejected", "allocation for a job that was not admitted", j, t, s)
+        if (role == WORKER) != (s < H):
+            add("pool", f"{('worker', 'ps')[role]} placed on a "
+                f"{'worker' if s < H else 'PS'} server", j, t, s)
+
+    # ---- per job and slot: (3), (6), (7) -----------------------------------------------
+    y = a.workers_per_job_slot(I, T)
+    z = a.ps_per_job_slot(I, T)
+    b, B, N = instance.worker_bw, instance.ps_bw, instance.chunks
+    for j, t in zip(*np.nonzero(y > N[:, None])):
+        add("max-workers", f"{y[j, t]} workers > N_i = {N[j]}", j, t)
+    for j, t in zip(*np.nonzero(z * B[:, None] < y * b[:, None] * (1 - 1e-12))):
+        add("ps-bandwidth", f"{z[j, t]} PSs x B_i={B[j]:g} < {y[j, t]} workers x b_i={b[j]:g}", j, t)
+    for j, t in zip(*np.nonzero((z > y) & (y > 0))):
+        add("ps-le-workers", f"{z[j, t]} PSs > {y[j, t]} workers", j, t)
+    for j, t in zip(*np.nonzero((z > 0) & (y == 0))):
+        add("ps-without-workers", f"{z[j, t]} PSs with no workers", j, t)
+
+    # ---- capacities (4), (5) -----------------------------------------------------------
+    ok = (a.slot >= 1) & (a.slot <= T)
+    demand = np.where(a.role[ok, None] == WORKER, instance.worker_demand[a.job[ok]],
+                      instance.ps_demand[a.job[ok]]) * a.count[ok, None]
+    used = np.zeros((T + 1, len(sid), instance.R))
+    np.add.at(used, (a.slot[ok], a.server[ok]), demand)
+    over = used > instance.capacity[None, :, :] + CAPACITY_EPS * np.maximum(1, instance.capacity)
+    for t, s, r in zip(*np.nonzero(over)):
+        add("capacity", f"uses {used[t, s, r]:g} of {instance.capacity[s, r]:g}", slot=t,
+            server=s, resource=instance.resources[r])
+
+    # ---- workload (2), completion (8), utility accounting -------------------------------
+    completion, utility = derive_outcome(instance, a)
+    got = y.sum(axis=1)
+    for j in range(I):
+        claimed = schedule.completion[j]
+        if claimed is not None and got[j] < instance.work[j]:
+            add("workload", f"completed with {got[j]} worker-slots < {instance.jobs[j].workload:g}"
+                " needed", j)
+        elif claimed != completion[j]:
+            add("completion", f"claims completion {claimed}, schedule gives {completion[j]}", j)
+        if claimed is not None and not schedule.admitted[j]:
+            add("rejected", "a rejected job cannot complete", j)
+        expect = instance.utility_of(j, claimed) if claimed is not None and 1 <= claimed <= T else 0.0
+        if not math.isclose(schedule.utility[j], expect, rel_tol=UTILITY_RTOL, abs_tol=1e-12):
+            add("utility", f"claims utility {schedule.utility[j]!r}, f gives {expect!r}", j)
+    if not math.isclose(schedule.total_utility, math.fsum(schedule.utility), rel_tol=UTILITY_RTOL,
+                        abs_tol=1e-9):
+        out.append(Violation("total", f"total {schedule.total_utility!r} != sum of job utilities "
+                             f"{math.fsum(schedule.utility)!r}"))
+    return ValidationReport(tuple(out))

@@ -1,0 +1,65 @@
+"""Hypothesis strategies for random, valid problem instances (needs the ``dev`` extra).
+
+Shared by every test suite that property-tests a policy: ``instances()`` draws small instances
+whose jobs are individually feasible on an empty cluster, sized so that exact solvers stay fast.
+"""
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from .model import DEFAULT_RESOURCES, Instance, Job, Server, Utility
+
+_CLASSES = ("time-insensitive", "time-sensitive", "time-critical")
+
+
+@st.composite
+def utilities(draw) -> tuple[Utility, str]:
+    cls = draw(st.sampled_from(_CLASSES))
+    decay = {"time-insensitive": st.just(0.0),
+             "time-sensitive": st.floats(0.01, 1.0),
+             "time-critical": st.floats(4.0, 6.0)}[cls]
+    return Utility.sigmoid(draw(st.floats(1.0, 100.0)), draw(decay), draw(st.floats(1.0, 15.0))), cls
+
+
+@st.composite
+def servers(draw, prefix: str, n: int, gpus: bool) -> tuple[Server, ...]:
+    out = []
+    for h in range(n):
+        cap = {"cpu": float(draw(st.integers(4, 16))), "mem": float(draw(st.integers(16, 64))),
+               "storage": 100.0, "bw": float(draw(st.integers(10, 40)))}
+        cap["gpu"] = float(draw(st.integers(0, 4))) if gpus else 0.0
+        out.append(Server(f"{prefix}{h}", cap, rack=f"rack-{h % 2}"))
+    return tuple(out)
+
+
+@st.composite
+def instances(draw, max_jobs: int = 4, max_horizon: int = 6, max_servers: int = 3,
+              max_work: int = 12) -> Instance:
+    """Small valid instances: every job fits one worker and its PSs on some server."""
+    T = draw(st.integers(1, max_horizon))
+    H = draw(st.integers(1, max_servers))
+    K = draw(st.integers(1, max_servers))
+    ws = draw(servers("w", H, True))
+    ps = draw(servers("p", K, False))
+    jobs = []
+    for i in range(draw(st.integers(0, max_jobs))):
+        host = draw(st.sampled_from(ws))
+        phost = draw(st.sampled_from(ps))
+        # per-container demands no larger than one chosen host, so each job can run
+        worker = {r: float(draw(st.integers(0, int(host.capacity[r])))) for r in ("gpu", "cpu", "mem")}
+        worker["storage"] = 5.0
+        worker["bw"] = float(draw(st.integers(1, min(5, int(host.capacity["bw"])))))
+        pdem = {"cpu": float(draw(st.integers(1, int(phost.capacity["cpu"])))),
+                "mem": float(draw(st.integers(1, int(phost.capacity["mem"])))),
+                "storage": 5.0,
+                "bw": float(draw(st.integers(max(5, int(worker["bw"])), max(5, int(phost.capacity["bw"])))))}
+        u, cls = draw(utilities())
+        chunks = draw(st.integers(1, 4))
+        epochs = draw(st.integers(1, 3))
+        # chunk_time chosen so total work stays within max_work worker-slots
+        chunk_time = draw(st.sampled_from([0.25, 0.5, 1.0, 1.5, 2.0]))
+        while epochs * chunks * chunk_time > max_work and chunk_time > 0.25:
+            chunk_time /= 2
+        jobs.append(Job(f"j{i}", draw(st.integers(1, T)), epochs, chunks, chunk_time, worker, pdem,
+                        u, cls))
+    return Instance(T, DEFAULT_RESOURCES, ws, ps, tuple(jobs))
