@@ -10,8 +10,28 @@ import importlib
 from typing import Any
 
 _REGISTRY: dict[str, tuple[str, str]] = {
+    "oasis": ("oasis_opt.online.oasis:OasisPolicy",
+              "OASiS (Alg. 1): primal-dual admission, exponential prices (22), best-schedule DP"),
+    "fifo": ("oasis_opt.baselines.fifo:FifoPolicy",
+             "FIFO: fixed k_i ~ U{1..30}, strict head-of-line, round-robin"),
+    "drf": ("oasis_opt.baselines.drf:DrfPolicy",
+            "DRF: progressive filling of dominant shares at every event, round-robin"),
+    "rrh": ("oasis_opt.baselines.rrh:RrhPolicy",
+            "RRH: risk-reward admission (gain - delay cost > 0), pause/keep, fixed k_i"),
+    "dorm": ("oasis_opt.baselines.dorm:DormPolicy",
+             "Dorm: utilisation MILP with fairness and M_adj = 2 at every event"),
+    "tiresias": ("oasis_opt.baselines.tiresias:TiresiasPolicy",
+                 "Tiresias: discretised 2D-LAS queues, preemptive, starvation promotion"),
+    "optimus": ("oasis_opt.baselines.optimus:OptimusPolicy",
+                "Optimus: greedy marginal gain of workers per unit of dominant resource"),
     "greedy": ("oasis_opt.sim.greedy:GreedyPolicy",
                "earliest-arrival greedy: admit all, fill each job up to N_i workers, first fit"),
+    "offline": ("oasis_opt.offline.exact:OfflinePolicy",
+                "exact offline optimum of (1): linearised MILP solved by HiGHS"),
+    "offline-cpsat": ("oasis_opt.offline.exact:CpsatPolicy",
+                      "exact offline optimum of (1): the same MILP solved by OR-Tools CP-SAT"),
+    "offline-colgen": ("oasis_opt.offline.colgen:ColgenPolicy",
+                       "column generation on (14)-(18): integer schedule + [lower, upper] bracket"),
 }
 
 
@@ -25,12 +45,20 @@ def available_policies() -> dict[str, str]:
     return {name: summary for name, (_, summary) in _REGISTRY.items()}
 
 
-def get_policy(name: str, **options: Any):
-    """Instantiate the policy ``name`` with its options (e.g. ``backend="jax"``)."""
+def policy_factory(name: str):
+    """The class or factory registered as ``name``, imported but not called.
+
+    Lets callers inspect the options a policy accepts (``inspect.signature``) before building it.
+    """
     if name not in _REGISTRY:
         raise UnknownPolicy(name)
     module, attr = _REGISTRY[name][0].split(":")
-    return getattr(importlib.import_module(module), attr)(**options)
+    return getattr(importlib.import_module(module), attr)
+
+
+def get_policy(name: str, **options: Any):
+    """Instantiate the policy ``name`` with its options (e.g. ``backend="jax"``)."""
+    return policy_factory(name)(**options)
 
 
 def solve(instance, policy: str = "oasis", *, options: dict | None = None, **run_options):

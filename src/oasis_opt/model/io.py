@@ -87,6 +87,25 @@ def _amounts(d: Any, resources: tuple[str, ...], path: str) -> dict[str, float]:
     return out
 
 
+def _free_form(v: Any, path: str) -> dict:
+    """A free-form object (provenance, meta, stats): any JSON, but numbers must be finite."""
+    if not isinstance(v, dict):
+        raise FormatError(path, "expected an object")
+
+    def check(x: Any, p: str) -> None:
+        if isinstance(x, float) and not math.isfinite(x):
+            raise FormatError(p, f"must be finite, got {x}")
+        if isinstance(x, dict):
+            for k, y in x.items():
+                check(y, f"{p}.{k}")
+        elif isinstance(x, list):
+            for n, y in enumerate(x):
+                check(y, f"{p}[{n}]")
+
+    check(v, path)
+    return v
+
+
 def _list(v: Any, path: str) -> list:
     if not isinstance(v, list):
         raise FormatError(path, "expected a list")
@@ -170,8 +189,8 @@ def _job(d: Any, n: int, resources, horizon: int) -> Job:
     if cls is not None and cls not in JOB_CLASSES:
         raise FormatError(f"{p}.class", f"unknown job class {cls!r} (known: {', '.join(JOB_CLASSES)})")
     prov = d.get("provenance")
-    if prov is not None and not isinstance(prov, dict):
-        raise FormatError(f"{p}.provenance", "expected an object")
+    if prov is not None:
+        _free_form(prov, f"{p}.provenance")
     return Job(
         id=_str(_get(d, "id", p), f"{p}.id"),
         arrival=arrival,
@@ -216,9 +235,7 @@ def instance_from_dict(doc: Any) -> Instance:
     progress = doc.get("progress", "chunk-time")
     if progress not in PROGRESS_MODES:
         raise FormatError("progress", f"unknown progress mode {progress!r} (known: {', '.join(PROGRESS_MODES)})")
-    meta = doc.get("meta", {})
-    if not isinstance(meta, dict):
-        raise FormatError("meta", "expected an object")
+    meta = _free_form(doc.get("meta", {}), "meta")
     return Instance(horizon, resources, workers, pss, jobs, topology, progress, meta)
 
 
@@ -335,9 +352,7 @@ def result_from_dict(inst: Instance, doc: Any) -> Schedule:
         rows.append((inst.job_index[jid], _int(_get(al, "slot", p), f"{p}.slot", minimum=None),
                      inst.server_index[srv], ROLES.index(role),
                      _int(_get(al, "count", p), f"{p}.count", minimum=None)))
-    stats = doc.get("stats", {})
-    if not isinstance(stats, dict):
-        raise FormatError("stats", "expected an object")
+    stats = _free_form(doc.get("stats", {}), "stats")
     ordered = [by_id[j.id] for j in inst.jobs]
     return Schedule(policy, tuple(o[0] for o in ordered), Allocations.from_rows(rows),
                     tuple(o[1] for o in ordered), tuple(o[2] for o in ordered), total, stats)
@@ -348,19 +363,22 @@ def dumps(doc: dict) -> str:
     return json.dumps(doc, indent=1, allow_nan=False) + "\n"
 
 
-def _reject_constant(name: str):
-    raise ValueError(f"{name} is not valid JSON")
-
-
 def read_json(path: str | Path) -> Any:
+    """Parse a JSON file; errors name the file as the field.
+
+    ``NaN`` / ``Infinity`` (not JSON, but Python writes them) are parsed as floats so that the
+    field checks reject them by name (``jobs[0].chunk_time: must be finite``).
+    """
     try:
         text = Path(path).read_text()
     except OSError as e:
-        raise FormatError("", f"cannot read {path}: {e.strerror}") from None
+        raise FormatError(str(path), f"cannot read: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise FormatError(str(path), f"not valid JSON: not UTF-8 text ({e.reason})") from None
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text, parse_constant=float)
     except ValueError as e:
-        raise FormatError("", f"{path} is not valid JSON: {e}") from None
+        raise FormatError(str(path), f"not valid JSON: {e}") from None
 
 
 def write_json_atomic(path: str | Path, doc: dict) -> None:

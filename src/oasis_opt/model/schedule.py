@@ -82,9 +82,17 @@ class Schedule:
 
 
 def derive_outcome(instance, allocations: Allocations):
-    """Completion slot (last slot with workers, if the worker-slots cover ``work``) and utility."""
+    """Completion slot (last slot with workers, if the worker-slots cover ``work``) and utility.
+
+    With ``instance.progress == "placement"`` the worker-slots are the placement-aware ones of
+    ``oasis_opt.costmodel.placement`` (k T_ref / T_actual per slot), summed as the simulator does.
+    """
     workers = allocations.workers_per_job_slot(instance.I, instance.horizon)
     done = workers.sum(axis=1) >= instance.work
+    if instance.progress == "placement":  # placement-aware worker-slots (costmodel.placement)
+        from ..costmodel.placement import DONE_EPS, placement_work_remaining
+
+        done = placement_work_remaining(instance, allocations)[1] <= DONE_EPS
     completion: list[int | None] = []
     for i in range(instance.I):
         if done[i] and workers[i].any():

@@ -40,6 +40,40 @@ class Topology:
             g.edges[rack, CORE]["bandwidth"] += float(cap[bw]) / oversubscription
         return Topology(g, CORE)
 
+    @staticmethod
+    def from_pods(instance, pod_of, oversubscription: float = 1.0,
+                  pod_oversubscription: float = 1.0) -> "Topology":
+        """core -> pods -> racks -> servers (racks from the servers' ``rack`` fields).
+
+        ``pod_of`` maps every rack id to its pod id. A rack uplink carries the sum of its servers'
+        NICs / ``oversubscription``; a pod uplink the sum of its racks' uplinks /
+        ``pod_oversubscription`` (so a flow leaving a pod gets 1 / (o * o_pod) of its NIC when
+        every uplink is saturated).
+        """
+        if pod_oversubscription <= 0:
+            raise ValueError("pod_oversubscription must be > 0")
+        racks = Topology.from_racks(instance, oversubscription).graph
+        g = nx.Graph()
+        g.add_node(CORE, kind="core")
+        for rack in (n for n, k in racks.nodes(data="kind") if k == "rack"):
+            if rack not in pod_of:
+                raise ValueError(f"pod_of: rack {rack!r} has no pod")
+            pod = str(pod_of[rack])
+            if pod in racks:
+                raise ValueError(f"pod_of: pod id {pod!r} clashes with a rack or server id")
+            if pod not in g:
+                g.add_node(pod, kind="pod")
+                g.add_edge(pod, CORE, bandwidth=0.0)
+            up = racks.edges[rack, CORE]["bandwidth"]
+            g.add_node(rack, kind="rack")
+            g.add_edge(rack, pod, bandwidth=up)
+            g.edges[pod, CORE]["bandwidth"] += up / pod_oversubscription
+            for server in racks.neighbors(rack):
+                if server != CORE:
+                    g.add_node(server, kind="server")
+                    g.add_edge(server, rack, bandwidth=racks.edges[server, rack]["bandwidth"])
+        return Topology(g, CORE)
+
     def to_json(self) -> dict:
         return {
             "nodes": [{"id": n, "kind": d["kind"]} for n, d in self.graph.nodes(data=True)],

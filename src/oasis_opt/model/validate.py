@@ -16,7 +16,8 @@ UTILITY_RTOL = 1e-9
 CAPACITY_EPS = 1e-9
 
 RULES = {
-    "workload": "(2) a completed job gets at least epochs*chunks*chunk_time worker-slots",
+    "workload": "(2) a completed job gets at least epochs*chunks*chunk_time worker-slots "
+                "(placement-aware ones when instance.progress == 'placement')",
     "max-workers": "(3) at most N_i workers per slot",
     "capacity": "(4)/(5) per server, slot and resource: used <= capacity",
     "ps-bandwidth": "(6) PSs * B_i >= workers * b_i",
@@ -99,19 +100,25 @@ def validate(instance, schedule: Schedule) -> ValidationReport:
                              f"instance has {I}"))
         return ValidationReport(tuple(out))
 
-    # ---- per-allocation rules ----------------------------------------------------------
-    for j, t, s, role, c in a.rows():
-        if c <= 0:
-            add("count", f"count {c} is not positive", j, t, s)
-        if not 1 <= t <= T:
-            add("horizon", f"slot {t} outside 1..{T}", j, t, s)
-        if t < instance.arrival[j]:
-            add("arrival", f"allocation in slot {t} before arrival {instance.arrival[j]}", j, t, s)
-        if not schedule.admitted[j]:
-            add("rejected", "allocation for a job that was not admitted", j, t, s)
-        if (role == WORKER) != (s < H):
-            add("pool", f"{('worker', 'ps')[role]} placed on a "
-                f"{'worker' if s < H else 'PS'} server", j, t, s)
+    # ---- per-allocation rules (vectorised: schedules of trace replays have 10^5+ rows) ------
+    arr = instance.arrival[a.job] if len(a) else np.zeros(0, dtype=np.int64)
+    adm = np.asarray(schedule.admitted, dtype=bool)
+    checks = (
+        ("count", a.count <= 0, lambda j, t, s, r, c: f"count {c} is not positive"),
+        ("horizon", (a.slot < 1) | (a.slot > T), lambda j, t, s, r, c: f"slot {t} outside 1..{T}"),
+        ("arrival", a.slot < arr,
+         lambda j, t, s, r, c: f"allocation in slot {t} before arrival {instance.arrival[j]}"),
+        ("rejected", ~adm[a.job] if len(a) else np.zeros(0, bool),
+         lambda j, t, s, r, c: "allocation for a job that was not admitted"),
+        ("pool", (a.role == WORKER) != (a.server < H),
+         lambda j, t, s, r, c: f"{('worker', 'ps')[r]} placed on a "
+                               f"{'worker' if s < H else 'PS'} server"),
+    )
+    for rule, bad, msg in checks:
+        for n in np.flatnonzero(bad):
+            j, t, s, r, c = (int(a.job[n]), int(a.slot[n]), int(a.server[n]), int(a.role[n]),
+                             int(a.count[n]))
+            add(rule, msg(j, t, s, r, c), j, t, s)
 
     # ---- per job and slot: (3), (6), (7) -----------------------------------------------
     y = a.workers_per_job_slot(I, T)
@@ -140,11 +147,17 @@ def validate(instance, schedule: Schedule) -> ValidationReport:
     # ---- workload (2), completion (8), utility accounting -------------------------------
     completion, utility = derive_outcome(instance, a)
     got = y.sum(axis=1)
+    short, unit = got < instance.work, "worker-slots"
+    if instance.progress == "placement":  # placement-aware worker-slots (costmodel.placement)
+        from ..costmodel.placement import DONE_EPS, placement_work_remaining
+
+        got, remaining = placement_work_remaining(instance, a)
+        short, unit = remaining > DONE_EPS, "placement-aware worker-slots"
     for j in range(I):
         claimed = schedule.completion[j]
-        if claimed is not None and got[j] < instance.work[j]:
-            add("workload", f"completed with {got[j]} worker-slots < {instance.jobs[j].workload:g}"
-                " needed", j)
+        if claimed is not None and short[j]:
+            add("workload", f"completed with {got[j]:.12g} {unit} < "
+                f"{instance.jobs[j].workload:g} needed", j)
         elif claimed != completion[j]:
             add("completion", f"claims completion {claimed}, schedule gives {completion[j]}", j)
         if claimed is not None and not schedule.admitted[j]:

@@ -53,15 +53,27 @@ class Placement:
         """
         if k <= 0:
             return []
+        return self.place_counts(instance, job, k, instance.ps_needed(job, k), free)
+
+    def place_counts(self, instance, job: int, workers: int, ps: int, free: np.ndarray):
+        """Rows for exactly ``workers`` workers and ``ps`` PSs (either may be 0), or None.
+
+        Used by policies that grow a job's allocation one worker (plus the PSs constraint (6)
+        then needs) at a time; ``place`` is this with ``ps = ceil(k b_i / B_i)``.
+        """
         H = instance.H
-        wfit = fit_count(free[:H], instance.worker_demand[job])
-        w = fill(self.worker_order(instance, job, free), wfit, k)
-        if w is None:
-            return None
-        pfit = fit_count(free[H:], instance.ps_demand[job])
-        p = fill(self.ps_order(instance, job, free), pfit, instance.ps_needed(job, k))
-        if p is None:
-            return None
+        w: list[tuple[int, int]] = []
+        if workers > 0:
+            wfit = fit_count(free[:H], instance.worker_demand[job])
+            w = fill(self.worker_order(instance, job, free), wfit, workers)
+            if w is None:
+                return None
+        p: list[tuple[int, int]] = []
+        if ps > 0:
+            pfit = fit_count(free[H:], instance.ps_demand[job])
+            p = fill(self.ps_order(instance, job, free), pfit, ps)
+            if p is None:
+                return None
         return [(s, 0, n) for s, n in w] + [(H + s, 1, n) for s, n in p]
 
     def place_most(self, instance, job: int, k_max: int, free: np.ndarray):
@@ -115,10 +127,64 @@ class RoundRobin(Placement):
         return np.roll(np.arange(instance.K), -start)
 
 
-PLACEMENTS = {"first-fit": FirstFit, "round-robin": RoundRobin}
+class Random(Placement):
+    """Servers in a fresh random order for every placement (seeded; ``reset`` restarts the stream).
+
+    Tiresias's simulator ``random`` scheme; a baseline for how much a smarter order matters.
+    """
+
+    name = "random"
+    seeded = True  # get_placement passes the policy's seed
+
+    def __init__(self, seed: int = 0):
+        self.seed = int(seed)
+        self._rng = np.random.default_rng(self.seed)
+
+    def reset(self, instance) -> None:
+        self._rng = np.random.default_rng(self.seed)
+
+    def worker_order(self, instance, job, free):
+        return self._rng.permutation(instance.H)
+
+    def ps_order(self, instance, job, free):
+        return self._rng.permutation(instance.K)
 
 
-def get_placement(name: str) -> Placement:
+class Packing(Placement):
+    """Best fit: the fullest server that still fits a container of the job first.
+
+    Fullness of server s for job i = sum over the resources the container needs (d^r > 0) of
+    free_s^r / c_s^r (lower = fuller); servers that fit no container go last; ties by index.
+    Packing keeps whole servers free for large containers (Gandiva/HiveD-style packing).
+    """
+
+    name = "packing"
+
+    @staticmethod
+    def _order(free: np.ndarray, capacity: np.ndarray, demand: np.ndarray) -> np.ndarray:
+        need = demand > 0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rel = np.where(capacity[:, need] > 0, free[:, need] / capacity[:, need], 0.0)
+        score = rel.sum(axis=1) if need.any() else np.zeros(len(free))
+        fits = fit_count(free, demand) > 0
+        return np.lexsort((np.arange(len(free)), score, ~fits))
+
+    def worker_order(self, instance, job, free):
+        H = instance.H
+        return self._order(free[:H], instance.capacity[:H], instance.worker_demand[job])
+
+    def ps_order(self, instance, job, free):
+        H = instance.H
+        return self._order(free[H:], instance.capacity[H:], instance.ps_demand[job])
+
+
+PLACEMENTS = {"first-fit": FirstFit, "round-robin": RoundRobin, "random": Random,
+              "packing": Packing}
+
+
+def get_placement(name: str, *, seed: int = 0) -> Placement:
+    """A fresh placement by name; ``seed`` goes to the seeded ones (``random``)."""
     if name not in PLACEMENTS:
         raise ValueError(f"unknown placement {name!r} (known: {', '.join(sorted(PLACEMENTS))})")
-    return PLACEMENTS[name]()
+    cls = PLACEMENTS[name]
+    return cls(seed=seed) if getattr(cls, "seeded", False) else cls()

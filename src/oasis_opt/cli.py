@@ -1,0 +1,469 @@
+"""The ``oasis-opt`` command: a thin layer over the library.
+
+Exit codes: 0 success; 1 a schedule is invalid (the violations are listed); 2 bad input, reported
+as ONE line ``oasis-opt: error: <field>: <message>`` on stderr, never a traceback.
+
+Adding a subcommand is one function plus its parser lines::
+
+    @command("name", "one-line help", arg("instance", help="..."), arg("--flag", type=int))
+    def cmd_name(args) -> int:
+        from .something_heavy import thing   # heavy imports inside, so --help stays instant
+        ...
+        return EXIT_OK
+
+Raise ``CliError(field, message)`` for bad input; ``FormatError`` from the strict readers is
+reported the same way. Only the standard library and the (light) model layer load at import time:
+jax, ray, ortools, pyomo, scipy and matplotlib load inside the subcommands that need them.
+"""
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from .model.io import FormatError
+
+PROG = "oasis-opt"
+EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class CliError(Exception):
+    """Bad input: reported as ``oasis-opt: error: <field>: <message>`` with exit code 2."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field, self.message = field, message
+
+
+# ---- the subcommand registry ------------------------------------------------------------------
+_COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str, tuple]] = {}
+
+
+def arg(*flags: str, **kwargs: Any) -> tuple[tuple[str, ...], dict]:
+    """One ``add_argument`` call, kept for ``command``."""
+    return flags, kwargs
+
+
+def command(name: str, help: str, *arguments: tuple[tuple[str, ...], dict]):
+    """Register ``fn(args) -> exit code`` as subcommand ``name`` with its ``arg(...)`` lines."""
+
+    def register(fn: Callable[[argparse.Namespace], int]):
+        _COMMANDS[name] = (fn, help, arguments)
+        return fn
+
+    return register
+
+
+# ---- argument types (argparse turns ArgumentTypeError into "argument --x: <message>") ---------
+def _int_at_least(low: int):
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if v < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low}, got {v}")
+        return v
+
+    parse.__name__ = f"integer >= {low}"
+    return parse
+
+
+def positive_seconds(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(v) or v <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return v
+
+
+def existing_file(text: str) -> str:
+    if not Path(text).is_file():
+        raise argparse.ArgumentTypeError(f"no such file: {text!r}")
+    return text
+
+
+positive_int = _int_at_least(1)
+non_negative_int = _int_at_least(0)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but errors become one ``field: message`` line instead of usage + exit."""
+
+    def error(self, message: str):
+        raise CliError(*_argparse_field(message))
+
+
+def _argparse_field(message: str) -> tuple[str, str]:
+    if message.startswith("argument "):
+        field, _, rest = message[len("argument "):].partition(": ")
+        return field, rest
+    for prefix, what in (("the following arguments are required: ", "required argument missing"),
+                         ("unrecognized arguments: ", "unrecognized argument")):
+        if message.startswith(prefix):
+            return message[len(prefix):], what
+    return "arguments", message
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="Schedule distributed ML training jobs on shared "
+                     "clusters: generate instances, run policies, validate and compare schedules.",
+                     epilog="exit codes: 0 ok, 1 invalid schedule, 2 bad input")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (fn, help_text, arguments) in _COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        for flags, kwargs in arguments:
+            p.add_argument(*flags, **kwargs)
+        p.set_defaults(func=fn)
+    return parser
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit code."""
+    try:
+        args = build_parser().parse_args(argv)
+        return int(args.func(args))
+    except SystemExit as e:  # --help / --version
+        return e.code if isinstance(e.code, int) else EXIT_OK
+    except (CliError, FormatError) as e:
+        print(f"{PROG}: error: {_one_line(str(e))}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+# ---- helpers shared by subcommands -------------------------------------------------------------
+def _located(err: FormatError, path: str) -> CliError:
+    """A reader's error, with the file named: as the field when the whole file is bad."""
+    message = str(err)[len(err.field) + 2:] if err.field else str(err)
+    if not err.field or err.field == str(path):
+        return CliError(str(path), message)
+    return CliError(err.field, f"{message} (in {path})")
+
+
+def load_instance(path: str):
+    from .model.io import load_instance as load
+
+    try:
+        return load(path)
+    except FormatError as e:
+        raise _located(e, path) from None
+
+
+def load_result(instance, path: str):
+    from .model.io import load_result as load
+
+    try:
+        return load(instance, path)
+    except FormatError as e:
+        raise _located(e, path) from None
+
+
+def write(path: str, save: Callable, *what) -> None:
+    """``save(*what, path)``; an unwritable destination is bad input on the ``--out`` field."""
+    try:
+        save(*what, path)
+    except OSError as e:
+        raise CliError("--out", f"cannot write {path}: {e.strerror or e}") from None
+
+
+def parse_option(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` with VALUE parsed as JSON when it is JSON (``3``, ``true``, ``[1,2]``),
+    else kept as a string (``backend=jax``). Hyphens in KEY become underscores."""
+    key, eq, raw = text.partition("=")
+    key = key.strip().replace("-", "_")
+    if not eq or not key.isidentifier():
+        raise CliError("--option", f"expected KEY=VALUE, got {text!r}")
+    try:
+        value = json.loads(raw, parse_constant=_not_finite)
+    except ValueError:
+        value = raw
+    except _NonFinite:
+        raise CliError(f"--option {key}", f"must be finite, got {raw!r}") from None
+    return key, value
+
+
+class _NonFinite(Exception):
+    pass
+
+
+def _not_finite(_: str):
+    raise _NonFinite
+
+
+def policy_options(args: argparse.Namespace) -> dict[str, tuple[Any, str]]:
+    """Policy options from ``--backend``, ``--pricing`` and ``--option``: key -> (value, field)."""
+    given = []
+    if getattr(args, "backend", None) is not None:
+        given.append(("backend", args.backend, "--backend"))
+    if getattr(args, "pricing", None) is not None:
+        given.append(("pricing", args.pricing, "--pricing"))
+    for text in getattr(args, "option", ()):
+        key, value = parse_option(text)
+        given.append((key, value, f"--option {key}"))
+    options: dict[str, tuple[Any, str]] = {}
+    for key, value, field in given:
+        if key in options:
+            raise CliError(field, f"option {key!r} given twice (also by {options[key][1]})")
+        options[key] = (value, field)
+    return options
+
+
+def accepted_options(factory) -> set[str] | None:
+    """Keyword options ``factory`` accepts; None when it takes ``**kwargs`` (anything)."""
+    try:
+        params = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):  # no introspectable signature: let the call decide
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    return {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
+def make_policy(name: str, options: dict[str, tuple[Any, str]]):
+    """``get_policy(name, **options)``; ``options`` maps key -> (value, CLI field that gave it).
+
+    An option the policy does not take, an unknown policy, or a value the policy's constructor
+    rejects (ValueError / TypeError) is bad input naming the field.
+    """
+    from .policies import UnknownPolicy, policy_factory
+
+    try:
+        factory = policy_factory(name)
+    except UnknownPolicy as e:
+        raise CliError("--policy", str(e)) from None
+    accepted = accepted_options(factory)
+    if accepted is not None:
+        for key, (_, field) in options.items():
+            if key not in accepted:
+                takes = (f"it takes: {', '.join(sorted(accepted))}" if accepted
+                         else "it takes no options")
+                raise CliError(field, f"policy {name!r} does not accept option {key!r} ({takes})")
+    try:
+        return factory(**{k: v for k, (v, _) in options.items()})
+    except (ValueError, TypeError) as e:
+        raise blame(e, {k: field for k, (_, field) in options.items()}, f"--policy {name}") from None
+
+
+def blame(err: Exception, fields: dict[str, str], default: str) -> CliError:
+    """Library errors say ``"<parameter>: <message>"``: name the CLI field that set that
+    parameter (``fields``: parameter -> field) when there is one, else ``default``."""
+    name, sep, rest = str(err).partition(": ")
+    if sep and name in fields:
+        return CliError(fields[name], rest)
+    return CliError(default, str(err))
+
+
+def format_table(headers: list[str], rows: list[list[Any]]) -> str:
+    """Plain-text table; numbers right-aligned, text left-aligned."""
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [max(len(h), *(len(r[c]) for r in cells)) if cells else len(h)
+              for c, h in enumerate(headers)]
+    numeric = [all(isinstance(r[c], (int, float)) or r[c] is None for r in rows) and bool(rows)
+               for c in range(len(headers))]
+
+    def line(values):
+        return "  ".join(v.rjust(w) if num else v.ljust(w)
+                         for v, w, num in zip(values, widths, numeric)).rstrip()
+
+    return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in cells])
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "NO"
+    if isinstance(v, float):
+        return f"{v:.2f}"
+    return str(v)
+
+
+# ---- subcommands -------------------------------------------------------------------------------
+@command("generate", "generate a problem instance from a workload preset",
+         arg("--preset", required=True, metavar="NAME",
+             help="workload preset (see `oasis-opt presets`), e.g. paper-sim"),
+         arg("--jobs", type=positive_int, metavar="N", help="number of jobs (preset default)"),
+         arg("--horizon", type=positive_int, metavar="T", help="slots 1..T (preset default)"),
+         arg("--servers", type=positive_int, metavar="N",
+             help="servers per the preset's rule (preset default)"),
+         arg("--calibration", choices=("calibrated", "literal"),
+             help="job-size calibration (ambiguity A2; preset default: calibrated)"),
+         arg("--seed", type=non_negative_int, required=True, metavar="S", help="random seed"),
+         arg("--out", required=True, metavar="FILE", help="instance JSON to write"))
+def cmd_generate(args: argparse.Namespace) -> int:
+    from .model.io import save_instance
+    from .workloads import PRESETS, generate
+
+    if args.preset not in PRESETS:
+        raise CliError("--preset", f"unknown preset {args.preset!r} "
+                       f"(known: {', '.join(sorted(PRESETS))})")
+    options = {} if args.calibration is None else {"calibration": args.calibration}
+    try:
+        inst = generate(args.preset, seed=args.seed, jobs=args.jobs, horizon=args.horizon,
+                        servers=args.servers, **options)
+    except FormatError:
+        raise
+    except (ValueError, TypeError) as e:
+        given = {k: f"--{k.replace('_', '-')}" for k, v in vars(args).items()
+                 if v is not None and k not in ("command", "func")}
+        raise blame(e, given, f"--preset {args.preset}") from None
+    write(args.out, save_instance, inst)
+    print(f"wrote {args.out}: preset {args.preset}, seed {args.seed}, {inst.I} jobs, "
+          f"T={inst.horizon}, {inst.H} worker + {inst.K} PS servers")
+    return EXIT_OK
+
+
+@command("solve", "run a policy on an instance, validate the schedule and write the result",
+         arg("instance", metavar="INSTANCE", help="instance JSON"),
+         arg("--policy", required=True, metavar="NAME", help="policy (see `oasis-opt policies`)"),
+         arg("--time-limit", type=positive_seconds, metavar="S",
+             help="time limit in seconds (solvers that support one)"),
+         arg("--backend", choices=("numpy", "jax", "reference"),
+             help="kernel backend (policy option backend=...)"),
+         arg("--pricing", type=existing_file, metavar="FILE",
+             help="pricing parameters file (policy option pricing=...)"),
+         arg("--option", action="append", default=[], metavar="KEY=VALUE",
+             help="policy option, VALUE parsed as JSON when possible (repeatable)"),
+         arg("--progress", action="store_true", help="show a progress bar"),
+         arg("--out", required=True, metavar="RESULT", help="result JSON to write"))
+def cmd_solve(args: argparse.Namespace) -> int:
+    from .model.io import save_result
+    from .model.validate import validate
+
+    inst = load_instance(args.instance)
+    policy = make_policy(args.policy, policy_options(args))
+    sched = policy.solve(inst, time_limit=args.time_limit, progress=args.progress)
+    report = validate(inst, sched)
+    write(args.out, save_result, inst, sched)
+    done = int(sched.completed.sum())
+    run_time = sched.stats.get("run_time_s")
+    print(f"{sched.policy}: total utility {sched.total_utility:.4f}, admitted "
+          f"{sum(sched.admitted)}/{inst.I}, completed {done}, "
+          f"{'valid' if report.ok else f'INVALID ({len(report.violations)} violations)'}"
+          + (f", {run_time:.2f} s" if isinstance(run_time, (int, float)) else "")
+          + f" -> {args.out}")
+    if not report.ok:
+        print(report, file=sys.stderr)
+        return EXIT_INVALID
+    return EXIT_OK
+
+
+@command("validate", "check a result against its instance (constraints (2)-(10), utilities)",
+         arg("instance", metavar="INSTANCE", help="instance JSON"),
+         arg("result", metavar="RESULT", help="result JSON"))
+def cmd_validate(args: argparse.Namespace) -> int:
+    from .model.validate import validate
+
+    inst = load_instance(args.instance)
+    report = validate(inst, load_result(inst, args.result))
+    print(report)
+    return EXIT_OK if report.ok else EXIT_INVALID
+
+
+@command("policies", "list the registered policies")
+def cmd_policies(args: argparse.Namespace) -> int:
+    from .policies import available_policies
+
+    names = available_policies()
+    width = max(map(len, names), default=0)
+    for name, summary in names.items():
+        print(f"{name.ljust(width)}  {summary}")
+    return EXIT_OK
+
+
+@command("presets", "list the workload presets of `generate`")
+def cmd_presets(args: argparse.Namespace) -> int:
+    from .workloads import PRESETS
+
+    width = max(map(len, PRESETS), default=0)
+    for name, description in PRESETS.items():
+        print(f"{name.ljust(width)}  {description}")
+    return EXIT_OK
+
+
+@command("summary", "compare results on one instance: utility, admissions, timeliness "
+         "(exit 1 when one is invalid)",
+         arg("instance", metavar="INSTANCE", help="instance JSON"),
+         arg("results", nargs="+", metavar="RESULT", help="result JSON files"))
+def cmd_summary(args: argparse.Namespace) -> int:
+    from .model.instance import JOB_CLASSES
+    from .model.validate import validate
+    from .sim import summarize
+
+    inst = load_instance(args.instance)
+    rows, medians, all_valid = [], [], True
+    for path in args.results:
+        sched = load_result(inst, path)
+        m = summarize(inst, sched)
+        valid = validate(inst, sched).ok
+        all_valid &= valid
+        rows.append([Path(path).name, m["policy"], m["total_utility"], m["admitted"],
+                     m["rejected"], m["completed"], m["unfinished"], valid])
+        medians.append(m["completion_minus_target_median"])
+    seen = {c for m in medians for c in m}
+    classes = [c for c in JOB_CLASSES if c in seen] + sorted(seen - set(JOB_CLASSES))
+    headers = ["result", "policy", "total utility", "admitted", "rejected", "completed",
+               "unfinished", "valid"] + [f"c-t {c.removeprefix('time-')}" for c in classes]
+    for row, m in zip(rows, medians):
+        row.extend(m.get(c) for c in classes)
+    print(format_table(headers, rows))
+    if classes:
+        print("c-t <class>: median of (completion - arrival) - target over the completed jobs "
+              "of the class, in slots (paper Figs. 4, 9)")
+    return EXIT_OK if all_valid else EXIT_INVALID
+
+
+@command("reproduce", "run the paper's experiments and draw its figures beside the paper's values",
+         arg("figures", nargs="*", default=["all"], metavar="FIGURE",
+             help="fig3, fig4, fig5, fig6, testbed or all (default: all)"),
+         arg("--quick", action="store_true",
+             help="small variant of each figure (all of them in a minute or two)"),
+         arg("--workers", type=positive_int, metavar="N",
+             help="parallel runs: 1 = in this process without Ray; N = a local Ray with N CPUs "
+                  "(default: all CPUs)"),
+         arg("--address", metavar="ADDR", help="join this running Ray cluster instead"),
+         arg("--results", default="results", metavar="DIR",
+             help="one JSON per run; runs stored there are reused, so a killed sweep resumes "
+                  "(default: results)"),
+         arg("--out", metavar="DIR",
+             help="figures (PNG, PDF, markdown) go here (default: paper_figs, or "
+                  "paper_figs/quick with --quick)"))
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from .experiments.reproduce import figure_names, reproduce
+    from .experiments.runner import SweepError
+
+    try:
+        names = figure_names(args.figures)
+    except ValueError as e:
+        raise CliError("FIGURE", str(e).partition(": ")[2]) from None
+    try:
+        written = reproduce(names, quick=args.quick, workers=args.workers, address=args.address,
+                            results=args.results, out=args.out)
+    except SweepError as e:
+        print(f"{PROG}: {e}\n(tracebacks in {Path(args.results) / 'failed'})", file=sys.stderr)
+        return EXIT_INVALID
+    for name, paths in written.items():
+        print(f"{name}: {', '.join(str(p) for p in paths)}")
+    return EXIT_OK
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""Shared pieces of the figure definitions: the paper's numbers, plotting, markdown tables.
+
+The paper's values (read off its plots, see ``paper_figs/reference/README.md``) are CSV files in
+``paper_figs/reference/`` of the repository. Figures are drawn with matplotlib's object API
+(``matplotlib.figure.Figure``, no pyplot state, no display needed) and saved as PNG and PDF.
+"""
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from ..spec import RunSpec
+
+# Display names and colours of the policies, in the paper's legend order.
+DISPLAY = {"oasis": "OASiS", "fifo": "FIFO", "drf": "DRF", "rrh": "RRH", "dorm": "Dorm",
+           "tiresias": "Tiresias", "optimus": "Optimus", "offline": "Offline", "greedy": "Greedy"}
+COLOURS = {"oasis": "#1f77b4", "fifo": "#ff7f0e", "drf": "#2ca02c", "rrh": "#d62728",
+           "dorm": "#9467bd", "tiresias": "#8c564b", "optimus": "#e377c2", "greedy": "#7f7f7f"}
+PAPER_POLICIES = ("oasis", "fifo", "drf", "rrh", "dorm")
+CLASSES = ("time-critical", "time-sensitive")  # the two classes of Figs. 4 and 9
+PAPER_MARKER = dict(marker="D", color="black", markersize=5, linestyle="none", zorder=5)
+
+REPO_ROOT = Path(__file__).resolve().parents[4]
+DEFAULT_REFERENCE = REPO_ROOT / "paper_figs" / "reference"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A figure: its runs (``runs(quick)``) and how to draw them (``render(...)``).
+
+    ``render(specs, records, out_dir, reference_dir, quick) -> list of written paths``, where
+    ``records`` maps run key -> stored record for every spec of ``runs(quick)``.
+    ``compute``, when set, replaces the runner for figures whose computation lives elsewhere
+    (Fig. 5): ``compute(quick, results_dir, workers, address, progress) -> data`` and
+    ``render(data, out_dir, reference_dir, quick)``.
+    """
+
+    name: str
+    title: str
+    runs: Callable[[bool], list[RunSpec]] | None
+    render: Callable[..., list[Path]]
+    compute: Callable[..., Any] | None = None
+
+
+def display(policy: str) -> str:
+    return DISPLAY.get(policy, policy)
+
+
+def read_reference(name: str, reference_dir: str | Path | None = None) -> list[dict[str, str]]:
+    """Rows of ``<reference_dir>/<name>.csv`` as dicts (empty cell = value not read off the plot)."""
+    path = Path(reference_dir or DEFAULT_REFERENCE) / f"{name}.csv"
+    if not path.is_file():
+        raise FileNotFoundError(f"paper reference values not found: {path} (pass reference_dir, "
+                                "or run from a checkout that has paper_figs/reference/)")
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def number(cell: str | None) -> float:
+    """A CSV cell as float; an empty cell is NaN (the paper's value was not read)."""
+    return float(cell) if cell not in (None, "") else math.nan
+
+
+def mean_sd(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (0 for a single value; NaN for none)."""
+    v = np.asarray(values, dtype=float)
+    if v.size == 0:
+        return math.nan, math.nan
+    return float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0
+
+
+def box_stats(values: Sequence[float]) -> dict[str, float]:
+    """Median, quartiles and Tukey whiskers (most extreme points within 1.5 IQR), as plotted."""
+    v = np.sort(np.asarray(values, dtype=float))
+    if v.size == 0:
+        return {k: math.nan for k in ("median", "q1", "q3", "lo", "hi")}
+    q1, med, q3 = np.percentile(v, [25, 50, 75])
+    iqr = q3 - q1
+    inside = v[(v >= q1 - 1.5 * iqr) & (v <= q3 + 1.5 * iqr)]
+    return {"median": float(med), "q1": float(q1), "q3": float(q3),
+            "lo": float(inside.min()), "hi": float(inside.max())}
+
+
+def fmt(x: float, digits: int = 3) -> str:
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def checks_markdown(checks: Sequence[tuple[str, bool, str]]) -> str:
+    """The paper's qualitative claims, each evaluated on our numbers."""
+    lines = ["**The paper's claims, checked on these runs:**", ""]
+    for claim, ok, detail in checks:
+        lines.append(f"- {'✅' if ok else '❌'} {claim} — {detail}")
+    return "\n".join(lines) + "\n"
+
+
+def new_figure(ncols: int = 1, nrows: int = 1, width: float = 6.0, height: float = 3.8):
+    from matplotlib.figure import Figure as MplFigure
+
+    fig = MplFigure(figsize=(width * ncols, height * nrows), layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    return fig, axes
+
+
+def save(fig, out_dir: Path, stem: str) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.pdf"]
+    fig.savefig(paths[0], dpi=130)
+    fig.savefig(paths[1])
+    return paths
+
+
+def write_markdown(out_dir: Path, stem: str, text: str) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{stem}.md"
+    path.write_text(text)
+    return path
+
+
+def grouped_bars(ax, groups: Sequence[Any], series: Sequence[str], ours: dict, paper: dict,
+                 colours: dict[str, str], labels: dict[str, str], scale: float = 1.0) -> None:
+    """Bars of our mean (± sd over seeds) per (group, series), the paper's value as a marker on
+    the same bar. ``ours[(g, s)] = (mean, sd)``; ``paper[(g, s)] = value`` (missing/NaN: none)."""
+    n = len(series)
+    width = 0.8 / n
+    x = np.arange(len(groups))
+    for k, s in enumerate(series):
+        pos = x - 0.4 + width * (k + 0.5)
+        m = np.array([ours.get((g, s), (math.nan, math.nan))[0] for g in groups]) / scale
+        e = np.array([ours.get((g, s), (math.nan, math.nan))[1] for g in groups]) / scale
+        ax.bar(pos, m, width, yerr=e, color=colours[s], label=labels[s], capsize=2,
+               error_kw={"elinewidth": 0.8})
+        p = np.array([paper.get((g, s), math.nan) for g in groups], dtype=float) / scale
+        if np.isfinite(p).any():
+            ax.plot(pos, p, **PAPER_MARKER, label="paper" if k == 0 else None)
+    ax.set_xticks(x, [str(g) for g in groups])

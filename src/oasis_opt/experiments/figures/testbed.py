@@ -1,0 +1,119 @@
+"""Figs. 8-9: the testbed scenario (paper §14), simulated.
+
+``testbed(seed)``: 12 jobs arriving in the first 9 of 10 slots on 7 worker and 2 PS hosts. Fig. 8
+is the total utility (paper axis x10^2), Fig. 9 the actual minus target completion time of every
+job (all classes pooled, as the paper shows one box per policy). The paper reports one run;
+ours are pooled over seeds (bars: mean ± sd). As in Fig. 4, completed jobs only, and (hatched)
+with unfinished jobs counted as completing at T.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..spec import RunSpec
+from .common import (COLOURS, PAPER_MARKER, PAPER_POLICIES, Figure, box_stats, checks_markdown,
+                     display, fmt, markdown_table, mean_sd, new_figure, number, read_reference,
+                     save, write_markdown)
+
+FULL = {"seeds": tuple(range(10))}
+QUICK = {"seeds": (0, 1, 2)}
+
+
+def settings(quick: bool) -> dict:
+    return QUICK if quick else FULL
+
+
+def runs(quick: bool) -> list[RunSpec]:
+    return [RunSpec("testbed", {"seed": seed}, policy, metrics=("total_utility", "timeliness"),
+                    tags={"seed": seed})
+            for seed in settings(quick)["seeds"] for policy in PAPER_POLICIES]
+
+
+def paper_values(reference_dir=None) -> dict[str, dict[str, float]]:
+    names = {display(p): p for p in PAPER_POLICIES}
+    return {names[r["policy"]]: {"utility": number(r["total_utility_x1e2"]) * 1e2,
+                                 "median": number(r["ct_median_slots"]),
+                                 "q1": number(r["ct_box_low_slots"]),
+                                 "q3": number(r["ct_box_high_slots"])}
+            for r in read_reference("testbed_fig8_fig9", reference_dir)}
+
+
+def collect(specs, records):
+    util: dict[str, list[float]] = {}
+    done: dict[str, list[float]] = {}
+    unf: dict[str, list[float]] = {}
+    for s in specs:
+        m = records[s.key]["metrics"]
+        util.setdefault(s.policy, []).append(m["total_utility"])
+        done.setdefault(s.policy, []).extend(v for vs in m["timeliness"]["completed"].values() for v in vs)
+        unf.setdefault(s.policy, []).extend(v for vs in m["timeliness"]["censored"].values() for v in vs)
+    return util, done, unf
+
+
+def claims(util, done, unf) -> list[tuple[str, bool, str]]:
+    means = {p: mean_sd(util[p])[0] for p in PAPER_POLICIES}
+    med = {p: abs(box_stats(done[p] + unf[p])["median"]) for p in PAPER_POLICIES}
+    return [
+        ("OASiS has the highest total utility on the testbed", max(means, key=means.get) == "oasis",
+         ", ".join(f"{display(p)} {m:.0f}" for p, m in means.items())),
+        ("OASiS is closest to its targets (unfinished counted at T)",
+         min(med, key=lambda p: (np.nan_to_num(med[p], nan=np.inf), p)) == "oasis",
+         "|median|: " + ", ".join(f"{display(p)} {fmt(m, 1)}" for p, m in med.items())),
+    ]
+
+
+def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = False) -> list[Path]:
+    util, done, unf = collect(specs, records)
+    paper = paper_values(reference_dir)
+    seeds = settings(quick)["seeds"]
+    pos = np.arange(len(PAPER_POLICIES))
+    fig, ax = new_figure(2, 1, width=5.6)
+    ms = [mean_sd(util[p]) for p in PAPER_POLICIES]
+    ax[0, 0].bar(pos, [m / 100 for m, _ in ms], 0.6, yerr=[sd / 100 for _, sd in ms],
+                 color=[COLOURS[p] for p in PAPER_POLICIES], capsize=3)
+    ax[0, 0].plot(pos, [paper[p]["utility"] / 100 for p in PAPER_POLICIES], **PAPER_MARKER,
+                  label="paper")
+    ax[0, 0].set_xticks(pos, [display(p) for p in PAPER_POLICIES])
+    ax[0, 0].set(ylabel="total utility (×10²)", title="Fig. 8 — total utility")
+    ax[0, 0].legend(fontsize=7)
+    a = ax[0, 1]
+    for k, (data, hatch, shift) in enumerate(((done, None, -0.18), ({p: done[p] + unf[p] for p in
+                                              PAPER_POLICIES}, "//", 0.18))):
+        bp = a.boxplot([data[p] or [np.nan] for p in PAPER_POLICIES], positions=pos + shift,
+                       widths=0.3, patch_artist=True, flierprops={"markersize": 2})
+        for patch, p in zip(bp["boxes"], PAPER_POLICIES):
+            patch.set_facecolor(COLOURS[p])
+            patch.set_alpha(0.6)
+            patch.set_hatch(hatch)
+    a.plot(pos + 0.4, [paper[p]["median"] for p in PAPER_POLICIES], **PAPER_MARKER,
+           label="paper median")
+    a.vlines(pos + 0.4, [paper[p]["q1"] for p in PAPER_POLICIES],
+             [paper[p]["q3"] for p in PAPER_POLICIES], color="black", lw=1.5, label="paper box")
+    a.axhline(0, color="grey", lw=0.6, ls=":")
+    a.set_xticks(pos, [display(p) for p in PAPER_POLICIES])
+    a.set(ylabel="actual − target (slots)",
+          title="Fig. 9 — completion vs target (plain: completed; hatched: unfinished at T)")
+    a.legend(fontsize=7)
+    fig.suptitle(f"Testbed scenario, simulated — {len(seeds)} seed(s); ◆ = paper")
+    paths = save(fig, out_dir, "testbed")
+
+    rows = []
+    for p in PAPER_POLICIES:
+        m, sd = mean_sd(util[p])
+        b, bu = box_stats(done[p]), box_stats(done[p] + unf[p])
+        rows.append([display(p), f"{m:.0f} ± {sd:.0f}", fmt(paper[p]["utility"], 0), len(done[p]),
+                     len(unf[p]), fmt(b["median"], 1), f"{fmt(b['q1'], 1)} … {fmt(b['q3'], 1)}",
+                     fmt(bu["median"], 1), fmt(paper[p]["median"], 1)])
+    text = (f"# Figs. 8–9 — testbed scenario, simulated{' (quick)' if quick else ''}\n\n"
+            f"`testbed(seed)` for seeds {list(seeds)}; utility mean ± sd over seeds; completion "
+            "minus target pooled over seeds and job classes (slots of 20 min).\n\n"
+            + markdown_table(["policy", "utility", "paper utility", "completed", "unfinished",
+                              "median", "box (q1…q3)", "median, unfinished at T", "paper median"],
+                             rows)
+            + "\n" + checks_markdown(claims(util, done, unf)))
+    return paths + [write_markdown(out_dir, "testbed", text)]
+
+
+FIGURE = Figure("testbed", "Testbed scenario, simulated (Figs. 8-9)", runs, render)

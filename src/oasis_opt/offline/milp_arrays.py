@@ -1,0 +1,267 @@
+"""The linearised MILP of problem (1) (reference section 2.1) as arrays for the solver layer.
+
+Variables (all integer), per job i that can run at all:
+
+* ``x_i`` in {0,1}: admitted (eq. (11));
+* ``u_it`` in {0,1}: job i completes in slot t, for t in [t0_i, T] where
+  ``t0_i = a_i + ceil(work_i / k_i) - 1`` and k_i is the most workers the job can ever have in a
+  slot (N_i, the worker servers' room, the PS room through (6)): no earlier completion exists;
+* ``y_iht`` in {0..min(N_i, room of h)}: workers of i on worker server h in slot t >= a_i
+  (eqs. (9), (12): no variable before arrival; none on a server too small for one worker);
+* ``z_ikt`` likewise for PSs (eqs. (10), (13)).
+
+Objective (1): ``max sum_i sum_t f_i(t - a_i) u_it``. Constraints, in worker-slots
+(``instance.work`` = ceil(E_i N_i x_i) is the workload of (2) everywhere in the package):
+
+* (2)   ``sum_{t,h} y_iht >= work_i x_i``;
+* ``sum_t u_it = x_i`` (one completion slot iff admitted);
+* no workers after completion, which also gives (3):
+  ``sum_h y_iht <= N_i sum_{t' >= t} u_it'`` (``N_i x_i`` for t < t0_i);
+* a worker in the completion slot: ``u_it <= sum_h y_iht``, so the completion slot is the last
+  slot with workers, as (8) defines it, and ``ScheduleBuilder`` derives the same utility;
+* (4)/(5) ``sum_i w_i^r y_iht <= c_h^r`` and ``sum_i s_i^r z_ikt <= c_k^r`` (rows that no
+  choice of the variables can violate are left out);
+* (6)   ``b_i sum_h y_iht <= B_i sum_k z_ikt``;  (7) ``sum_k z_ikt <= sum_h y_iht``.
+
+Every reduction above removes only variables that are zero (or rows that hold) in every feasible
+solution, so the optimum equals that of the unreduced model in :mod:`.milp_pyomo` (tested).
+Jobs with zero work complete on arrival without resources (as ``derive_outcome`` counts them):
+they are admitted outside the model and their utility is the model's ``constant``.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..model.instance import WORK_EPS
+from ..model.schedule import PS, WORKER, Schedule, ScheduleBuilder
+from .solver import LinearProgram
+
+X, U, Y, Z = 0, 1, 2, 3  # variable kinds
+KINDS = ("x", "u", "y", "z")
+
+
+def server_room(capacity: np.ndarray, demand: np.ndarray) -> np.ndarray:
+    """``[i, s]`` = most containers of job i (demand row) that fit on an empty server s.
+
+    min over resources with positive demand of floor(c_s^r / d_i^r); a large number when the
+    job demands nothing of the pool.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.where(demand[:, None, :] > 0,
+                     np.floor(capacity[None, :, :] / np.where(demand > 0, demand, 1)[:, None, :]
+                              + WORK_EPS), np.inf)
+    room = q.min(axis=2) if demand.shape[1] else np.full((len(demand), len(capacity)), np.inf)
+    return np.minimum(room, 2**31)
+
+
+@dataclass(frozen=True)
+class MilpModel:
+    """The MILP of one instance: the program plus what each column means.
+
+    ``kind[j]``, ``job[j]``, ``slot[j]`` (0 for x), ``server[j]`` (global index, -1 for x/u)
+    describe column j. ``constant``: utility of zero-work jobs (admitted outside the model).
+    ``excluded``: job -> why it cannot run at all (x_i = 0 without a variable).
+    """
+
+    lp: LinearProgram
+    kind: np.ndarray
+    job: np.ndarray
+    slot: np.ndarray
+    server: np.ndarray
+    constant: float
+    zero_work: tuple[int, ...]
+    excluded: dict[int, str] = field(default_factory=dict)
+    build_s: float = 0.0
+
+    @property
+    def x_cols(self) -> np.ndarray:
+        return np.flatnonzero(self.kind == X)
+
+    def size(self) -> dict:
+        return {"columns": self.lp.n_cols, "rows": self.lp.n_rows, "nonzeros": int(self.lp.A.nnz)}
+
+
+class _Coo:
+    """Row-by-row accumulation of (row, col, value) triplets and row bounds."""
+
+    def __init__(self):
+        self.r: list[np.ndarray] = []
+        self.c: list[np.ndarray] = []
+        self.v: list[np.ndarray] = []
+        self.lo: list[float] = []
+        self.up: list[float] = []
+
+    def row(self, cols, vals, lo=-math.inf, up=math.inf) -> None:
+        cols = np.asarray(cols, dtype=np.int64).ravel()
+        vals = np.broadcast_to(np.asarray(vals, dtype=float), cols.shape)
+        self.r.append(np.full(len(cols), len(self.lo), dtype=np.int64))
+        self.c.append(cols)
+        self.v.append(vals)
+        self.lo.append(lo)
+        self.up.append(up)
+
+    def rows(self, rows, cols, vals, lo, up) -> None:
+        """Many rows at once: entries (rows[n] relative to the new block, cols[n], vals[n])."""
+        base = len(self.lo)
+        self.r.append(np.asarray(rows, dtype=np.int64) + base)
+        self.c.append(np.asarray(cols, dtype=np.int64))
+        self.v.append(np.asarray(vals, dtype=float))
+        self.lo.extend(np.asarray(lo, dtype=float).tolist())
+        self.up.extend(np.asarray(up, dtype=float).tolist())
+
+    def matrix(self, n_cols: int) -> sp.csr_matrix:
+        m = len(self.lo)
+        if not self.r:
+            return sp.csr_matrix((m, n_cols))
+        return sp.csr_matrix((np.concatenate(self.v), (np.concatenate(self.r),
+                                                       np.concatenate(self.c))), shape=(m, n_cols))
+
+
+def max_workers_per_slot(instance, wroom: np.ndarray, proom: np.ndarray) -> np.ndarray:
+    """k_i: most workers job i can have in one slot, from N_i, the worker servers' room and the
+    PS servers' room (k workers need ceil(k b_i / B_i) PSs, constraint (6), and PSs <= workers)."""
+    N = instance.chunks.astype(float)
+    kw = np.minimum(N, wroom.sum(axis=1))
+    zmax = np.minimum(N, proom.sum(axis=1))
+    b, B = instance.worker_bw, instance.ps_bw
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kp = np.where(b > 0, np.floor(zmax * B / np.where(b > 0, b, 1) + WORK_EPS), np.inf)
+    return np.minimum(kw, kp).astype(np.int64)
+
+
+def build_milp(instance) -> MilpModel:
+    """The reduced MILP of section 2.1 for ``instance`` (see the module docstring)."""
+    t_start = time.perf_counter()
+    T, H = instance.horizon, instance.H
+    wroom = np.minimum(server_room(instance.worker_capacity, instance.worker_demand),
+                       instance.chunks[:, None])
+    proom = np.minimum(server_room(instance.ps_capacity, instance.ps_demand),
+                       instance.chunks[:, None])
+    kmax = max_workers_per_slot(instance, wroom, proom)
+    work, arrival, N = instance.work, instance.arrival, instance.chunks
+    b, B = instance.worker_bw, instance.ps_bw
+
+    kinds, jobs, slots, servers, ubs, cost = [], [], [], [], [], []
+    n = 0
+
+    def new_cols(kind, job, slot, server, ub, c=0.0):
+        nonlocal n
+        slot = np.asarray(slot, dtype=np.int64).ravel()
+        m = len(slot)
+        kinds.append(np.full(m, kind, np.int8))
+        jobs.append(np.full(m, job, np.int64))
+        slots.append(slot)
+        servers.append(np.broadcast_to(np.asarray(server, np.int64), slot.shape).ravel())
+        ubs.append(np.broadcast_to(np.asarray(ub, float), slot.shape).ravel())
+        cost.append(np.broadcast_to(np.asarray(c, float), slot.shape).ravel())
+        n += m
+        return np.arange(n - m, n)
+
+    coo = _Coo()
+    excluded: dict[int, str] = {}
+    zero_work = []
+    for i in range(instance.I):
+        a = int(arrival[i])
+        if work[i] == 0:
+            zero_work.append(i)
+            continue
+        hs = np.flatnonzero(wroom[i] >= 1)
+        ks = np.flatnonzero(proom[i] >= 1)
+        if len(hs) == 0:
+            excluded[i] = "no worker server has room for one worker"
+            continue
+        if len(ks) == 0 or kmax[i] < 1:
+            excluded[i] = "no PS server has room for the PSs of one worker"
+            continue
+        t0 = a + int(-(-work[i] // kmax[i])) - 1
+        if t0 > T:
+            excluded[i] = f"needs {t0 - a + 1} slots from arrival {a}, horizon is {T}"
+            continue
+        ts = np.arange(a, T + 1)
+        ns = len(ts)
+        xc = new_cols(X, i, [0], -1, 1.0)[0]
+        tu = np.arange(t0, T + 1)
+        uc = new_cols(U, i, tu, -1, 1.0, instance.utility_table[i, tu])
+        yc = new_cols(Y, i, np.repeat(ts, len(hs)), np.tile(hs, ns),
+                      np.tile(wroom[i, hs], ns)).reshape(ns, len(hs))
+        zc = new_cols(Z, i, np.repeat(ts, len(ks)), np.tile(ks + H, ns),
+                      np.tile(proom[i, ks], ns)).reshape(ns, len(ks))
+        # (2): work_i x_i - sum y <= 0
+        coo.row(np.r_[xc, yc.ravel()], np.r_[work[i], -np.ones(yc.size)], up=0.0)
+        # one completion slot iff admitted
+        coo.row(np.r_[uc, xc], np.r_[np.ones(len(uc)), -1.0], lo=0.0, up=0.0)
+        # no workers after completion (and (3)): sum_h y_t - N_i * (u_t..u_T or x_i) <= 0
+        for s, t in enumerate(ts):
+            tail = uc[max(t - t0, 0):] if t >= t0 else [xc]
+            coo.row(np.r_[yc[s], tail], np.r_[np.ones(len(hs)), -N[i] * np.ones(len(tail))],
+                    up=0.0)
+        # a worker in the completion slot: u_t - sum_h y_t <= 0
+        s0 = t0 - a
+        nh = len(hs)
+        rel = np.arange(len(uc))
+        coo.rows(np.r_[rel, np.repeat(rel, nh)], np.r_[uc, yc[s0:].ravel()],
+                 np.r_[np.ones(len(uc)), -np.ones(len(uc) * nh)],
+                 np.full(len(uc), -math.inf), np.zeros(len(uc)))
+        rel = np.arange(ns)
+        nk = len(ks)
+        # (6): b_i sum_h y - B_i sum_k z <= 0
+        coo.rows(np.r_[np.repeat(rel, nh), np.repeat(rel, nk)], np.r_[yc.ravel(), zc.ravel()],
+                 np.r_[np.full(ns * nh, b[i]), np.full(ns * nk, -B[i])],
+                 np.full(ns, -math.inf), np.zeros(ns))
+        # (7): sum_k z - sum_h y <= 0
+        coo.rows(np.r_[np.repeat(rel, nk), np.repeat(rel, nh)], np.r_[zc.ravel(), yc.ravel()],
+                 np.r_[np.ones(ns * nk), -np.ones(ns * nh)], np.full(ns, -math.inf), np.zeros(ns))
+
+    cat = (lambda parts, dt: np.concatenate(parts).astype(dt) if parts else np.zeros(0, dt))
+    kind, job, slot, server = (cat(kinds, np.int8), cat(jobs, np.int64), cat(slots, np.int64),
+                               cat(servers, np.int64))
+    ub, c = cat(ubs, float), cat(cost, float)
+    # (4) and (5): per slot, server and resource, over the jobs with a variable there
+    for role_kind, demand, cap, offset in ((Y, instance.worker_demand, instance.worker_capacity, 0),
+                                           (Z, instance.ps_demand, instance.ps_capacity, H)):
+        cols = np.flatnonzero(kind == role_kind)
+        if len(cols) == 0:
+            continue
+        srv = server[cols] - offset
+        key = slot[cols] * cap.shape[0] + srv  # one key per (slot, server)
+        for r in range(instance.R):
+            coef = demand[job[cols], r]
+            m = coef > 0
+            if not m.any():
+                continue
+            k, cc, cf = key[m], cols[m], coef[m]
+            most = np.zeros((T + 1) * cap.shape[0])
+            np.add.at(most, k, cf * ub[cc])
+            capk = cap[:, r][k % cap.shape[0]]
+            binding = most[k] > capk * (1 + 1e-12)  # otherwise no choice can violate the row
+            if not binding.any():
+                continue
+            k, cc, cf = k[binding], cc[binding], cf[binding]
+            uniq, rel = np.unique(k, return_inverse=True)
+            coo.rows(rel, cc, cf, np.full(len(uniq), -math.inf), cap[:, r][uniq % cap.shape[0]])
+    lp = LinearProgram(c=c, A=coo.matrix(n), row_lower=np.asarray(coo.lo, float),
+                       row_upper=np.asarray(coo.up, float), lower=np.zeros(n), upper=ub,
+                       integer=np.ones(n, dtype=bool), sense="max")
+    constant = float(sum(instance.utility_table[i, instance.arrival[i]] for i in zero_work))
+    return MilpModel(lp, kind, job, slot, server, constant, tuple(zero_work), excluded,
+                     time.perf_counter() - t_start)
+
+
+def decode(model: MilpModel, instance, x: np.ndarray, policy: str,
+           stats: dict | None = None) -> Schedule:
+    """The ``Schedule`` of a (rounded) MILP solution: admissions from x_i, allocations from y, z."""
+    builder = ScheduleBuilder(instance)
+    v = np.round(np.asarray(x, float)).astype(np.int64)
+    for i in model.job[(model.kind == X) & (v > 0)]:
+        builder.admit(int(i))
+    for i in model.zero_work:
+        builder.admit(i)
+    m = ((model.kind == Y) | (model.kind == Z)) & (v > 0)
+    role = np.where(model.kind[m] == Y, WORKER, PS)
+    builder.add_array(np.column_stack([model.job[m], model.slot[m], model.server[m], role, v[m]]))
+    return builder.build(policy, stats)

@@ -1,0 +1,113 @@
+"""The linearised MILP of problem (1) (reference section 2.1) as a readable Pyomo model.
+
+This is the reference the array model of :mod:`.milp_arrays` is tested against: the same
+constraints written one by one, without its size reductions (only the arrival rule (9)/(10)
+restricts the index sets). Pyomo's hand-off to HiGHS is slow for big models, so the solvers use
+the array model; see ``benchmarks/bench_offline.py`` for the measured ratio.
+
+    max  sum_{i,t} f_i(t - a_i) u[i,t]                                              (1)
+    s.t. sum_{t,h} y[i,t,h] >= work_i x[i]                                           (2)
+         sum_h y[i,t,h] <= N_i x[i]                                                  (3)
+         sum_i w_i^r y[i,t,h] <= c_h^r,   sum_i s_i^r z[i,t,k] <= c_k^r                (4)(5)
+         b_i sum_h y[i,t,h] <= B_i sum_k z[i,t,k]                                    (6)
+         sum_k z[i,t,k] <= sum_h y[i,t,h]                                            (7)
+         sum_t u[i,t] = x[i];  sum_h y[i,t,h] <= N_i sum_{t'>=t} u[i,t'];
+         u[i,t] <= sum_h y[i,t,h]                                          (8), linearised
+         y, z defined for t >= a_i only                                              (9)(10)
+         x, u binary; y, z non-negative integers                                   (11)-(13)
+"""
+from __future__ import annotations
+
+import time
+
+import pyomo.environ as pyo
+
+
+def build_pyomo(instance) -> pyo.ConcreteModel:
+    """The MILP as a ``pyo.ConcreteModel`` (variables x, u, y, z; constraints named by equation)."""
+    T = instance.horizon
+    jobs = range(instance.I)
+    H = range(instance.H)
+    K = range(instance.K)
+    a = instance.arrival.tolist()
+    w, s = instance.worker_demand, instance.ps_demand
+    cw, cp = instance.worker_capacity, instance.ps_capacity
+    N, work = instance.chunks.tolist(), instance.work.tolist()
+    b, B = instance.worker_bw.tolist(), instance.ps_bw.tolist()
+    R = range(instance.R)
+
+    m = pyo.ConcreteModel(name="oasis-milp")
+    m.JT = pyo.Set(dimen=2, initialize=[(i, t) for i in jobs for t in range(a[i], T + 1)])
+    m.x = pyo.Var(jobs, within=pyo.Binary)
+    m.u = pyo.Var(m.JT, within=pyo.Binary)
+    m.y = pyo.Var(m.JT, H, within=pyo.NonNegativeIntegers)
+    m.z = pyo.Var(m.JT, K, within=pyo.NonNegativeIntegers)
+
+    def workers(i, t):
+        return sum(m.y[i, t, h] for h in H)
+
+    def pss(i, t):
+        return sum(m.z[i, t, k] for k in K)
+
+    m.utility = pyo.Objective(
+        expr=sum(float(instance.utility_table[i, t]) * m.u[i, t] for i, t in m.JT),
+        sense=pyo.maximize)
+    m.workload = pyo.Constraint(  # (2)
+        jobs, rule=lambda m, i: sum(workers(i, t) for t in range(a[i], T + 1)) >= work[i] * m.x[i])
+    m.max_workers = pyo.Constraint(m.JT, rule=lambda m, i, t: workers(i, t) <= N[i] * m.x[i])  # (3)
+
+    def cap_rule(var, demand, cap, servers_of):
+        def rule(m, t, srv, r):
+            terms = [demand[i, r] * var[i, t, srv] for i in jobs
+                     if a[i] <= t and demand[i, r] > 0]
+            return sum(terms) <= cap[srv, r] if terms else pyo.Constraint.Skip
+        return rule
+
+    m.worker_capacity = pyo.Constraint(range(1, T + 1), H, R,
+                                       rule=cap_rule(m.y, w, cw, H))  # (4)
+    m.ps_capacity = pyo.Constraint(range(1, T + 1), K, R, rule=cap_rule(m.z, s, cp, K))  # (5)
+    m.ps_bandwidth = pyo.Constraint(m.JT, rule=lambda m, i, t: b[i] * workers(i, t)
+                                    <= B[i] * pss(i, t))  # (6)
+    m.ps_le_workers = pyo.Constraint(m.JT, rule=lambda m, i, t: pss(i, t) <= workers(i, t))  # (7)
+    m.one_completion = pyo.Constraint(
+        jobs, rule=lambda m, i: sum(m.u[i, t] for t in range(a[i], T + 1)) == m.x[i])
+    m.none_after_completion = pyo.Constraint(
+        m.JT, rule=lambda m, i, t: workers(i, t) <= N[i] * sum(m.u[i, q] for q in range(t, T + 1)))
+    m.worker_at_completion = pyo.Constraint(m.JT, rule=lambda m, i, t: m.u[i, t] <= workers(i, t))
+    return m
+
+
+def solve_pyomo(instance, *, time_limit: float | None = None, relax: bool = False,
+                mip_gap: float = 1e-6) -> dict:
+    """Build and solve the Pyomo model with HiGHS (Pyomo's ``contrib.solver`` interface).
+
+    Returns ``status`` (Pyomo's termination condition), ``objective`` (incumbent or None),
+    ``bound``, ``build_s`` (Pyomo model construction), ``handoff_s`` (Pyomo passing the model to
+    HiGHS), ``highs_s`` (HiGHS's own time), ``model`` (with the incumbent loaded, if any).
+    ``relax=True`` solves the LP relaxation (integrality dropped).
+    """
+    from pyomo.contrib.solver.common.factory import SolverFactory
+
+    t0 = time.perf_counter()
+    m = build_pyomo(instance)
+    if len(m.JT) == 0:  # no job can run: a constant objective HiGHS is never asked about
+        return {"status": "convergenceCriteriaSatisfied", "objective": 0.0, "bound": 0.0,
+                "build_s": time.perf_counter() - t0, "handoff_s": 0.0, "highs_s": 0.0, "model": m}
+    if relax:
+        pyo.TransformationFactory("core.relax_integer_vars").apply_to(m)
+    build_s = time.perf_counter() - t0
+    opt = SolverFactory("highs")
+    res = opt.solve(m, raise_exception_on_nonoptimal_result=False, load_solutions=False,
+                    time_limit=time_limit, rel_gap=mip_gap)
+    try:
+        res.solution_loader.load_vars()
+    except Exception:  # noqa: BLE001 - no incumbent to load (infeasible / nothing found in time)
+        pass
+    timer = res.timing_info
+    total = float(timer.wall_time)
+    highs_s = float(getattr(timer, "highs_time", 0.0) or 0.0)
+    return {"status": str(res.termination_condition).split(".")[-1],
+            "objective": None if res.incumbent_objective is None else float(res.incumbent_objective),
+            "bound": None if res.objective_bound is None else float(res.objective_bound),
+            "build_s": build_s, "handoff_s": max(total - highs_s, 0.0), "highs_s": highs_s,
+            "model": m}

@@ -1,0 +1,142 @@
+"""OASiS (Alg. 1): online admission by a primal-dual price rule, whole plans fixed at admission.
+
+Jobs are decided one at a time in arrival order (ties in instance order, as the simulator hands
+them over). For each arriving job the dual subroutine (``best_schedule``, Alg. 2) finds its best
+schedule at the current prices; the job is admitted iff that payoff is strictly positive (A11:
+the payoff is measured at the prices *before* the allocation, so a plan that fills a resource to
+exactly c is feasible). On admission the whole plan is reserved: for every slot, server and
+resource it uses, the committed amount g (v for PS servers) grows by count * demand and the price
+becomes P(g) of eq. (22). Admitted jobs are never re-planned or preempted; ``allocate(t)`` just
+returns the committed rows of slot t.
+
+The slot-by-slot simulator is not needed for OASiS's utility (plans are deterministic, section
+15.8) but running it checks every committed plan against the simulator's own capacity account.
+One subtlety in chunk granularity: the literal Alg. 2 plan can carry surplus worker-slots (the
+per-slot ceil(d x_i)), so the job may reach its W_i worker-slots before the plan's last slot; the
+simulator then completes it there and ``allocate`` skips its later rows (their reservation stays
+committed, as the prices were set at admission).
+
+Options: ``backend`` ("numpy" | "jax" | "reference"), ``pricing`` ("oracle" | path of an
+``oasis-opt/pricing@1`` file | a pricing dict | a ``Pricing``), ``u_scale`` (multiplies U, Fig.
+6), ``granularity`` ("worker-slot" | "chunk").
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from ..model.schedule import WORKER
+from ..sim.core import OnlinePolicy
+from .dual import BACKENDS, GRANULARITIES, Plan, best_schedule
+from .pricing import Pricing, parse_pricing, read_pricing_file, resolve_pricing
+
+
+class OasisPolicy(OnlinePolicy):
+    """The OASiS online scheduler (Bao et al., INFOCOM 2018, Alg. 1)."""
+
+    name = "oasis"
+
+    def __init__(self, backend: str = "numpy", pricing="oracle", u_scale: float = 1.0,
+                 granularity: str = "worker-slot"):
+        if backend not in BACKENDS:
+            raise ValueError(f"backend: expected one of {', '.join(BACKENDS)}, got {backend!r}")
+        if granularity not in GRANULARITIES:
+            raise ValueError(f"granularity: expected one of {', '.join(GRANULARITIES)}, "
+                             f"got {granularity!r}")
+        if isinstance(u_scale, bool) or not isinstance(u_scale, (int, float)) \
+                or not math.isfinite(u_scale) or u_scale <= 0:
+            raise ValueError(f"u_scale: must be a finite number > 0, got {u_scale!r}")
+        # check the pricing file / document at the edge, before any run (resources are checked
+        # against the instance in ``start``)
+        if isinstance(pricing, dict):
+            parse_pricing(pricing)
+        elif isinstance(pricing, str) and pricing != "oracle":
+            read_pricing_file(pricing)
+        elif not (pricing == "oracle" or isinstance(pricing, Pricing)):
+            raise ValueError(f"pricing: expected 'oracle', a file path or a dict, got {pricing!r}")
+        self.backend = backend
+        self.granularity = granularity
+        self.pricing_spec = pricing
+        self.u_scale = float(u_scale)
+        self.pricing: Pricing | None = None
+
+    # ---- simulator hooks ---------------------------------------------------------------------
+    def start(self, instance, state) -> None:
+        self.instance = instance
+        T, H, K, R = instance.horizon, instance.H, instance.K, instance.R
+        self.pricing = (resolve_pricing(self.pricing_spec, instance, self.u_scale)
+                        if instance.I else None)
+        # committed g_h^r(t), v_k^r(t); free = c - g; prices p, q (eq. 22); row 0 unused
+        self.worker_used = np.zeros((T + 1, H, R))
+        self.ps_used = np.zeros((T + 1, K, R))
+        self.worker_free = np.broadcast_to(instance.worker_capacity, (T + 1, H, R)).copy()
+        self.ps_free = np.broadcast_to(instance.ps_capacity, (T + 1, K, R)).copy()
+        if self.pricing is not None:
+            self.worker_price = self.pricing.worker_prices(self.worker_used,
+                                                           instance.worker_capacity)
+            self.ps_price = self.pricing.ps_prices(self.ps_used, instance.ps_capacity)
+        self.rows_by_slot: dict[int, list[np.ndarray]] = {}
+        I = instance.I
+        self.payoff = [None] * I  # best payoff at decision time (None: undecided / infeasible)
+        self.planned = [None] * I  # planned completion slot of the best schedule
+        self.decision_s = [None] * I
+
+    def on_arrival(self, job: int, t: int, state) -> bool:
+        t0 = time.perf_counter()
+        plan = best_schedule(self.instance, job, self.worker_price, self.ps_price,
+                             self.worker_free, self.ps_free, backend=self.backend,
+                             granularity=self.granularity)
+        admit = plan.payoff > 0
+        if admit:
+            self._commit(plan)
+        self.decision_s[job] = time.perf_counter() - t0
+        self.payoff[job] = plan.payoff if plan.feasible else None
+        self.planned[job] = plan.completion
+        return admit
+
+    def allocate(self, t: int, state):
+        for rows in self.rows_by_slot.get(t, ()):
+            job = int(rows[0, 0])
+            if state.done[job]:  # chunk granularity: surplus rows after the work is done
+                continue
+            for _, _, server, role, count in rows.tolist():
+                yield job, server, role, count
+
+    # ---- Alg. 1, admission: reserve the plan and raise the prices ----------------------------------
+    def _commit(self, plan: Plan) -> None:
+        inst = self.instance
+        rows = plan.rows
+        H = inst.H
+        w = rows[rows[:, 3] == WORKER]
+        p = rows[rows[:, 3] != WORKER]
+        # (slot, server) pairs are unique within one plan, so plain fancy-index updates are exact
+        for sel, used, free, demand, cap, price_fn, prices, base in (
+                (w, self.worker_used, self.worker_free, inst.worker_demand[plan.job],
+                 inst.worker_capacity, self.pricing.worker_prices, self.worker_price, 0),
+                (p, self.ps_used, self.ps_free, inst.ps_demand[plan.job], inst.ps_capacity,
+                 self.pricing.ps_prices, self.ps_price, H)):
+            slot, server, count = sel[:, 1], sel[:, 2] - base, sel[:, 4]
+            used[slot, server] += count[:, None] * demand
+            free[slot, server] = cap[server] - used[slot, server]
+            prices[slot, server] = price_fn(used[slot, server], cap[server])
+        for t in np.unique(rows[:, 1]).tolist():
+            self.rows_by_slot.setdefault(t, []).append(rows[rows[:, 1] == t])
+
+    # ---- reporting ------------------------------------------------------------------------
+    def stats(self) -> dict:
+        times = [d for d in self.decision_s if d is not None]
+        out = {"backend": self.backend, "granularity": self.granularity}
+        if self.pricing is not None:
+            out["pricing"] = self.pricing.stats()
+            out["alpha"] = self.pricing.alpha
+            out["competitive_bound"] = self.pricing.competitive_bound
+        out["job_payoff"] = self.payoff
+        out["job_planned_completion"] = self.planned
+        out["job_decision_s"] = self.decision_s
+        if times:
+            out["decision_s"] = {"median": float(np.median(times)),
+                                 "p95": float(np.percentile(times, 95)),
+                                 "max": float(np.max(times)), "total": float(np.sum(times))}
+        return out

@@ -1,0 +1,118 @@
+"""Map a function over items, unordered, in this process or on Ray.
+
+``make_pool(workers, address)``:
+- ``workers == 1`` and no address: ``InProcessPool``, a plain loop (no Ray import);
+- otherwise ``RayPool``: a local Ray started with ``ray.init(address="local", num_cpus=workers)``
+  (``"local"`` always starts a fresh instance, so a stale ``ray start`` session file cannot make it
+  try to reconnect), or, with ``address``, a join of that existing cluster.
+
+Both are context managers whose ``imap_unordered(fn, items)`` yields ``(index, fn(item))`` as
+results arrive. Ray is imported lazily, only when a ``RayPool`` starts. Each Ray task takes one
+CPU and runs with single-threaded BLAS/OpenMP, so N tasks do not fight over N cores.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+# One task per CPU: keep numerical libraries in each task single-threaded.
+SINGLE_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+                     "MKL_NUM_THREADS": "1", "JAX_PLATFORMS": "cpu"}
+
+
+class InProcessPool:
+    """Runs every item in this process, in order (``--workers 1``)."""
+
+    workers = 1
+
+    def __enter__(self) -> "InProcessPool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def imap_unordered(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+        for n, item in enumerate(items):
+            yield n, fn(item)
+
+
+class RayPool:
+    """Ray tasks, at most ``2 * workers`` in flight (so a huge sweep does not queue everything).
+
+    ``workers``: CPUs of the local instance (default: all of this machine's); with ``address``,
+    the cluster's CPUs are used and ``workers`` only bounds the number of tasks in flight.
+    A Ray already initialised in this process (e.g. by a test fixture) is used as is and left
+    running; one started here is shut down on exit.
+    """
+
+    def __init__(self, workers: int | None = None, address: str | None = None,
+                 env_vars: dict[str, str] | None = None):
+        if workers is not None and workers < 1:
+            raise ValueError(f"workers: must be >= 1, got {workers}")
+        self.requested = workers
+        self.address = address
+        self.env_vars = {**SINGLE_THREAD_ENV, **(env_vars or {})}
+        self.workers = workers or 1
+        self._owned = False
+        self._ray = None
+
+    def __enter__(self) -> "RayPool":
+        try:
+            import ray
+        except ImportError as e:
+            raise RuntimeError("running on Ray needs the 'dist' extra (pip install "
+                               "'oasis-opt[dist]'), or use --workers 1") from e
+        self._ray = ray
+        if not ray.is_initialized():
+            kwargs = dict(include_dashboard=False, log_to_driver=False, logging_level="WARNING")
+            if self.address:
+                ray.init(address=self.address, **kwargs)
+            else:
+                ray.init(address="local", num_cpus=self.requested or os.cpu_count() or 1, **kwargs)
+            self._owned = True
+        self.workers = self.requested or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._owned and self._ray is not None:
+            self._ray.shutdown()
+        self._owned = False
+
+    def imap_unordered(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+        ray = self._ray
+        if ray is None:
+            raise RuntimeError("RayPool used outside its 'with' block")
+        remote = ray.remote(num_cpus=1)(fn).options(runtime_env={"env_vars": self.env_vars})
+        pending: dict[Any, int] = {}
+        queue = iter(enumerate(items))
+        limit = 2 * self.workers
+        try:
+            for n, item in _take(queue, limit):
+                pending[remote.remote(item)] = n
+            while pending:
+                done, _ = ray.wait(list(pending), num_returns=1)
+                for ref in done:
+                    n = pending.pop(ref)
+                    yield n, ray.get(ref)
+                for m, item in _take(queue, 1):
+                    pending[remote.remote(item)] = m
+        finally:
+            for ref in pending:  # interrupted: do not leave work running on a shared cluster
+                ray.cancel(ref, force=True)
+
+
+def _take(it: Iterator, n: int) -> Iterable:
+    for _ in range(n):
+        try:
+            yield next(it)
+        except StopIteration:
+            return
+
+
+def make_pool(workers: int | None = None, address: str | None = None):
+    """``InProcessPool`` for ``workers == 1`` without an address, else a ``RayPool``."""
+    if workers is not None and workers < 1:
+        raise ValueError(f"workers: must be >= 1, got {workers}")
+    if workers == 1 and not address:
+        return InProcessPool()
+    return RayPool(workers, address)

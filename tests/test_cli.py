@@ -1,0 +1,440 @@
+"""The ``oasis-opt`` command: bad-input corpus (exit 2, one line naming the field), end to end
+runs with the greedy policy, and a light import.
+
+Most cases call ``main(argv)`` in-process (fast); a few go through ``python -m oasis_opt`` to
+check the real entry point and that nothing prints a traceback.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from oasis_opt.cli import main, parse_option
+from oasis_opt.model import DEFAULT_RESOURCES, Instance, Job, Server, Utility
+from oasis_opt.model.io import instance_to_dict, load_instance, load_result, save_instance
+
+
+def _instance() -> Instance:
+    ws = tuple(Server(f"w{h}", {"gpu": 4.0, "cpu": 8.0, "mem": 32.0, "storage": 100.0,
+                                "bw": 20.0}, rack="r0") for h in range(2))
+    ps = (Server("p0", {"cpu": 8.0, "mem": 32.0, "storage": 100.0, "bw": 40.0}, rack="r1"),)
+    classes = ("time-insensitive", "time-sensitive", "time-critical")
+    jobs = tuple(Job(f"j{i}", 1 + i % 4, 2, 2, 1.5, {"gpu": 1.0, "cpu": 2.0, "mem": 4.0, "bw": 5.0},
+                     {"cpu": 1.0, "mem": 2.0, "bw": 10.0},
+                     Utility.sigmoid(10.0 + i, (0.0, 0.5, 5.0)[i % 3], 3.0), classes[i % 3])
+                 for i in range(6))
+    return Instance(6, DEFAULT_RESOURCES, ws, ps, jobs)
+
+
+def run(argv, capsys):
+    """``main(argv)`` -> (exit code, stdout, stderr)."""
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_bad_input(code, out, err, field):
+    assert code == 2, (out, err)
+    assert "Traceback" not in err
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"oasis-opt: error: {field}: "), lines[0]
+    assert len(lines[0]) > len(f"oasis-opt: error: {field}: ")  # there is a message
+
+
+@pytest.fixture
+def instance_file(tmp_path):
+    path = tmp_path / "instance.json"
+    save_instance(_instance(), path)
+    return path
+
+
+@pytest.fixture
+def solved(tmp_path, instance_file, capsys):
+    result = tmp_path / "greedy.json"
+    code, out, err = run(["solve", instance_file, "--policy", "greedy", "--out", result], capsys)
+    assert code == 0, err
+    return instance_file, result, out
+
+
+# ---- the bad-input corpus: instance files -------------------------------------------------------
+def _set(path, value):
+    def edit(doc):
+        *head, last = path
+        for key in head:
+            doc = doc[key]
+        doc[last] = value
+    return edit
+
+
+def _delete(path):
+    def edit(doc):
+        *head, last = path
+        for key in head:
+            doc = doc[key]
+        del doc[last]
+    return edit
+
+
+def _add_topology(server_id, bandwidth=10.0):
+    def edit(doc):
+        doc["topology"] = {
+            "nodes": [{"id": "core", "kind": "core"}, {"id": "r0", "kind": "rack"}]
+            + [{"id": s, "kind": "server"} for s in ("w0", "w1", "p0", server_id) if s],
+            "links": [{"a": "r0", "b": "core", "bandwidth": 60.0}]
+            + [{"a": s, "b": "r0", "bandwidth": bandwidth} for s in ("w0", "w1", "p0")]}
+    return edit
+
+
+NAN = float("nan")
+INSTANCE_CORPUS = {
+    # name: (edit of the valid document, or raw text; field the error must name)
+    "malformed-json": ('{"format": "oasis-opt/instance@1", "horizon": 3,', "<file>"),
+    "empty-file": ("", "<file>"),
+    "not-an-object": ("[1, 2, 3]", "<file>"),
+    "wrong-format": (_set(["format"], "oasis-opt/instance@9"), "format"),
+    "missing-horizon": (_delete(["horizon"]), "horizon"),
+    "missing-job-field": (_delete(["jobs", 0, "epochs"]), "jobs[0].epochs"),
+    "missing-utility-field": (_delete(["jobs", 2, "utility", "target"]), "jobs[2].utility.target"),
+    "missing-server-capacity": (_delete(["ps_servers", 0, "capacity"]), "ps_servers[0].capacity"),
+    "unknown-top-field": (_set(["hrizon"], 5), "hrizon"),
+    "unknown-job-field": (_set(["jobs", 1, "colour"], "red"), "jobs[1].colour"),
+    "unknown-utility-kind": (_set(["jobs", 0, "utility", "kind"], "step"), "jobs[0].utility.kind"),
+    "unknown-job-class": (_set(["jobs", 0, "class"], "urgent"), "jobs[0].class"),
+    "negative-horizon": (_set(["horizon"], -3), "horizon"),
+    "negative-epochs": (_set(["jobs", 0, "epochs"], -2), "jobs[0].epochs"),
+    "zero-chunks": (_set(["jobs", 0, "chunks"], 0), "jobs[0].chunks"),
+    "negative-chunk-time": (_set(["jobs", 3, "chunk_time"], -1.5), "jobs[3].chunk_time"),
+    "negative-capacity": (_set(["worker_servers", 1, "capacity", "gpu"], -4.0),
+                          "worker_servers[1].capacity.gpu"),
+    "negative-demand": (_set(["jobs", 0, "worker", "mem"], -1.0), "jobs[0].worker.mem"),
+    "negative-priority": (_set(["jobs", 0, "utility", "priority"], -10.0),
+                          "jobs[0].utility.priority"),
+    "nan-chunk-time": (_set(["jobs", 0, "chunk_time"], NAN), "jobs[0].chunk_time"),
+    "nan-capacity": (_set(["worker_servers", 0, "capacity", "cpu"], NAN),
+                     "worker_servers[0].capacity.cpu"),
+    "infinite-decay": (_set(["jobs", 1, "utility", "decay"], float("inf")),
+                       "jobs[1].utility.decay"),
+    "nan-horizon": (_set(["horizon"], NAN), "horizon"),
+    "fractional-epochs": (_set(["jobs", 0, "epochs"], 1.5), "jobs[0].epochs"),
+    "string-number": (_set(["jobs", 0, "chunks"], "two"), "jobs[0].chunks"),
+    "arrival-zero": (_set(["jobs", 0, "arrival"], 0), "jobs[0].arrival"),
+    "arrival-after-horizon": (_set(["jobs", 5, "arrival"], 7), "jobs[5].arrival"),
+    "unknown-resource-in-demand": (_set(["jobs", 0, "worker", "tpu"], 1.0), "jobs[0].worker.tpu"),
+    "unknown-resource-in-capacity": (_set(["ps_servers", 0, "capacity", "fpga"], 1.0),
+                                     "ps_servers[0].capacity.fpga"),
+    "unknown-server-in-topology": (_add_topology("w9"), r"topology.nodes\[\d+\].id"),
+    "zero-worker-bandwidth": (_set(["jobs", 0, "worker", "bw"], 0.0), "jobs[0].worker.bw"),
+    "zero-ps-bandwidth": (_set(["jobs", 4, "ps", "bw"], 0), "jobs[4].ps.bw"),
+    "missing-ps-bandwidth": (_delete(["jobs", 0, "ps", "bw"]), "jobs[0].ps.bw"),
+    "zero-link-bandwidth": (_add_topology(None, bandwidth=0.0), r"topology.links\[\d+\].bandwidth"),
+    "duplicate-server-id": (_set(["worker_servers", 1, "id"], "w0"), "worker_servers[1].id"),
+    "duplicate-job-id": (_set(["jobs", 1, "id"], "j0"), "jobs[1].id"),
+    "no-ps-servers": (_set(["ps_servers"], []), "ps_servers"),
+}
+
+
+def _write_case(tmp_path, case) -> Path:
+    edit, _ = INSTANCE_CORPUS[case]
+    path = tmp_path / f"{case}.json"
+    if isinstance(edit, str):
+        path.write_text(edit)
+    else:
+        doc = copy.deepcopy(instance_to_dict(_instance()))
+        edit(doc)
+        path.write_text(json.dumps(doc))  # NaN/Infinity written the way Python writes them
+    return path
+
+
+def _field(case, path) -> str:
+    field = INSTANCE_CORPUS[case][1]
+    return str(path) if field == "<file>" else field
+
+
+@pytest.mark.parametrize("case", sorted(INSTANCE_CORPUS))
+def test_bad_instance_exits_2_naming_the_field(tmp_path, capsys, case):
+    path = _write_case(tmp_path, case)
+    field = _field(case, path)
+    for argv in (["solve", path, "--policy", "greedy", "--out", tmp_path / "r.json"],
+                 ["validate", path, tmp_path / "never-read.json"]):
+        code, out, err = run(argv, capsys)
+        assert code == 2 and "Traceback" not in err and len(err.splitlines()) == 1, err
+        pattern = re.escape(field) if field == str(path) or "\\" not in field else field
+        assert re.match(rf"oasis-opt: error: {pattern}: \S", err), err
+        if field != str(path):
+            assert str(path) in err  # the file is named too
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_the_corpus_base_document_is_valid(tmp_path, capsys, instance_file):
+    code, out, err = run(["solve", instance_file, "--policy", "greedy", "--out",
+                          tmp_path / "r.json"], capsys)
+    assert code == 0 and err == ""
+
+
+def test_missing_instance_file(tmp_path, capsys):
+    missing = tmp_path / "nowhere.json"
+    assert_bad_input(*run(["solve", missing, "--policy", "greedy", "--out", tmp_path / "r.json"],
+                          capsys), str(missing))
+
+
+# ---- the bad-input corpus: result files ---------------------------------------------------------
+RESULT_CORPUS = {
+    "malformed-json": ("{\"format\": ", "<file>"),
+    "wrong-format": (_set(["format"], "oasis-opt/instance@1"), "format"),
+    "missing-field": (_delete(["allocations", 0, "count"]), "allocations[0].count"),
+    "unknown-field": (_set(["jobs", 0, "extra"], 1), "jobs[0].extra"),
+    "unknown-job-id": (_set(["allocations", 0, "job"], "nobody"), "allocations[0].job"),
+    "unknown-server-id": (_set(["allocations", 0, "server"], "w7"), "allocations[0].server"),
+    "unknown-role": (_set(["allocations", 0, "role"], "gpu"), "allocations[0].role"),
+    "nan-utility": (_set(["jobs", 0, "utility"], NAN), "jobs[0].utility"),
+    "nan-total": (_set(["total_utility"], NAN), "total_utility"),
+    "nan-in-stats": (_set(["stats", "gap"], NAN), "stats.gap"),
+    "fractional-slot": (_set(["allocations", 0, "slot"], 2.5), "allocations[0].slot"),
+    "missing-job-entry": (lambda d: d["jobs"].pop(), "jobs"),
+    "admitted-not-bool": (_set(["jobs", 0, "admitted"], "yes"), "jobs[0].admitted"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RESULT_CORPUS))
+def test_bad_result_exits_2_naming_the_field(tmp_path, capsys, solved, case):
+    instance_file, result, _ = solved
+    edit, field = RESULT_CORPUS[case]
+    bad = tmp_path / f"bad-{case}.json"
+    if isinstance(edit, str):
+        bad.write_text(edit)
+    else:
+        doc = json.loads(result.read_text())
+        edit(doc)
+        bad.write_text(json.dumps(doc))
+    field = str(bad) if field == "<file>" else field
+    for argv in (["validate", instance_file, bad], ["summary", instance_file, result, bad]):
+        code, out, err = run(argv, capsys)
+        assert_bad_input(code, out, err, field)
+
+
+# ---- the bad-input corpus: arguments ------------------------------------------------------------
+def _solve(*extra):
+    return lambda inst, tmp: ["solve", inst, "--policy", "greedy", "--out", tmp / "r.json", *extra]
+
+
+def _generate(*extra, preset="paper-sim"):
+    return lambda inst, tmp: ["generate", "--preset", preset, "--seed", "1",
+                              "--out", tmp / "g.json", *extra]
+
+
+ARGUMENT_CORPUS = {
+    "unknown-command": (lambda inst, tmp: ["frobnicate"], "COMMAND"),
+    "no-command": (lambda inst, tmp: [], "COMMAND"),
+    "unknown-policy": (lambda inst, tmp: ["solve", inst, "--policy", "nope", "--out",
+                                          tmp / "r.json"], "--policy"),
+    "missing-policy": (lambda inst, tmp: ["solve", inst, "--out", tmp / "r.json"], "--policy"),
+    "missing-out": (lambda inst, tmp: ["solve", inst, "--policy", "greedy"], "--out"),
+    "unrecognized-flag": (_solve("--colour", "red"), "--colour red"),
+    "negative-time-limit": (_solve("--time-limit", "-1"), "--time-limit"),
+    "nan-time-limit": (_solve("--time-limit", "nan"), "--time-limit"),
+    "unknown-backend": (_solve("--backend", "cuda"), "--backend"),
+    "option-not-accepted": (_solve("--option", "backend=jax"), "--option backend"),
+    "backend-not-accepted": (_solve("--backend", "jax"), "--backend"),
+    "option-without-value": (_solve("--option", "placement"), "--option"),
+    "option-bad-key": (_solve("--option", "1x=2"), "--option"),
+    "option-nan": (_solve("--option", "placement=NaN"), "--option placement"),
+    "option-given-twice": (_solve("--option", "placement=first-fit", "--option",
+                                  "placement=round-robin"), "--option placement"),
+    "option-rejected-by-policy": (_solve("--option", "placement=nowhere"), "--policy greedy"),
+    "missing-pricing-file": (_solve("--pricing", "/nonexistent/pricing.json"), "--pricing"),
+    "unwritable-out": (lambda inst, tmp: ["solve", inst, "--policy", "greedy", "--out", tmp],
+                       "--out"),
+    "unknown-preset": (_generate(preset="paper-sim-2"), "--preset"),
+    "zero-jobs": (_generate("--jobs", "0"), "--jobs"),
+    "negative-jobs": (_generate("--jobs", "-5"), "--jobs"),
+    "text-horizon": (_generate("--horizon", "ten"), "--horizon"),
+    "nan-servers": (_generate("--servers", "nan"), "--servers"),
+    "negative-seed": (lambda inst, tmp: ["generate", "--preset", "paper-sim", "--seed", "-1",
+                                         "--out", tmp / "g.json"], "--seed"),
+    "missing-seed": (lambda inst, tmp: ["generate", "--preset", "paper-sim", "--out",
+                                        tmp / "g.json"], "--seed"),
+    "unknown-calibration": (_generate("--calibration", "loose"), "--calibration"),
+    "size-of-a-fixed-preset": (_generate("--jobs", "3", preset="testbed"), "--jobs"),
+    "too-few-servers-for-fig5": (_generate("--servers", "1", preset="paper-fig5"), "--servers"),
+    "summary-without-results": (lambda inst, tmp: ["summary", inst], "RESULT"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ARGUMENT_CORPUS))
+def test_bad_arguments_exit_2_naming_the_field(tmp_path, capsys, instance_file, case):
+    argv, field = ARGUMENT_CORPUS[case]
+    assert_bad_input(*run(argv(instance_file, tmp_path), capsys), field)
+    assert not (tmp_path / "r.json").exists() and not (tmp_path / "g.json").exists()
+
+
+@pytest.mark.parametrize("argv, field", [
+    (["solve", "{inst}", "--policy", "nope", "--out", "{tmp}/r.json"], "--policy"),
+    (["validate", "{tmp}/broken.json", "{tmp}/r.json"], "{tmp}/broken.json"),
+])
+def test_real_entry_point_prints_one_line_no_traceback(tmp_path, instance_file, argv, field):
+    (tmp_path / "broken.json").write_text("{not json")
+    fill = {"inst": instance_file, "tmp": tmp_path}
+    proc = subprocess.run([sys.executable, "-m", "oasis_opt", *(a.format(**fill) for a in argv)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    assert proc.stderr.splitlines() == [proc.stderr.strip()]
+    assert proc.stderr.startswith(f"oasis-opt: error: {field.format(**fill)}: ")
+
+
+# ---- end to end ---------------------------------------------------------------------------------
+def test_solve_writes_a_valid_result_and_says_so(solved):
+    instance_file, result, out = solved
+    inst = load_instance(instance_file)
+    sched = load_result(inst, result)
+    line, = out.splitlines()
+    assert line.startswith("greedy: total utility ")
+    assert f"{sched.total_utility:.4f}" in line
+    assert f"admitted {sum(sched.admitted)}/{inst.I}" in line
+    assert f"completed {int(sched.completed.sum())}" in line and "valid" in line
+
+
+def test_solve_passes_options_and_run_options(tmp_path, capsys, instance_file):
+    result = tmp_path / "rr.json"
+    code, out, err = run(["solve", instance_file, "--policy", "greedy", "--option",
+                          "placement=round-robin", "--time-limit", "5", "--progress", "--out",
+                          result], capsys)
+    assert code == 0, err
+    inst = load_instance(instance_file)
+    from oasis_opt import get_policy, validate
+
+    expected = get_policy("greedy", placement="round-robin").solve(inst)
+    got = load_result(inst, result)
+    assert validate(inst, got).ok
+    for col in ("job", "slot", "server", "role", "count"):
+        assert (getattr(got.allocations, col) == getattr(expected.allocations, col)).all()
+
+
+def test_validate_valid_and_tampered(tmp_path, capsys, solved):
+    instance_file, result, _ = solved
+    code, out, err = run(["validate", instance_file, result], capsys)
+    assert (code, out, err) == (0, "valid\n", "")
+
+    doc = json.loads(result.read_text())
+    doc["total_utility"] += 1.0
+    doc["jobs"][0]["utility"] += 0.5
+    doc["allocations"].append({"job": doc["jobs"][0]["id"], "slot": 99, "server": "w0",
+                               "role": "worker", "count": 1})
+    tampered = tmp_path / "tampered.json"
+    tampered.write_text(json.dumps(doc))
+    code, out, err = run(["validate", instance_file, tampered], capsys)
+    assert code == 1 and err == ""
+    assert out.splitlines()[0] == "3 violation(s):"
+    assert "[total]" in out and "[utility]" in out and "job=j0" in out
+    assert "[horizon]" in out and "slot=99" in out and "server=w0" in out
+    code, out, err = run(["summary", instance_file, result, tampered], capsys)
+    assert code == 1 and err == ""
+    assert [line.split()[7] for line in out.splitlines()[2:4]] == ["yes", "NO"]
+
+
+def test_policies_lists_the_registry(capsys):
+    from oasis_opt.policies import available_policies
+
+    code, out, err = run(["policies"], capsys)
+    assert code == 0
+    listed = {line.split()[0]: line.split(None, 1)[1] for line in out.splitlines()}
+    assert listed == available_policies()
+
+
+def test_summary_table(tmp_path, capsys, solved):
+    instance_file, result, _ = solved
+    other = tmp_path / "rr.json"
+    assert run(["solve", instance_file, "--policy", "greedy", "--option", "placement=round-robin",
+                "--out", other], capsys)[0] == 0
+    code, out, err = run(["summary", instance_file, result, other], capsys)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert re.split(r"\s{2,}", lines[0].strip()) == [
+        "result", "policy", "total utility", "admitted", "rejected", "completed", "unfinished",
+        "valid", "c-t insensitive", "c-t sensitive", "c-t critical"]
+    from oasis_opt.sim import summarize
+
+    inst = load_instance(instance_file)
+    for line, path in zip(lines[2:4], (result, other)):
+        m = summarize(inst, load_result(inst, path))
+        cells = line.split()
+        assert cells[0] == path.name and cells[1] == "greedy"
+        assert cells[2] == f"{m['total_utility']:.2f}"
+        assert cells[3:7] == [str(m[k]) for k in ("admitted", "rejected", "completed",
+                                                   "unfinished")]
+        assert cells[7] == "yes"
+        med = m["completion_minus_target_median"]
+        assert cells[8:] == [f"{med[c]:.2f}" if c in med else "-"
+                             for c in ("time-insensitive", "time-sensitive", "time-critical")]
+
+
+def test_parse_option_values():
+    assert parse_option("placement=round-robin") == ("placement", "round-robin")
+    assert parse_option("max-iter=3") == ("max_iter", 3)
+    assert parse_option("eta=0.5") == ("eta", 0.5)
+    assert parse_option("flags=[1, true, null]") == ("flags", [1, True, None])
+    assert parse_option("name=") == ("name", "")
+    assert parse_option("expr=a=b") == ("expr", "a=b")
+
+
+# ---- generate (needs oasis_opt.workloads) -------------------------------------------------------
+def test_generate_is_seeded_and_byte_identical(tmp_path, capsys):
+    argv = ["generate", "--preset", "paper-sim", "--jobs", "12", "--horizon", "20", "--seed", "5"]
+    assert run(argv + ["--out", tmp_path / "a.json"], capsys)[0] == 0
+    code, out, err = run(argv + ["--out", tmp_path / "b.json"], capsys)
+    assert code == 0, err
+    assert "12 jobs" in out and "T=20" in out
+    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
+    inst = load_instance(tmp_path / "a.json")
+    assert (inst.I, inst.horizon) == (12, 20)
+    from oasis_opt.workloads import generate
+
+    assert inst == generate("paper-sim", seed=5, jobs=12, horizon=20)
+    code, _, _ = run(argv[:-1] + ["6", "--out", tmp_path / "c.json"], capsys)
+    assert code == 0
+    assert (tmp_path / "c.json").read_bytes() != (tmp_path / "a.json").read_bytes()
+
+
+def test_generate_solve_validate_summary_end_to_end(tmp_path, capsys):
+    inst, res = tmp_path / "i.json", tmp_path / "r.json"
+    assert run(["generate", "--preset", "paper-sim", "--jobs", "15", "--horizon", "30",
+                "--calibration", "calibrated", "--seed", "2", "--out", inst], capsys)[0] == 0
+    code, out, err = run(["solve", inst, "--policy", "greedy", "--out", res], capsys)
+    assert code == 0 and "valid" in out, err
+    assert run(["validate", inst, res], capsys)[:2] == (0, "valid\n")
+    code, out, _ = run(["summary", inst, res], capsys)
+    assert code == 0 and "greedy" in out
+
+
+def test_presets_lists_the_workload_presets(capsys):
+    from oasis_opt.workloads import PRESETS
+
+    code, out, err = run(["presets"], capsys)
+    assert code == 0
+    assert [line.split()[0] for line in out.splitlines()] == list(PRESETS)
+    assert {"paper-sim", "paper-fig5", "testbed"} <= set(PRESETS)
+
+
+# ---- light import --------------------------------------------------------------------------------
+def test_cli_import_and_help_load_nothing_heavy():
+    code = (
+        "import sys, contextlib, io\n"
+        "import oasis_opt.cli as cli\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    assert cli.main(['--help']) == 0\n"
+        "    assert cli.main(['solve', '--help']) == 0\n"
+        "    assert cli.main(['policies']) == 0\n"
+        "heavy = ('jax', 'ray', 'ortools', 'pyomo', 'scipy', 'matplotlib', 'highspy', 'pandas')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"

@@ -1,0 +1,205 @@
+"""Each validator rule, broken on its own: the report names exactly that rule, at the right place.
+
+One small hand-built instance; every case starts from a valid schedule and breaks one thing, with
+the claimed completions and utilities kept consistent (derived from the allocations) unless the
+case is about them, so that no other rule fires.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from oasis_opt.model import (DEFAULT_RESOURCES, PS, RULES, WORKER, Allocations, Instance, Job,
+                             Schedule, Server, Utility, derive_outcome, validate)
+from oasis_opt.testing import instances
+
+T = 5
+W0, W1, P0 = 0, 1, 2  # global server index: worker servers first, then PS servers
+A, BIG, CPU = 0, 1, 2  # job index
+
+_WORKER_CAP = {"gpu": 4.0, "cpu": 8.0, "mem": 32.0, "storage": 100.0, "bw": 20.0}
+_PS_CAP = {"gpu": 0.0, "cpu": 8.0, "mem": 32.0, "storage": 100.0, "bw": 40.0}
+_PS_DEMAND = {"cpu": 1.0, "mem": 2.0, "storage": 1.0, "bw": 10.0}  # B_i = 10
+
+
+def _job(jid, arrival, chunks, worker):
+    # epochs 1 x chunks x chunk_time 1.0 = `chunks` worker-slots of work
+    return Job(jid, arrival, 1, chunks, 1.0, worker, dict(_PS_DEMAND),
+               Utility.sigmoid(10.0, 1.0, 1.0), "time-sensitive")
+
+
+INST = Instance(
+    T, DEFAULT_RESOURCES,
+    (Server("w0", dict(_WORKER_CAP), rack="r0"), Server("w1", dict(_WORKER_CAP), rack="r0")),
+    (Server("p0", dict(_PS_CAP), rack="r1"),),
+    (
+        # a: 2 worker-slots, b_i = 5 so ceil(2 * 5 / 10) = 1 PS serves 2 workers
+        _job("a", 2, 2, {"gpu": 1.0, "cpu": 2.0, "mem": 4.0, "storage": 1.0, "bw": 5.0}),
+        # big: 3 GPUs per worker, so two workers overflow a 4-GPU server
+        _job("big", 1, 2, {"gpu": 3.0, "cpu": 2.0, "mem": 4.0, "storage": 1.0, "bw": 5.0}),
+        # cpu: no GPU, so its worker fits a PS server's capacity (only the pool rule is broken)
+        _job("cpu", 1, 1, {"cpu": 1.0, "mem": 1.0, "storage": 1.0, "bw": 5.0}),
+    ),
+)
+
+# a valid schedule: job a, slot 2, two workers on w0 and one PS on p0
+VALID_ROWS = [(A, 2, W0, WORKER, 2), (A, 2, P0, PS, 1)]
+
+
+def schedule(rows, admitted=(True, False, False), completion=None, utility=None, total=None):
+    """A schedule of ``rows``; completion/utility/total derived unless given (then as claimed)."""
+    alloc = Allocations.from_rows(rows)
+    derived, _ = derive_outcome(INST, alloc)
+    completion = derived if completion is None else tuple(completion)
+    if utility is None:
+        utility = tuple(INST.utility_of(i, c) if c is not None and 1 <= c <= T else 0.0
+                        for i, c in enumerate(completion))
+    total = math.fsum(utility) if total is None else total
+    return Schedule("hand-made", tuple(admitted), alloc, completion, tuple(utility), total)
+
+
+@dataclass(frozen=True)
+class Case:
+    rule: str
+    name: str
+    sched: Schedule
+    # each dict must match some violation of `rule` on every key it gives (None = not named)
+    where: list[dict] = field(default_factory=list)
+
+
+F_A0 = INST.utility_of(A, 2)  # f_a(0): job a finishing in its arrival slot
+
+CASES = [
+    Case("workload", "completed-with-too-little-work",
+         schedule([(A, 2, W0, WORKER, 1), (A, 2, P0, PS, 1)], completion=(2, None, None)),
+         [dict(job="a", slot=None, server=None, resource=None)]),
+    Case("max-workers", "three-workers-for-two-chunks",
+         schedule([(A, 2, W0, WORKER, 3), (A, 2, P0, PS, 2)]),
+         [dict(job="a", slot=2, server=None)]),
+    Case("capacity", "gpu-overflow",
+         schedule([(BIG, 1, W0, WORKER, 2), (BIG, 1, P0, PS, 1)], admitted=(False, True, False)),
+         [dict(job=None, slot=1, server="w0", resource="gpu")]),
+    Case("capacity", "two-jobs-share-a-server",
+         schedule([(A, 2, W0, WORKER, 2), (A, 2, P0, PS, 1), (BIG, 2, W0, WORKER, 1),
+                   (BIG, 2, P0, PS, 1), (BIG, 3, W1, WORKER, 1), (BIG, 3, P0, PS, 1)],
+                  admitted=(True, True, False)),
+         [dict(job=None, slot=2, server="w0", resource="gpu")]),
+    Case("ps-bandwidth", "workers-without-ps",
+         schedule([(A, 2, W0, WORKER, 2)]),
+         [dict(job="a", slot=2, server=None)]),
+    Case("ps-le-workers", "two-ps-one-worker",
+         schedule([(A, 2, W0, WORKER, 1), (A, 2, P0, PS, 2), (A, 3, W0, WORKER, 1),
+                   (A, 3, P0, PS, 1)]),
+         [dict(job="a", slot=2, server=None)]),
+    Case("ps-without-workers", "ps-after-completion",
+         schedule(VALID_ROWS + [(A, 4, P0, PS, 1)]),
+         [dict(job="a", slot=4, server=None)]),
+    Case("pool", "ps-on-worker-server",
+         schedule([(A, 2, W0, WORKER, 2), (A, 2, W1, PS, 1)]),
+         [dict(job="a", slot=2, server="w1")]),
+    Case("pool", "worker-on-ps-server",
+         schedule([(CPU, 1, P0, WORKER, 1), (CPU, 1, P0, PS, 1)], admitted=(False, False, True)),
+         [dict(job="cpu", slot=1, server="p0")]),
+    Case("arrival", "before-arrival",
+         schedule([(A, 1, W0, WORKER, 2), (A, 1, P0, PS, 1)]),
+         [dict(job="a", slot=1, server="w0"), dict(job="a", slot=1, server="p0")]),
+    Case("horizon", "after-last-slot",
+         schedule([(A, T + 1, W0, WORKER, 2), (A, T + 1, P0, PS, 1)]),
+         [dict(job="a", slot=T + 1, server="w0"), dict(job="a", slot=T + 1, server="p0")]),
+    Case("count", "zero-count-row",
+         schedule(VALID_ROWS + [(A, 3, W1, WORKER, 0)]),
+         [dict(job="a", slot=3, server="w1")]),
+    Case("count", "negative-count-row",
+         schedule(VALID_ROWS + [(A, 3, W1, WORKER, -1)]),
+         [dict(job="a", slot=3, server="w1")]),
+    Case("count", "wrong-number-of-jobs",
+         Schedule("hand-made", (True,), Allocations.from_rows(VALID_ROWS), (2,), (F_A0,), F_A0),
+         [dict(job=None, slot=None, server=None)]),
+    Case("rejected", "allocations-of-a-rejected-job",
+         schedule(VALID_ROWS, admitted=(False, False, False)),
+         [dict(job="a", slot=2, server="w0"), dict(job="a", slot=None, server=None)]),
+    Case("completion", "claims-a-later-slot",
+         schedule(VALID_ROWS, completion=(3, None, None)),
+         [dict(job="a", slot=None)]),
+    Case("completion", "claims-unfinished",
+         schedule(VALID_ROWS, completion=(None, None, None)),
+         [dict(job="a", slot=None)]),
+    Case("utility", "claims-more-utility",
+         schedule(VALID_ROWS, utility=(F_A0 + 1.0, 0.0, 0.0)),
+         [dict(job="a")]),
+    Case("utility", "utility-for-an-unfinished-job",
+         schedule(VALID_ROWS, utility=(F_A0, 0.0, 1.0)),
+         [dict(job="cpu")]),
+    Case("total", "total-not-the-sum",
+         schedule(VALID_ROWS, total=F_A0 + 1.0),
+         [dict(job=None, slot=None, server=None, resource=None)]),
+]
+
+
+def test_every_rule_has_a_case():
+    assert {c.rule for c in CASES} == set(RULES)
+
+
+def test_the_base_schedule_is_valid():
+    sched = schedule(VALID_ROWS)
+    assert sched.completion == (2, None, None)
+    report = validate(INST, sched)
+    assert report.ok, str(report)
+    assert str(report) == "valid"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c.rule}:{c.name}" for c in CASES])
+def test_a_broken_rule_is_named_where_it_breaks(case):
+    report = validate(INST, case.sched)
+    assert not report.ok
+    assert report.rules() == {case.rule}, str(report)
+    for where in case.where:
+        assert any(all(getattr(v, k) == x for k, x in where.items()) for v in report.violations), \
+            f"no [{case.rule}] violation at {where}:\n{report}"
+    text = str(report)
+    assert f"[{case.rule}]" in text
+    for where in case.where:
+        for key, value in where.items():
+            if value is not None:
+                assert f"{key}={value}" in text
+
+
+# ---- the same rules on random instances: break a valid (greedy) schedule in one way ------------
+def _mutate(inst, sched, how, job):
+    rows = list(sched.allocations.rows())
+    admitted, utility = list(sched.admitted), list(sched.utility)
+    total = sched.total_utility
+    if how == "total":
+        total += 1.0
+    elif how == "utility":
+        utility[job] += 1.0
+        total = math.fsum(utility)
+    elif how == "horizon":  # one worker + its PS after the last slot: outside 1..T only
+        rows += [(job, inst.horizon + 1, 0, WORKER, 1), (job, inst.horizon + 1, inst.H, PS, 1)]
+    elif how == "count":
+        rows.append((job, int(inst.arrival[job]), 0, WORKER, 0))
+    elif how == "rejected":
+        admitted[job] = False
+    return Schedule(sched.policy, tuple(admitted), Allocations.from_rows(rows), sched.completion,
+                    tuple(utility), total)
+
+
+@given(instances(), st.sampled_from(["total", "utility", "horizon", "count", "rejected"]),
+       st.data())
+def test_mutating_a_valid_schedule_names_the_rule(inst, how, data):
+    from oasis_opt import solve
+
+    sched = solve(inst, "greedy")
+    assert validate(inst, sched).ok
+    used = sorted(set(sched.allocations.job.tolist()))
+    candidates = used if how == "rejected" else list(range(inst.I))
+    assume(candidates)
+    job = data.draw(st.sampled_from(candidates))
+    report = validate(inst, _mutate(inst, sched, how, job))
+    assert report.rules() == {how}, str(report)
+    if how != "total":
+        assert {v.job for v in report.violations} == {inst.jobs[job].id}
