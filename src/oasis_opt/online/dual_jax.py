@@ -17,8 +17,6 @@ Float64 is enabled inside this module's calls only (``jax.enable_x64``), so resu
 from __future__ import annotations
 
 import math
-from functools import partial
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -36,11 +34,13 @@ def bucket(n: int, low: int = 8) -> int:
     return max(low, 1 << max(0, int(n) - 1).bit_length())
 
 
-def _fits(free, demand, cap):
-    """min(cap, min_{r: demand > 0} floor((free + EPS) / demand)), shape free.shape[:-1]."""
+def _fits(free, demand, cap, n_real):
+    """min(cap, min_{r: demand > 0} floor((free + EPS) / demand)), shape free.shape[:-1]; 0 on
+    the padding servers (index >= n_real)."""
     per = jnp.where(demand > 0, jnp.floor((free + EPS) / jnp.where(demand > 0, demand, 1.0)),
                     _BIG)
-    return jnp.clip(per.min(axis=-1), 0, cap).astype(jnp.int64)
+    real = jnp.arange(free.shape[1]) < n_real
+    return jnp.where(real, jnp.clip(per.min(axis=-1), 0, cap), 0).astype(jnp.int64)
 
 
 def _marginals(u, fit, n_out: int):
@@ -57,15 +57,15 @@ def _marginals(u, fit, n_out: int):
     return jnp.where(pos < n_sel, price, jnp.inf)
 
 
-@partial(jax.jit, static_argnames=())
-def _block(F, wprice, pprice, wfree, pfree, w, s, need, ok, n_max, m_max, idx, target):
+@jax.jit
+def _block(F, wprice, pprice, wfree, pfree, w, s, need, ok, n_max, m_max, idx, target, H, K):
     """Cost curves for a block of slots, then the DP over them (see module docstring)."""
     Kb = need.shape[0]
     # per-slot cost curves C[t, k], k = 0..Kb-1
     uw = jnp.einsum("thr,r->th", wprice, w)
-    mw = _marginals(uw, _fits(wfree, w, n_max), Kb - 1)
+    mw = _marginals(uw, _fits(wfree, w, n_max, H), Kb - 1)
     up = jnp.einsum("thr,r->th", pprice, s)
-    mp = _marginals(up, _fits(pfree, s, m_max), Kb - 1)
+    mp = _marginals(up, _fits(pfree, s, m_max, K), Kb - 1)
     zero = jnp.zeros((wprice.shape[0], 1))
     cw = jnp.concatenate([zero, jnp.cumsum(mw, axis=1)], axis=1)
     cp = jnp.concatenate([zero, jnp.cumsum(mp, axis=1)], axis=1)
@@ -117,7 +117,7 @@ def best_schedule_jax(instance, spec: JobSpec, wprice, pprice, wfree, pfree,
             F, f_target, ch = _block(
                 F, _padded(wprice, a, start, n, Hb), _padded(pprice, a, start, n, Kb_srv),
                 _padded(wfree, a, start, n, Hb), _padded(pfree, a, start, n, Kb_srv),
-                *consts, N, m_max, idx, target)
+                *consts, N, m_max, idx, target, instance.H, instance.K)
             choices.append(np.asarray(ch[:n]))
             done = False
             for j, cost in enumerate(np.asarray(f_target[:n]).tolist()):
