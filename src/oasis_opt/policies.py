@@ -12,6 +12,8 @@ from typing import Any
 _REGISTRY: dict[str, tuple[str, str]] = {
     "oasis": ("oasis_opt.online.oasis:OasisPolicy",
               "OASiS (Alg. 1): primal-dual admission, exponential prices (22), best-schedule DP"),
+    "oasis-topo": ("oasis_opt.cluster.oasis_topo:TopoOasisPolicy",
+                   "OASiS with topology-aware prices p/eta and payoff (placement cost model)"),
     "fifo": ("oasis_opt.baselines.fifo:FifoPolicy",
              "FIFO: fixed k_i ~ U{1..30}, strict head-of-line, round-robin"),
     "drf": ("oasis_opt.baselines.drf:DrfPolicy",

@@ -10,8 +10,8 @@ Variables: k_j workers (integer), p_j PSs (integer), and for every *running* job
 an adjustment indicator delta_j in {0, 1}::
 
     maximise   sum_j mu_j k_j  -  lambda sum_j delta_j
-    subject to sum_j k_j w_j^r <= sum_h c_h^r          every resource r   (worker pool, (4))
-               sum_j p_j s_j^r <= sum_k c_k^r          every resource r   (PS pool, (5))
+    subject to sum_j k_j w~_j^r <= sum_h c_h^r         every resource r   (worker pool, (4))
+               sum_j p_j s~_j^r <= sum_k c_k^r         every resource r   (PS pool, (5))
                B_j p_j >= b_j k_j,  N'_j p_j >= k_j,  p_j <= k_j           ((6), p >= 1 if k >= 1, (7))
                |k_j - k_j^old| <= U_j delta_j,  sum_j delta_j <= M_adj  (adjustment overhead)
                k_j >= (1 - eps) k_j^fair                                 (fairness)
@@ -32,11 +32,17 @@ an adjustment indicator delta_j in {0, 1}::
   of equal utilisation, fewer adjustments;
 * **relaxation**: when the MILP is infeasible (fairness and M_adj cannot both hold, typically
   when a newcomer's fair share would need more than M_adj running jobs to shrink), it is solved
-  again without the fairness constraint (always feasible: keep everything) and
-  ``stats["fairness_relaxed"]`` counts it.
+  again with the fairness constraint made soft: k_j + sigma_j >= (1 - eps) k_j^fair, integer
+  sigma_j >= 0, each worker of shortfall costing ``FAIRNESS_PENALTY`` = 100 times its
+  utilisation mu_j in the objective (always feasible: keep everything). So a newcomer still gets
+  what M_adj adjustments can free for it. ``stats["fairness_relaxed"]`` counts these decisions
+  and ``stats["fairness_shortfall"]`` the workers below (1 - eps) x fair share they left.
 
 Placement: the capacity constraints are pooled per pool (per-server variables would make every
-event a large MILP); the changed jobs are placed after the unchanged ones keep theirs, in
+event a large MILP), with each container's demand rounded up to its per-server granularity,
+w~_j^r = max(w_j^r, C_W^r / F_j^r) (``effective_demand``: a 3-GPU worker on 4-GPU servers
+counts as 4 GPUs), and likewise s~ for PSs; the changed jobs are placed after the unchanged
+ones keep theirs, in
 arrival order, each with ``place`` or, when fragmentation defeats the pooled count, the most
 workers that fit (``place_most``; ``stats["placement_shortfall"]`` counts the workers lost).
 A shortfall only touches jobs the MILP already changed, so at most M_adj running jobs change
@@ -54,6 +60,10 @@ import scipy.sparse as sp
 from ..sim.placement import EPS, Placement, apply
 from .common import (DominantShare, EventPolicy, max_workers_alone, progressive_fill,
                      work_cap)
+
+# Weight of one worker of fairness shortfall, relative to that worker's utilisation, in the
+# relaxed program: fairness first, utilisation second.
+FAIRNESS_PENALTY = 100.0
 
 
 class DormPolicy(EventPolicy):
@@ -90,6 +100,7 @@ class DormPolicy(EventPolicy):
         self.decisions = 0
         self.solver_s = 0.0
         self.fairness_relaxed = 0
+        self.fairness_shortfall = 0
         self.no_solution = 0
         self.shortfall = 0
         self.max_adjusted = 0
@@ -117,8 +128,14 @@ class DormPolicy(EventPolicy):
                                 grow)
 
     # ---- the MILP ------------------------------------------------------------------------
-    def program(self, jobs: list[int], old: np.ndarray, upper: np.ndarray, fair_lower: np.ndarray):
-        """The LinearProgram of the module docstring; columns [k (n), p (n), delta (m)]."""
+    def program(self, jobs: list[int], old: np.ndarray, upper: np.ndarray,
+                fair_lower: np.ndarray, *, soft: bool = False):
+        """The LinearProgram of the module docstring.
+
+        Columns [k (n), p (n), delta (m running jobs)] and, when ``soft``, [sigma (n)]:
+        fairness becomes k_j + sigma_j >= fair_lower_j with sigma_j penalised by
+        FAIRNESS_PENALTY mu_j; otherwise it is the column bound k_j >= fair_lower_j.
+        """
         from ..offline.solver import LinearProgram
 
         inst = self.instance
@@ -126,46 +143,54 @@ class DormPolicy(EventPolicy):
         J = np.asarray(jobs)
         running = np.flatnonzero(old > 0)
         m = len(running)
+        ns = n if soft else 0
         mu = self.share.per_worker[J]
         scale = max(float(mu.max()), 1e-12)
         lam = 1e-3 * max(float(mu.min()), 1e-12) / scale
-        c = np.concatenate([mu / scale, np.zeros(n), np.full(m, -lam)])
-        rows, lo, up = [], [], []
-        H = inst.H
+        c = np.concatenate([mu / scale, np.zeros(n), np.full(m, -lam),
+                            -FAIRNESS_PENALTY * mu[:ns] / scale])
+
+        def block(k=None, p=None, d=None, s=None, nrows=n):
+            """Rows over the column groups; None = zeros."""
+            parts = [x if x is not None else sp.csr_matrix((nrows, w))
+                     for x, w in ((k, n), (p, n), (d, m), (s, ns)) if w]
+            return sp.hstack(parts, format="csr")
+
+        A, lo, up = [], [], []
         wd, pd = self.eff_w[J], self.eff_p[J]
         for r in range(inst.R):  # pooled capacities (4)/(5)
             if wd[:, r].any():
-                rows.append(np.concatenate([wd[:, r], np.zeros(n + m)]))
+                A.append(block(k=sp.csr_matrix(wd[:, r][None, :]), nrows=1))
                 lo.append(-np.inf)
                 up.append(self.cap_w[r])
             if pd[:, r].any():
-                rows.append(np.concatenate([np.zeros(n), pd[:, r], np.zeros(m)]))
+                A.append(block(p=sp.csr_matrix(pd[:, r][None, :]), nrows=1))
                 lo.append(-np.inf)
                 up.append(self.cap_p[r])
-        A = [sp.csr_matrix(np.array(rows).reshape(-1, 2 * n + m))] if rows else []
         eye = sp.identity(n, format="csr")
-        zm = sp.csr_matrix((n, m))
-        bw = sp.diags(inst.worker_bw[J])
-        Bw = sp.diags(inst.ps_bw[J])
-        nprime = sp.diags(np.maximum(upper, 1).astype(float))
-        A += [sp.hstack([-bw, Bw, zm]),  # (6) B p - b k >= 0
-              sp.hstack([-eye, nprime, zm]),  # N' p - k >= 0: a PS whenever k >= 1
-              sp.hstack([-eye, eye, zm])]  # (7) p - k <= 0
+        A += [block(k=-sp.diags(inst.worker_bw[J]), p=sp.diags(inst.ps_bw[J])),  # (6)
+              block(k=-eye, p=sp.diags(np.maximum(upper, 1).astype(float))),  # PS when k >= 1
+              block(k=-eye, p=eye)]  # (7) p <= k
         lo += [0.0] * n + [0.0] * n + [-np.inf] * n
         up += [np.inf] * n + [np.inf] * n + [0.0] * n
         if m:
             sel = sp.csr_matrix((np.ones(m), (np.arange(m), running)), shape=(m, n))
             U = sp.diags(upper[running].astype(float))
-            A += [sp.hstack([sel, sp.csr_matrix((m, n)), -U]),  # k - U delta <= k_old
-                  sp.hstack([sel, sp.csr_matrix((m, n)), U]),  # k + U delta >= k_old
-                  sp.hstack([sp.csr_matrix((1, 2 * n)), sp.csr_matrix(np.ones((1, m)))])]
+            A += [block(k=sel, d=-U, nrows=m),  # k - U delta <= k_old
+                  block(k=sel, d=U, nrows=m),  # k + U delta >= k_old
+                  block(d=sp.csr_matrix(np.ones((1, m))), nrows=1)]  # sum delta <= M_adj
             lo += [-np.inf] * m + old[running].astype(float).tolist() + [-np.inf]
             up += old[running].astype(float).tolist() + [np.inf] * m + [float(self.max_adjust)]
-        lower = np.concatenate([fair_lower, np.zeros(n + m)]).astype(float)
-        upper_b = np.concatenate([upper, upper, np.ones(m)]).astype(float)
+        if soft:
+            A.append(block(k=eye, s=eye))  # k + sigma >= (1 - eps) k^fair
+            lo += fair_lower.astype(float).tolist()
+            up += [np.inf] * n
+        k_lower = np.zeros(n) if soft else fair_lower
+        lower = np.concatenate([k_lower, np.zeros(n + m + ns)]).astype(float)
+        upper_b = np.concatenate([upper, upper, np.ones(m), fair_lower[:ns]]).astype(float)
         return LinearProgram(c=c, A=sp.vstack(A, format="csr"), row_lower=np.asarray(lo, float),
                              row_upper=np.asarray(up, float), lower=lower, upper=upper_b,
-                             integer=np.ones(2 * n + m, dtype=bool), sense="max")
+                             integer=np.ones(len(c), dtype=bool), sense="max")
 
     def _solve(self, lp, initial):
         from ..offline.solver import solve_program
@@ -197,7 +222,11 @@ class DormPolicy(EventPolicy):
         res = self._solve(self.program(jobs, old, upper, fair_lower), keep)
         if res.status == "infeasible":
             self.fairness_relaxed += 1
-            res = self._solve(self.program(jobs, old, upper, np.zeros(n, dtype=np.int64)), keep)
+            short = np.maximum(fair_lower - old, 0).astype(float)
+            res = self._solve(self.program(jobs, old, upper, fair_lower, soft=True),
+                              np.concatenate([keep, short]))
+            if res.x is not None:
+                self.fairness_shortfall += int(round(res.x[-n:].sum()))
         if res.x is None:
             self.no_solution += 1
             return  # keep every allocation
@@ -221,7 +250,8 @@ class DormPolicy(EventPolicy):
 
     def stats(self) -> dict:
         return {**super().stats(), "decisions": self.decisions, "solver_s": self.solver_s,
-                "fairness_relaxed": self.fairness_relaxed, "no_solution": self.no_solution,
+                "fairness_relaxed": self.fairness_relaxed,
+                "fairness_shortfall": self.fairness_shortfall, "no_solution": self.no_solution,
                 "placement_shortfall": self.shortfall, "max_adjusted": self.max_adjusted,
                 "solver_status": dict(self.statuses), "backend": self.backend}
 
@@ -231,7 +261,8 @@ def effective_demand(capacity: np.ndarray, demand: np.ndarray) -> np.ndarray:
 
     d~_j^r = max(d_j^r, C^r / F_j^r), with C^r = sum_s c_s^r and F_j^r = sum_s floor(c_s^r / d_j^r)
     the containers of j that resource r alone admits: a 3-GPU worker on 4-GPU servers blocks 4
-    GPUs of the pool. Resources with d_j^r = 0 stay 0.
+    GPUs of the pool. Resources with d_j^r = 0 stay 0. Exact for one job and one resource;
+    for a mix of jobs the per-server packing can still differ (``placement_shortfall``).
     """
     total = capacity.sum(axis=0)
     out = demand.astype(float).copy()
@@ -240,7 +271,6 @@ def effective_demand(capacity: np.ndarray, demand: np.ndarray) -> np.ndarray:
         if not need.any():
             continue
         fits = np.floor((capacity[None, :, r] + EPS) / demand[need, r][:, None]).sum(axis=1)
-        with np.errstate(divide="ignore"):
-            gran = np.where(fits > 0, total[r] / np.maximum(fits, 1), np.inf)
+        gran = total[r] / np.maximum(fits, 1)  # fits = 0: the job never runs (k <= 0 anyway)
         out[need, r] = np.maximum(demand[need, r], gran)
     return out

@@ -228,6 +228,7 @@ def iteration_time(topology, workers: Mapping[str, int], ps: Mapping[str, int] |
 @dataclass(frozen=True)
 class _Context:
     links: np.ndarray      # (S, D) ids of the links above each server (server link first), -1 pad
+    link_nodes: tuple      # (L,) the topology node below each link (a link is named by its child)
     ratio: np.ndarray      # (L,) r_l
     speed: np.ndarray      # (S,) accelerator speed of each server's kind
     compute_s: np.ndarray  # (I,) tau_i at speed 1
@@ -306,7 +307,7 @@ def _build_context(instance) -> _Context:
     gpu = instance.resources.index("gpu") if "gpu" in instance.resources else None
     uses_gpu = (instance.worker_demand[:, gpu] > 0 if gpu is not None
                 else np.zeros(instance.I, dtype=bool))
-    return _Context(links, ratio,
+    return _Context(links, tuple(link_id), ratio,
                     np.array([float(speeds.get(s.kind, 1.0)) if s.kind else 1.0
                               for s in instance.servers]),
                     profiles[:, 0].copy(), profiles[:, 1].copy(), uses_gpu,

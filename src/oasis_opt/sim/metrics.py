@@ -36,7 +36,7 @@ def utilisation(instance, schedule) -> dict[str, dict[str, float]]:
 
 def summarize(instance, schedule) -> dict:
     """The metrics the paper reports, plus admission counts and utilisation."""
-    admitted = np.array(schedule.admitted)
+    admitted = np.array(schedule.admitted, dtype=bool)  # bool even with no jobs
     completed = schedule.completed
     cmt = completion_minus_target(instance, schedule)
     return {

@@ -188,3 +188,13 @@ def get_placement(name: str, *, seed: int = 0) -> Placement:
         raise ValueError(f"unknown placement {name!r} (known: {', '.join(sorted(PLACEMENTS))})")
     cls = PLACEMENTS[name]
     return cls(seed=seed) if getattr(cls, "seeded", False) else cls()
+
+
+# Issue 6: the topology-aware tree placement lives in oasis_opt.cluster.tree (built on this
+# module) and registers itself as PLACEMENTS["tree"]; importing it here makes the name available
+# to every get_placement caller. (If oasis_opt.cluster.tree is being imported first, it is
+# mid-import and registers itself when it finishes.)
+import sys as _sys  # noqa: E402
+
+if "oasis_opt.cluster.tree" not in _sys.modules:
+    from ..cluster import tree as _tree  # noqa: E402,F401
