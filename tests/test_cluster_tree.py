@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oasis_opt.cluster.tree import TreePlacement, subtree_span
+from oasis_opt.experiments.placement import placement_metrics
 from oasis_opt.model import Instance, Job, Server, Topology, Utility, validate
 from oasis_opt.policies import get_policy
 from oasis_opt.sim.greedy import GreedyPolicy
@@ -189,9 +190,16 @@ def test_tree_beats_round_robin_on_oversubscribed_racks():
                      {"cpu": 1.0, "bw": 10.0}, Utility.sigmoid(10, 1, 3), provenance={"model": "vgg16"})
                  for i in range(4))
     inst = dataclasses.replace(cluster(jobs=jobs), progress="placement", horizon=30)
-    done = {}
+    done, useful = {}, {}
     for name in ("tree", "round-robin"):
         sched = GreedyPolicy(placement=name).solve(inst)
         assert validate(inst, sched).ok
         done[name] = np.mean([c for c in sched.completion])
+        m = placement_metrics(inst, sched)
+        assert m["completed"] == 4 and m["jct_mean_h"] == pytest.approx(done[name])  # arrival 1
+        useful[name] = m["useful_gpu_work"]
     assert done["tree"] < done["round-robin"]
+    assert useful["tree"] == 1.0 > useful["round-robin"]
+    flat = dataclasses.replace(inst, topology=Topology.from_racks(inst, 1.0))
+    assert placement_metrics(flat, GreedyPolicy(placement="round-robin").solve(flat))[
+        "useful_gpu_work"] == 1.0

@@ -250,34 +250,41 @@ def placed(draw):
     return inst, job, [r for r in rows if r[2] > 0]
 
 
-@given(placed())
+@given(placed(), st.sampled_from(["ps", "allreduce"]))
 @settings(max_examples=80)
-def test_kernel_equals_reference(case):
+def test_kernel_equals_reference(case, collective):
+    """Progress from the array kernel = k T_ref / T_actual with T_actual from the graph walk
+    (instance semantics: traffic inside a server at the container's own bandwidth)."""
     inst, job, rows = case
     if not inst.I:
         return
+    inst = dataclasses.replace(inst, meta={"costmodel": {"collective": collective}})
     k = sum(n for _, r, n in rows if r == 0)
     p = sum(n for _, r, n in rows if r == 1)
     got = placement_progress(inst, job, rows, 1)
-    if k == 0 or p == 0:
+    if k == 0 or (p == 0 and collective == "ps"):
         assert got == 0.0
         return
     tau, S = job_profile(inst, job)
+    b, B = float(inst.worker_bw[job]), float(inst.ps_bw[job])
     ids = [s.id for s in inst.servers]
     ref = iteration_time(inst.get_topology(), {ids[s]: n for s, r, n in rows if r == 0},
                          {ids[s]: n for s, r, n in rows if r == 1}, model_mb=S, compute_s=tau,
-                         worker_bw_gbps=float(inst.worker_bw[job]),
-                         ps_bw_gbps=float(inst.ps_bw[job]))
-    t_ref = tau + 2 * S * 8 / 1000 * max(1 / inst.worker_bw[job], k / (p * inst.ps_bw[job]))
+                         worker_bw_gbps=b, ps_bw_gbps=B, collective=collective, node_bw_gbps=b)
+    if collective == "ps":
+        t_ref = tau + 2 * S * 8 / 1000 * max(1 / b, k / (p * B))
+    else:
+        t_ref = tau + 2 * (k - 1) / k * S * 8 / 1000 / b
     assert got == pytest.approx(k * t_ref / ref.total_s, rel=1e-12)
     assert got <= k * (1 + 1e-12)  # reference-speed servers: never more than the paper
 
 
-@given(instances(max_jobs=4))
+@given(instances(max_jobs=4), st.sampled_from(["ps", "allreduce"]))
 @settings(max_examples=40)
-def test_batch_equals_per_call(inst):
+def test_batch_equals_per_call(inst, collective):
     """The validator's batched progress equals what the simulator credits, bit for bit."""
-    inst = dataclasses.replace(inst, topology=Topology.from_racks(inst, 4.0), progress="placement")
+    inst = dataclasses.replace(inst, topology=Topology.from_racks(inst, 4.0), progress="placement",
+                               meta={"costmodel": {"collective": collective}})
     sched = GreedyPolicy(placement="round-robin").solve(inst)
     gjob, gslot, prog = placement_worker_slots(inst, sched.allocations)
     a = sched.allocations

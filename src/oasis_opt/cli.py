@@ -448,6 +448,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
              help="figures (PNG, PDF, markdown) go here (default: paper_figs, or "
                   "paper_figs/quick with --quick)"))
 def cmd_reproduce(args: argparse.Namespace) -> int:
+    import signal
+
     from .experiments.reproduce import figure_names, reproduce
     from .experiments.runner import SweepError
 
@@ -455,15 +457,23 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         names = figure_names(args.figures)
     except ValueError as e:
         raise CliError("FIGURE", str(e).partition(": ")[2]) from None
+
+    def stop(signum, frame):  # a `kill`/`timeout` ends the sweep like Ctrl-C: Ray shut down,
+        raise KeyboardInterrupt  # every finished run already stored
+
+    previous = signal.signal(signal.SIGTERM, stop)
     try:
         written = reproduce(names, quick=args.quick, workers=args.workers, address=args.address,
                             results=args.results, out=args.out)
     except SweepError as e:
         print(f"{PROG}: {e}\n(tracebacks in {Path(args.results) / 'failed'})", file=sys.stderr)
         return EXIT_INVALID
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     for name, paths in written.items():
         print(f"{name}: {', '.join(str(p) for p in paths)}")
     return EXIT_OK
+
 
 if __name__ == "__main__":
     sys.exit(main())

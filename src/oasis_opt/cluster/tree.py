@@ -82,6 +82,7 @@ class TreePlacement(Placement):
         self._home: dict[int, int] = {}
         self._full: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._last_free = None
+        self._pred = None
 
     # ---- utilisation history --------------------------------------------------------------------
     def utilisation(self, free: np.ndarray) -> np.ndarray:
@@ -94,13 +95,16 @@ class TreePlacement(Placement):
     def observe(self, free: np.ndarray) -> None:
         """Record the utilisation of every subtree under ``free`` (one observation)."""
         self._predictor.update(self.utilisation(free))
+        self._pred = None
 
     def predicted_utilisation(self) -> np.ndarray:
-        """The predictor's forecast per node (0 where it has none yet)."""
-        u = np.asarray(self._predictor.predict(), dtype=float)
-        if u.ndim == 0:
-            return np.zeros(len(self._nodes))
-        return np.nan_to_num(u, nan=0.0).clip(0.0, 1.0)
+        """The predictor's forecast per node (0 where it has none yet); cached until the next
+        observation."""
+        if self._pred is None:
+            u = np.asarray(self._predictor.predict(), dtype=float)
+            self._pred = (np.zeros(len(self._nodes)) if u.ndim == 0
+                          else np.nan_to_num(u, nan=0.0).clip(0.0, 1.0))
+        return self._pred
 
     def _see(self, free: np.ndarray) -> None:
         if free is not self._last_free:
@@ -109,22 +113,24 @@ class TreePlacement(Placement):
             self._last_free = free
 
     # ---- placement ------------------------------------------------------------------------------
-    def _fits(self, instance, job: int, free: np.ndarray):
+    def _fits(self, instance, job: int, free: np.ndarray, wfit=None, pfit=None):
         H = instance.H
-        wfit = fit_count(free[:H], instance.worker_demand[job]).astype(float)
-        pfit = fit_count(free[H:], instance.ps_demand[job]).astype(float)
+        if wfit is None:
+            wfit = fit_count(free[:H], instance.worker_demand[job])
+            pfit = fit_count(free[H:], instance.ps_demand[job])
+        wfit, pfit = wfit.astype(float), pfit.astype(float)
         if job not in self._full:
             cw = fit_count(instance.capacity[:H], instance.worker_demand[job]).astype(float)
             cp = fit_count(instance.capacity[H:], instance.ps_demand[job]).astype(float)
             self._full[job] = (self._member_w @ cw, self._member_p @ cp)
         return wfit, pfit, self._member_w @ wfit, self._member_p @ pfit
 
-    def place(self, instance, job: int, k: int, free: np.ndarray):
+    def place(self, instance, job: int, k: int, free: np.ndarray, _fit=(None, None)):
         if k <= 0:
             return []
         self._see(free)
         p = int(instance.ps_needed(job, k))
-        wfit, pfit, fw, fp = self._fits(instance, job, free)
+        wfit, pfit, fw, fp = self._fits(instance, job, free, *_fit)
         root = 0
         if fw[root] < k or fp[root] < p:
             return None
@@ -158,14 +164,15 @@ class TreePlacement(Placement):
         """The largest k <= k_max whose workers and PSs fit in total: ``place`` never fails then
         (the core always holds them), so one call suffices."""
         H = instance.H
-        wcap = int(fit_count(free[:H], instance.worker_demand[job]).sum())
-        pcap = int(fit_count(free[H:], instance.ps_demand[job]).sum())
+        wfit = fit_count(free[:H], instance.worker_demand[job])
+        pfit = fit_count(free[H:], instance.ps_demand[job])
+        wcap, pcap = int(wfit.sum()), int(pfit.sum())
         k = min(int(k_max), wcap)
         while k > 0 and instance.ps_needed(job, k) > pcap:
             k -= 1
         if k <= 0:
             return 0, []
-        rows = self.place(instance, job, k, free)
+        rows = self.place(instance, job, k, free, (wfit, pfit))
         return (k, rows) if rows is not None else (0, [])
 
     # ---- helpers ----------------------------------------------------------------------------------

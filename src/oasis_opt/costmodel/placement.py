@@ -235,6 +235,10 @@ class _Context:
     model_mb: np.ndarray   # (I,) S = e_i
     uses_gpu: np.ndarray   # (I,) worker demands a GPU (speed applies)
     allreduce: bool
+    # the same as Python tuples, for the per-call path (a few rows: numpy overhead dominates)
+    links_py: tuple = ()
+    ratio_py: tuple = ()
+    speed_py: tuple = ()
 
 
 _CACHE: "OrderedDict[int, tuple[object, _Context]]" = OrderedDict()
@@ -307,11 +311,12 @@ def _build_context(instance) -> _Context:
     gpu = instance.resources.index("gpu") if "gpu" in instance.resources else None
     uses_gpu = (instance.worker_demand[:, gpu] > 0 if gpu is not None
                 else np.zeros(instance.I, dtype=bool))
-    return _Context(links, tuple(link_id), ratio,
-                    np.array([float(speeds.get(s.kind, 1.0)) if s.kind else 1.0
-                              for s in instance.servers]),
-                    profiles[:, 0].copy(), profiles[:, 1].copy(), uses_gpu,
-                    opts.get("collective", "ps") == "allreduce")
+    speed = np.array([float(speeds.get(s.kind, 1.0)) if s.kind else 1.0
+                      for s in instance.servers])
+    return _Context(links, tuple(link_id), ratio, speed, profiles[:, 0].copy(),
+                    profiles[:, 1].copy(), uses_gpu, opts.get("collective", "ps") == "allreduce",
+                    tuple(tuple(int(x) for x in row if x >= 0) for row in links),
+                    tuple(ratio.tolist()), tuple(speed.tolist()))
 
 
 def context(instance) -> _Context:
@@ -388,14 +393,58 @@ def _progress_kernel(instance, ctx: _Context, group: np.ndarray, n_groups: int,
 def placement_progress(instance, job: int, rows, t: int) -> float:
     """Worker-slots job ``job`` gains in slot ``t`` from its containers ``rows`` = [(global
     server, role, count)]: k T_ref / T_actual (module docstring). The simulator's progress
-    function when ``instance.progress == "placement"``."""
-    a = np.asarray(rows, dtype=np.int64).reshape(-1, 3)
-    if not len(a):
-        return 0.0
+    function when ``instance.progress == "placement"``.
+
+    The arithmetic of ``_progress_kernel`` for one group, on Python floats (a job has a handful
+    of rows; numpy's per-call overhead would dominate): the same operations in the same order,
+    so the result equals the kernel's bit for bit (tests hold them to ==).
+    """
     ctx = context(instance)
-    out = _progress_kernel(instance, ctx, np.zeros(len(a), dtype=np.int64), 1,
-                           np.array([job], dtype=np.int64), a[:, 0], a[:, 1], a[:, 2])
-    return float(out[0])
+    W = P = 0
+    spd = math.inf
+    per_link: dict[int, list[int]] = {}
+    for server, role, count in rows:
+        if count <= 0:
+            continue
+        worker = role == WORKER
+        if worker:
+            W += count
+            spd = min(spd, ctx.speed_py[server])
+        else:
+            P += count
+        for link in ctx.links_py[server]:
+            acc = per_link.setdefault(link, [0, 0])
+            acc[0 if worker else 1] += count
+    b, B = float(instance.worker_bw[job]), float(instance.ps_bw[job])
+    S, tau = float(ctx.model_mb[job]), float(ctx.compute_s[job])
+    ratio = ctx.ratio_py
+    worst = 0.0
+    if ctx.allreduce:
+        for link, (Wl, _) in per_link.items():
+            if 0 < Wl < W:
+                worst = max(worst, 1.0 / (b * ratio[link]))
+        if W >= 2:
+            worst = max(worst, 1.0 / b)
+        frac = 2.0 * (W - 1) / max(W, 1) if W > 0 else 0.0
+        t_ref = tau + frac * S * SECONDS_PER_MB_PER_GBPS * (1.0 / b)
+        t_comm = frac * S * SECONDS_PER_MB_PER_GBPS * worst
+        usable = W > 0
+    else:
+        Pk = max(P, 1)
+        for link, (Wl, Pl) in per_link.items():
+            r = ratio[link]
+            term_w = (1.0 - Pl / Pk) / (b * r) if Wl > 0 else 0.0
+            term_p = (W - Wl) / (Pk * B * r) if Pl > 0 else 0.0
+            worst = max(worst, term_w, term_p)
+        t_ref = tau + 2.0 * S * SECONDS_PER_MB_PER_GBPS * max(1.0 / b, W / (Pk * B))
+        t_comm = 2.0 * S * SECONDS_PER_MB_PER_GBPS * worst
+        usable = W > 0 and P > 0
+    if not (ctx.uses_gpu[job] and math.isfinite(spd)):
+        spd = 1.0
+    t_act = tau / spd + t_comm
+    if not usable:
+        return 0.0
+    return float(W * (t_ref / t_act)) if t_act > 0 else float(W)
 
 
 def placement_worker_slots(instance, allocations):

@@ -66,8 +66,12 @@ def reproduce(figures: Sequence[str] = ("all",), *, quick: bool = False,
 
 def write_log(out: Path, names, specs, sweep, quick: bool, wall_s: float) -> Path:
     """``out/reproduce.md``: figures, runs computed / reused, wall time, solve time per policy."""
+    from .runner import versions
+
+    v = versions()
     lines = [f"# oasis-opt reproduce{' --quick' if quick else ''}", "",
-             f"Figures: {', '.join(names)}. Total wall time {wall_s:.1f} s."]
+             f"Figures: {', '.join(names)}. Total wall time {wall_s:.1f} s. Code: oasis-opt "
+             f"{v.get('oasis-opt', '?')}, git {v.get('git', 'unknown')}."]
     if sweep is not None:
         runs = unique_specs(s for v in specs.values() for s in v)
         lines += ["", f"Runner: {len(runs)} runs, {len(sweep.computed)} computed now, "

@@ -37,7 +37,29 @@ def versions() -> dict[str, str]:
             out[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
             pass
+    commit = _git_commit()
+    if commit:
+        out["git"] = commit
     return out
+
+
+def _git_commit() -> str | None:
+    """Commit of the source checkout this package runs from (``+dirty`` with local changes);
+    None for an installed wheel or without git. Results are keyed by spec, not by code, so this
+    is what tells a stored result's code apart."""
+    import subprocess
+
+    src = Path(__file__).resolve().parents[2]
+    try:
+        head = subprocess.run(["git", "-C", str(src), "rev-parse", "--short=12", "HEAD"],
+                              capture_output=True, text=True, timeout=10)
+        if head.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "-C", str(src), "status", "--porcelain", "--", "."],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head.stdout.strip() + ("+dirty" if dirty else "")
 
 
 class RunError(RuntimeError):

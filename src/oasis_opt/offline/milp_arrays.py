@@ -41,6 +41,8 @@ from ..model.instance import WORK_EPS
 from ..model.schedule import PS, WORKER, Schedule, ScheduleBuilder
 from .solver import LinearProgram
 
+import os
+VARIANT = int(os.environ.get('VARIANT', '0'))
 X, U, Y, Z = 0, 1, 2, 3  # variable kinds
 KINDS = ("x", "u", "y", "z")
 
@@ -195,11 +197,19 @@ def build_milp(instance) -> MilpModel:
         coo.row(np.r_[xc, yc.ravel()], np.r_[work[i], -np.ones(yc.size)], up=0.0)
         # one completion slot iff admitted
         coo.row(np.r_[uc, xc], np.r_[np.ones(len(uc)), -1.0], lo=0.0, up=0.0)
-        # no workers after completion (and (3)): sum_h y_t - N_i * (u_t..u_T or x_i) <= 0
+        # no workers after completion (and (3)): sum_h y_t - k_i * (u_t..u_T or x_i) <= 0
+        M = float(kmax[i]) if VARIANT >= 1 else float(N[i])
         for s, t in enumerate(ts):
             tail = uc[max(t - t0, 0):] if t >= t0 else [xc]
-            coo.row(np.r_[yc[s], tail], np.r_[np.ones(len(hs)), -N[i] * np.ones(len(tail))],
+            coo.row(np.r_[yc[s], tail], np.r_[np.ones(len(hs)), -M * np.ones(len(tail))],
                     up=0.0)
+            if VARIANT >= 2:
+                for hh in range(len(hs)):
+                    coo.row(np.r_[yc[s, hh], tail], np.r_[1.0, -wroom[i, hs[hh]] * np.ones(len(tail))], up=0.0)
+        if VARIANT >= 3:
+            for t in range(t0, T):
+                s_ = t - a
+                coo.row(np.r_[yc[:s_ + 1].ravel(), uc[:t - t0 + 1]], np.r_[-np.ones((s_ + 1) * len(hs)), work[i] * np.ones(t - t0 + 1)], up=0.0)
         # a worker in the completion slot: u_t - sum_h y_t <= 0
         s0 = t0 - a
         nh = len(hs)

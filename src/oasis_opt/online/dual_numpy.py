@@ -22,24 +22,26 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from .dual import CompletionScan, JobSpec, Plan, backtrack, make_plan, slot_costs
 
 FIRST_BLOCK, MAX_BLOCK = 8, 128
 
 
-def dp_step(F: np.ndarray, c: np.ndarray, spec: JobSpec, rows: int, idx: np.ndarray | None):
+def dp_step(F: np.ndarray, c: np.ndarray, rows: int, idx: np.ndarray | None):
     """One min-plus step: (F_t over D = 0..rows-1, argmin k) from F_{t-1} and the slot's finite
-    costs ``c`` (k = 0..len(c)-1)."""
+    costs ``c`` (k = 0..len(c)-1); ties keep the smallest k."""
     kf = len(c)
-    if idx is None:  # worker-slot: delta(k) = k, cand[D, k] = F[max(0, D - k)]
-        Fp = np.concatenate([np.full(kf - 1, F[0]), F[:rows]])
-        cand = sliding_window_view(Fp, kf)[:, ::-1] + c
+    if idx is None:  # worker-slot: delta(k) = k, cand[D, k] = Fp[kf-1 + D - k], a strided view
+        Fp = np.empty(rows + kf - 1)
+        Fp[:kf - 1] = F[0]
+        Fp[kf - 1:] = F[:rows]
+        cand = np.ndarray((rows, kf), np.float64, Fp, (kf - 1) * Fp.itemsize,
+                          (Fp.itemsize, -Fp.itemsize)) + c
     else:
         cand = F[idx[:rows, :kf]] + c
     ch = cand.argmin(axis=1)
-    return np.take_along_axis(cand, ch[:, None], axis=1)[:, 0], ch
+    return cand[np.arange(rows), ch], ch
 
 
 def best_schedule_numpy(instance, spec: JobSpec, wprice, pprice, wfree, pfree,
@@ -60,11 +62,11 @@ def best_schedule_numpy(instance, spec: JobSpec, wprice, pprice, wfree, pfree,
         e = min(n_slots, s + block)
         C = slot_costs(spec, wprice[a + s:a + e], pprice[a + s:a + e], wfree[a + s:a + e],
                        pfree[a + s:a + e])
-        for c in C:
-            kf = int(np.isfinite(c).sum())  # finite entries form a prefix (capacity)
+        kfs = np.isfinite(C).sum(axis=1)  # finite entries form a prefix (capacity)
+        for c, kf in zip(C, kfs.tolist()):
             reach = min(target, reach + int(spec.delta[kf - 1]))
             Fn = np.full(target + 1, math.inf)
-            Fn[:reach + 1], ch = dp_step(F, c[:kf], spec, reach + 1, idx)
+            Fn[:reach + 1], ch = dp_step(F, c[:kf], reach + 1, idx)
             F = Fn
             choices.append(ch)
             done = scan.update(a + len(choices) - 1, float(F[target]))

@@ -97,9 +97,10 @@ class OasisPolicy(OnlinePolicy):
         return admit
 
     def allocate(self, t: int, state):
+        done = state.done
         for rows in self.rows_by_slot.get(t, ()):
             job = int(rows[0, 0])
-            if state.done[job]:  # chunk granularity: surplus rows after the work is done
+            if done[job]:  # chunk granularity: surplus rows after the work is done
                 continue
             for _, _, server, role, count in rows.tolist():
                 yield job, server, role, count

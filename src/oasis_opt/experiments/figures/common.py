@@ -86,6 +86,11 @@ def box_stats(values: Sequence[float]) -> dict[str, float]:
             "lo": float(inside.min()), "hi": float(inside.max())}
 
 
+def ratio(a: float, b: float) -> float:
+    """a / b, NaN when b is 0 or NaN (a relative bar with no reference is not drawn)."""
+    return a / b if b and not math.isnan(b) else math.nan
+
+
 def fmt(x: float, digits: int = 3) -> str:
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 

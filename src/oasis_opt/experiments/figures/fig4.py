@@ -18,7 +18,7 @@ from .common import (CLASSES, COLOURS, PAPER_MARKER, PAPER_POLICIES, Figure, box
                      read_reference, save, write_markdown)
 
 FULL = {"jobs": 200, "horizon": 100, "servers": 50, "seeds": (0, 1, 2)}
-QUICK = {"jobs": 40, "horizon": 100, "servers": 10, "seeds": (0,)}
+QUICK = {"jobs": 20, "horizon": 100, "servers": 5, "seeds": (0, 1)}
 CLASS_MIX = (0.0, 0.5, 0.5)  # (time-insensitive, time-sensitive, time-critical)
 CONVENTIONS = {"completed": "completed jobs only",
                "with_unfinished": "unfinished jobs counted as completing at T"}

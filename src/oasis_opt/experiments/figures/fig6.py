@@ -13,7 +13,7 @@ import numpy as np
 from ..spec import RunSpec
 from . import fig3
 from .common import (Figure, checks_markdown, fmt, grouped_bars, markdown_table, mean_sd,
-                     new_figure, number, read_reference, save, write_markdown)
+                     new_figure, number, ratio, read_reference, save, write_markdown)
 
 PERCENTS = (20, 50, 100, 300, 500, 1000)
 UNDER, OVER = (20, 50), (300, 500, 1000)
@@ -67,9 +67,10 @@ def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = Fals
     cmap = colormaps["viridis"]
     colours = {p: cmap(k / (len(PERCENTS) - 1)) for k, p in enumerate(PERCENTS)}
     labels = {p: f"{p}%" for p in PERCENTS}
-    rel_ours = {(n, p): (ours[(n, p)][0] / ours[(n, 100)][0], ours[(n, p)][1] / ours[(n, 100)][0])
+    rel_ours = {(n, p): (ratio(ours[(n, p)][0], ours[(n, 100)][0]),
+                         ratio(ours[(n, p)][1], ours[(n, 100)][0]))
                 for n in jobs for p in PERCENTS}
-    rel_paper = {(n, p): paper_at[(n, p)] / paper_at[(n, 100)] for n in jobs for p in PERCENTS}
+    rel_paper = {(n, p): ratio(paper_at[(n, p)], paper_at[(n, 100)]) for n in jobs for p in PERCENTS}
 
     fig, ax = new_figure(2, 1, width=6.2)
     grouped_bars(ax[0, 0], jobs, PERCENTS, ours, {} if quick else paper_at, colours, labels, 1e4)

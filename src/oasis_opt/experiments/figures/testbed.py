@@ -94,8 +94,8 @@ def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = Fals
     a.axhline(0, color="grey", lw=0.6, ls=":")
     a.set_xticks(pos, [display(p) for p in PAPER_POLICIES])
     a.set(ylabel="actual − target (slots)",
-          title="Fig. 9 — completion vs target (plain: completed; hatched: unfinished at T)")
-    a.legend(fontsize=7)
+          title="Fig. 9 — actual − target (hatched: unfinished at T)")
+    a.legend(fontsize=6, loc="lower left")
     fig.suptitle(f"Testbed scenario, simulated — {len(seeds)} seed(s); ◆ = paper")
     paths = save(fig, out_dir, "testbed")
 

@@ -1,0 +1,108 @@
+"""OASiS's total utility vs the floor price L, on Fig. 3's instances (a diagnostic, not a paper figure).
+
+Why: with the paper's sigmoid utilities, the oracle L of eqs. (25)-(26) is the minimum of
+f_i(T - a_i), which for a time-critical job (decay 4-6) finishing at T = 300 is about
+gamma1 exp(-5 * 280), i.e. below 1e-300. Every price then stays ~0 until a server is almost full,
+the admission test "payoff > 0" accepts plans whose utility is ~0, and those plans reserve
+capacity later jobs need. The paper says U and L are "estimated values (based on past
+experience)", so this sweep keeps the oracle U (eqs. 23-24) and sets L1 = L2 = L explicitly
+(OASiS's ``pricing`` option, an ``oasis-opt/pricing@1`` document), for several L.
+
+Runs go through the experiment runner into the same results folder as ``oasis-opt reproduce``
+(Fig. 3's runs are reused when stored). Writes ``<out>/oasis_floor_price.{png,pdf,md}``.
+
+    .venv/bin/python experiments/oasis_floor_price.py [--quick] [--workers N] [--results DIR] [--out DIR]
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from oasis_opt.experiments.figures import fig3
+from oasis_opt.experiments.figures.common import (COLOURS, PAPER_POLICIES, display, markdown_table,
+                                                  mean_sd, new_figure, save, write_markdown)
+from oasis_opt.experiments.reproduce import default_out
+from oasis_opt.experiments.runner import run_sweep
+from oasis_opt.experiments.spec import RunSpec
+from oasis_opt.online.pricing import oracle_pricing
+from oasis_opt.workloads import paper_sim
+
+FLOORS = (1e-6, 1e-4, 1e-3, 1e-2)
+
+
+def floor_specs(quick: bool) -> list[RunSpec]:
+    s = fig3.settings(quick)
+    out = []
+    for n in s["jobs"]:
+        for seed in s["seeds"]:
+            params = fig3.sim_params(n, seed, quick)
+            oracle = oracle_pricing(paper_sim(**params)).to_dict()
+            for L in FLOORS:
+                pricing = {**oracle, "L_worker": L, "L_ps": L}
+                out.append(RunSpec("paper_sim", params, "oasis", {"pricing": pricing},
+                                   tags={"jobs": n, "seed": seed, "L": L}))
+    return out
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--workers", type=int, default=None)
+    ap.add_argument("--results", default="results")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    out = Path(args.out) if args.out else default_out(args.quick)
+    base = fig3.runs(args.quick)
+    floors = floor_specs(args.quick)
+    rep = run_sweep(base + floors, args.results, workers=args.workers, desc="floor price")
+    jobs = sorted(fig3.settings(args.quick)["jobs"])
+
+    def series(specs, key):
+        vals: dict[tuple, list[float]] = {}
+        for s in specs:
+            vals.setdefault((s.tags["jobs"], key(s)), []).append(
+                rep.record(s)["metrics"]["total_utility"])
+        return {k: mean_sd(v) for k, v in vals.items()}
+
+    ours = series(base, lambda s: s.policy)
+    by_L = series(floors, lambda s: s.tags["L"])
+    paper = fig3.paper_values()
+    fig, ax = new_figure(1, 1, width=7.5, height=4.2)
+    a = ax[0, 0]
+    for p in PAPER_POLICIES:
+        a.errorbar(jobs, [ours[(n, p)][0] for n in jobs], [ours[(n, p)][1] for n in jobs],
+                   color=COLOURS[p], marker="o", capsize=2,
+                   label=f"{display(p)}" + (" (oracle L)" if p == "oasis" else ""))
+    cmap = __import__("matplotlib").colormaps["cividis"]
+    for k, L in enumerate(FLOORS):
+        a.errorbar(jobs, [by_L[(n, L)][0] for n in jobs], [by_L[(n, L)][1] for n in jobs],
+                   color=cmap(k / (len(FLOORS) - 1)), marker="s", ls="--", capsize=2,
+                   label=f"OASiS, L = {L:g}")
+    if not args.quick:
+        a.plot(jobs, [paper[(n, "oasis")] for n in jobs], "kD", label="paper OASiS")
+    a.set(xlabel="number of jobs", ylabel="total utility",
+          title="OASiS with an estimated floor price L vs the oracle L (Fig. 3 instances)")
+    a.legend(fontsize=7, ncols=2)
+    paths = save(fig, out, "oasis_floor_price")
+    rows = []
+    for n in jobs:
+        best = max((p for p in PAPER_POLICIES if p != "oasis"), key=lambda p: ours[(n, p)][0])
+        rows.append([n, f"{ours[(n, 'oasis')][0]:.0f}"]
+                    + [f"{by_L[(n, L)][0]:.0f}" for L in FLOORS]
+                    + [f"{display(best)} {ours[(n, best)][0]:.0f}",
+                       "—" if args.quick else f"{paper[(n, 'oasis')]:.0f}"])
+    text = ("# OASiS vs the floor price L (diagnostic)\n\n"
+            f"Fig. 3 instances{' (quick)' if args.quick else ''}, mean over seeds "
+            f"{list(fig3.settings(args.quick)['seeds'])}; U from the oracle (eqs. 23-24), "
+            "L1 = L2 = L.\n\n"
+            + markdown_table(["jobs", "OASiS, oracle L"] + [f"L = {L:g}" for L in FLOORS]
+                             + ["best baseline", "paper OASiS"], rows))
+    paths.append(write_markdown(out, "oasis_floor_price", text))
+    print("\n".join(str(p) for p in paths))
+
+
+if __name__ == "__main__":
+    np.seterr(all="ignore")
+    main()

@@ -1,0 +1,98 @@
+"""The figure definitions end to end, on tiny settings: every figure's runs validate, each is
+drawn as PNG + PDF + markdown beside the paper's values, and a second reproduce reuses the runs."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from oasis_opt.cli import main
+from oasis_opt.experiments.figures import FIGURE_NAMES, fig3, fig4, fig6, get_figure, testbed
+from oasis_opt.experiments.figures.common import PAPER_POLICIES, box_stats, display, read_reference
+from oasis_opt.experiments.reproduce import figure_names, reproduce
+
+RUNNER_FIGURES = ["fig3", "fig4", "fig6", "testbed"]
+
+
+@pytest.fixture
+def tiny(monkeypatch):
+    """Shrink the quick settings further, so that every figure runs in seconds."""
+    monkeypatch.setattr(fig3, "QUICK", {"jobs": (4, 8), "horizon": 40, "servers": 2, "seeds": (0,)})
+    monkeypatch.setattr(fig4, "QUICK", {"jobs": 8, "horizon": 40, "servers": 2, "seeds": (0,)})
+    monkeypatch.setattr(testbed, "QUICK", {"seeds": (0,)})
+
+
+def check_outputs(paths, name):
+    by_suffix = {p.suffix: p for p in paths}
+    assert set(by_suffix) == {".png", ".pdf", ".md"}, paths
+    assert by_suffix[".png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert by_suffix[".pdf"].read_bytes()[:5] == b"%PDF-"
+    text = by_suffix[".md"].read_text()
+    assert text.startswith("# ") and "|---|" in text and "claims, checked" in text
+    if name != "fig6":
+        for p in PAPER_POLICIES:
+            assert f"| {display(p)} |" in text
+
+
+def test_quick_figures_are_drawn_and_resume(tiny, tmp_path):
+    out, results = tmp_path / "figs", tmp_path / "results"
+    written = reproduce(RUNNER_FIGURES, quick=True, workers=1, results=results, out=out,
+                        progress=False)
+    for name in RUNNER_FIGURES:
+        check_outputs(written[name], name)
+    n_runs = len(list(results.glob("*.json")))
+    expected = {s.key for f in RUNNER_FIGURES for s in get_figure(f).runs(True)}
+    assert n_runs == len(expected)  # fig3 and fig6 share the plain OASiS runs
+    log = written["reproduce"][0].read_text()
+    assert f"{n_runs} computed now" in log
+    again = reproduce(RUNNER_FIGURES, quick=True, workers=1, results=results, out=out,
+                      progress=False)
+    assert "0 computed now" in again["reproduce"][0].read_text()
+    assert len(list(results.glob("*.json"))) == n_runs
+
+
+def test_cli_reproduce(tiny, tmp_path, capsys):
+    rc = main(["reproduce", "testbed", "--quick", "--workers", "1",
+               "--results", str(tmp_path / "r"), "--out", str(tmp_path / "o")])
+    assert rc == 0
+    assert (tmp_path / "o" / "testbed.pdf").is_file()
+    assert "testbed:" in capsys.readouterr().out
+    assert main(["reproduce", "fig9", "--quick"]) == 2
+    assert "unknown figure 'fig9'" in capsys.readouterr().err
+
+
+def test_figure_specs_and_names():
+    assert figure_names(["all"]) == list(FIGURE_NAMES)
+    assert figure_names(["testbed", "fig3"]) == ["fig3", "testbed"]
+    with pytest.raises(ValueError, match="unknown figure"):
+        figure_names(["fig7"])
+    for quick in (True, False):
+        s3 = {s.key for s in fig3.runs(quick) if s.policy == "oasis"}
+        s6 = {s.key for s in fig6.runs(quick) if s.tags["pct"] == 100}
+        assert s3 == s6  # the 100% bar of Fig. 6 is Fig. 3's OASiS run
+        keys = [s.key for s in fig3.runs(quick)]
+        assert len(keys) == len(set(keys))
+    full = fig3.runs(False)
+    assert {s.tags["jobs"] for s in full} == {100, 200, 300, 400}
+    assert all(s.params["horizon"] == 300 and s.params["worker_servers"] == 50 for s in full)
+    assert {s.options.get("u_scale", 1.0) for s in fig6.runs(False)} == {0.2, 0.5, 1.0, 3, 5, 10}
+
+
+def test_paper_reference_values_are_complete():
+    assert len(fig3.paper_values()) == 20
+    assert fig3.paper_values()[(400, "oasis")] == pytest.approx(7550)
+    assert len(fig6.paper_values()) == 24
+    f4 = fig4.paper_values()
+    assert f4[("time-critical", "rrh")]["median"] == 98
+    assert math.isnan(f4[("time-sensitive", "dorm")]["lo"])
+    assert testbed.paper_values()["drf"]["utility"] == pytest.approx(90)
+    assert len(read_reference("fig5_performance_ratio")) == 16
+
+
+def test_box_stats_matches_matplotlib():
+    from matplotlib.cbook import boxplot_stats
+
+    data = [-7.0, -2, 0, 0, 1, 3, 4, 8, 40]
+    ours, ref = box_stats(data), boxplot_stats(data)[0]
+    assert (ours["median"], ours["q1"], ours["q3"]) == (ref["med"], ref["q1"], ref["q3"])
+    assert (ours["lo"], ours["hi"]) == (ref["whislo"], ref["whishi"])
