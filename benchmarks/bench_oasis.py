@@ -11,8 +11,8 @@ allocations; XLA's own buffers are not visible to tracemalloc). Then whole 400-j
 
 Jobs per cell follow the paper's load (400 jobs per 100 servers per 300 slots), capped at
 ``--max-jobs``; the printed table says when a cell was capped. The reference backend is timed
-only in cells with T <= 100 and H + K <= 80, at every 4th timed decision (it is a readable
-O(T W N (H+K) R) Python loop).
+only in the calibrated cell T = 100, H + K = 80, at every 4th timed decision (it is a readable
+O(T W N (H+K) R) Python loop: about 1.5 s per job there, minutes per literal-calibration job).
 
     .venv/bin/python benchmarks/bench_oasis.py --quick      # T in {100, 300}, H+K in {80, 800}
     .venv/bin/python benchmarks/bench_oasis.py              # the full grid (long)
@@ -92,7 +92,8 @@ def run_cell(calibration: str, T: int, servers: int, max_jobs: int, timed_n: int
     order = sorted(range(inst.I), key=lambda i: (inst.arrival[i], i))
     step = max(1, len(order) // timed_n)
     timed = set(order[::step][:timed_n])
-    backends = ("numpy", "jax") + (("reference",) if T <= 100 and servers <= 80 else ())
+    small = calibration == "calibrated" and T <= 100 and servers <= 80
+    backends = ("numpy", "jax") + (("reference",) if small else ())
     bar = tqdm(total=inst.I, desc=f"{calibration} T={T} H+K={servers}", unit="job", leave=False)
     policy = TimedOasis(timed, backends, REFERENCE_EVERY, bar)
     gc.collect()
@@ -155,16 +156,17 @@ def table(cells: list[dict], runs: list[dict], args) -> str:
         f"Measured {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC on {platform.machine()}, "
         f"{os.cpu_count()} CPUs (shared), Python {platform.python_version()}, "
         f"numpy {np.__version__}, jax {__import__('jax').__version__} (CPU, float64). "
-        f"Command: `{' '.join(['python'] + sys.argv)}`.",
+        "Commands: " + "; ".join(f"`python {c}`" for c in args.commands) + ".",
         "",
         "Per cell: one paper-sim instance (H = K = (H+K)/2, seed "
         f"{args.seed}), OASiS run with numpy decisions; at {args.timed} evenly spaced decisions "
         "every backend is timed on the same prices and free capacities (rotating order). "
         "Times are median / p95 in ms; ratios are medians over the same decisions. Memory: "
         "tracemalloc peak of one numpy decision (median / max, KiB). JAX kernels are compiled "
-        "before timing (compile column). Jobs follow the paper's load (400 jobs / 100 servers "
+        "before timing (compile column: compile time in that cell, 0 when an earlier cell of "
+        "the same run already compiled the same shapes). Jobs follow the paper's load (400 jobs / 100 servers "
         f"/ 300 slots), capped at {args.max_jobs}: a `*` marks a capped cell (paper load in "
-        "brackets). Reference timed only at T <= 100, H+K <= 80, at every "
+        "brackets). Reference timed only in the calibrated cell T = 100, H+K = 80, at every "
         f"{REFERENCE_EVERY}th timed decision (its ratio over those decisions only).",
         "",
         "| calibration | T | H+K | jobs | admitted | numpy ms (med / p95) | jax ms | jax/numpy "
@@ -208,6 +210,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-whole-runs", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=str(RESULTS / "oasis.md"))
+    ap.add_argument("--merge", action="store_true",
+                    help="add to the cells already in OUT's .json (run the grid in pieces)")
     args = ap.parse_args(argv)
     horizons = [int(x) for x in (args.horizons or ("100,300" if args.quick else
                                                    "100,300,1000")).split(",")]
@@ -225,13 +229,23 @@ def main(argv=None) -> int:
                       f"numpy {_fmt(c['numpy'])} ms  jax {_fmt(c['jax'])} ms  "
                       f"jax/numpy {c['jax_over_numpy']:.2f}  run {c['run_s']:.1f} s", flush=True)
     runs = [] if args.no_whole_runs else whole_runs(args.seed, calibrations)
+    out = Path(args.out)
+    if args.merge and out.with_suffix(".json").exists():  # keep cells measured by earlier runs
+        old = json.loads(out.with_suffix(".json").read_text())
+        key = (lambda c: (c["calibration"], c["T"], c["servers"]))
+        mine = {key(c) for c in cells}
+        cells = [c for c in old["cells"] if key(c) not in mine] + cells
+        cells.sort(key=lambda c: (c["calibration"], c["T"], c["servers"]))
+        runs = runs or old.get("whole_runs", [])
+        args.commands = old.get("commands", []) + [" ".join(sys.argv)]
+    else:
+        args.commands = [" ".join(sys.argv)]
     text = table(cells, runs, args)
     print(text)
-    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
-    out.with_suffix(".json").write_text(json.dumps({"cells": cells, "whole_runs": runs},
-                                                   indent=1))
+    out.with_suffix(".json").write_text(json.dumps({"cells": cells, "whole_runs": runs,
+                                                    "commands": args.commands}, indent=1))
     return 0
 
 

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from oasis_opt.cluster.tree import TreePlacement, subtree_span
 from oasis_opt.experiments.placement import placement_metrics
 from oasis_opt.model import Instance, Job, Server, Topology, Utility, validate
+from oasis_opt.model.io import instance_from_dict, instance_to_dict
 from oasis_opt.policies import get_policy
 from oasis_opt.sim.greedy import GreedyPolicy
 from oasis_opt.sim.placement import PLACEMENTS, apply, get_placement
@@ -78,6 +79,12 @@ def test_pods():
     assert subtree_span(inst, rows) == "pod"
     with pytest.raises(ValueError, match="no pod"):
         Topology.from_pods(inst, {"rack-0": "pod-a"})
+    # pod uplink: the racks' uplinks / 2; the instance file keeps the tree
+    g = inst.get_topology().graph
+    assert g.edges["pod-a", "core"]["bandwidth"] == pytest.approx(
+        (g.edges["rack-0", "pod-a"]["bandwidth"] + g.edges["rack-1", "pod-a"]["bandwidth"]) / 2)
+    back = instance_from_dict(instance_to_dict(inst))
+    assert back.get_topology().to_json() == inst.get_topology().to_json()
 
 
 def test_best_fit_prefers_the_fuller_rack():

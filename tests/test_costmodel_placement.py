@@ -1,10 +1,8 @@
 """The placement-aware cost model: hand-computed iteration times, the array kernel against the
 graph-walking reference, progress = k T_ref / T_actual, and the validator's placement mode."""
 import dataclasses
-import math
 
 import networkx as nx
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -201,3 +201,21 @@ def test_paper_sim_runs_valid(calibration):
     low = solve(inst, "oasis", options={"u_scale": 0.2})
     assert validate(inst, low).ok
     assert low.stats["pricing"]["u_scale"] == 0.2
+
+
+def test_chunk_granularity_surplus_rows_are_skipped():
+    """Literal Alg. 2 with x = 0.6 and room for one worker per slot: one chunk per slot, so the
+    plan takes E N = 5 slots (5 worker-slots) while W = ceil(5 * 0.6) = 3 worker-slots are done
+    after 3 slots; the simulator completes the job there and OASiS skips the rest."""
+    from oasis_opt.model import Instance, Job, Server, Utility
+
+    inst = Instance(8, ("cpu", "bw"), (Server("w0", {"cpu": 1, "bw": 10}),),
+                    (Server("p0", {"cpu": 4, "bw": 20}),),
+                    (Job("j", 2, 1, 5, 0.6, {"cpu": 1, "bw": 1}, {"cpu": 1, "bw": 5},
+                         Utility.sigmoid(50, 0.2, 6)),))
+    policy, sched = run(inst, granularity="chunk")
+    assert policy.plans[0].completion == 6 and policy.plans[0].workers.sum() == 5
+    assert sched.completion == (4,) and validate(inst, sched).ok
+    assert sched.utility[0] == pytest.approx(inst.utility_of(0, 4))
+    ws = solve(inst, "oasis")
+    assert ws.completion == (4,) and len(ws.allocations) == len(sched.allocations)

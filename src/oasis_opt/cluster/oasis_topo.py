@@ -110,7 +110,7 @@ class TopoOasisPolicy(OasisPolicy):
         H = self.instance.H
         return (self.worker_price / eta[None, :H, None], self.ps_price / eta[None, H:, None])
 
-    # ---- topology-aware payoff of a plan --------------------------------------------------------------
+    # ---- topology-aware payoff of a plan ---------------------------------------------------------
     def _score(self, job: int, plan) -> tuple[float, bool]:
         inst = self.instance
         rows = plan.rows
@@ -140,7 +140,7 @@ class TopoOasisPolicy(OasisPolicy):
             finishes = remaining <= DONE_EPS
         return plan.utility - topo_cost, finishes
 
-    # ---- Alg. 1 with the topology-aware choice --------------------------------------------------------
+    # ---- Alg. 1 with the topology-aware choice ---------------------------------------------------
     def on_arrival(self, job: int, t: int, state) -> bool:
         t0 = time.perf_counter()
         best, best_score, best_home = None, -math.inf, None

@@ -49,7 +49,7 @@ class TreePlacement(Placement):
         self.sticky = bool(sticky)
         get_predictor(predictor, **predictor_options)  # fail fast on a bad name / option
 
-    # ---- structure of the tree, built once per instance -------------------------------------------
+    # ---- structure of the tree, built once per instance ------------------------------------------
     def reset(self, instance) -> None:
         topo = instance.get_topology()
         H = instance.H
@@ -175,12 +175,13 @@ class TreePlacement(Placement):
         rows = self.place(instance, job, k, free, (wfit, pfit))
         return (k, rows) if rows is not None else (0, [])
 
-    # ---- helpers ----------------------------------------------------------------------------------
+    # ---- helpers ---------------------------------------------------------------------------------
     def _best(self, cand, left_w, left_p, full_w, full_p, pred, k, p) -> int:
         """Best candidate by (risky, relative leftover, predicted utilisation, order)."""
         avail = 1.0 - pred[cand]
         risky = (np.floor(full_w[cand] * avail) < k) | (np.floor(full_p[cand] * avail) < p)
-        leftover = left_w[cand] / np.maximum(full_w[cand], 1) + left_p[cand] / np.maximum(full_p[cand], 1)
+        leftover = (left_w[cand] / np.maximum(full_w[cand], 1)
+                    + left_p[cand] / np.maximum(full_p[cand], 1))
         best = np.lexsort((cand, pred[cand], leftover, risky))[0]
         return int(cand[best])
 

@@ -179,9 +179,10 @@ def iteration_time(topology, workers: Mapping[str, int], ps: Mapping[str, int] |
             if a == b:
                 t, name = transfer_s(chunk, node_bw_gbps), f"intra-node {a}"
             else:
-                lca_side = [v for v in up[a] if v not in up[b]] + [v for v in up[b] if v not in up[a]]
-                t, name = max((transfer_s(chunk, worker_bw_gbps * _ratio(topology, v)), f"link above {v}")
-                              for v in lca_side)
+                crossed = ([v for v in up[a] if v not in up[b]]
+                           + [v for v in up[b] if v not in up[a]])
+                t, name = max((transfer_s(chunk, worker_bw_gbps * _ratio(topology, v)),
+                               f"link above {v}") for v in crossed)
             if t > worst:
                 worst, where = t, name
         steps = n - 1
@@ -198,7 +199,8 @@ def iteration_time(topology, workers: Mapping[str, int], ps: Mapping[str, int] |
     if len(shards) != len(containers):
         raise ValueError(f"shards_mb: {len(shards)} shards for {len(containers)} PS containers")
     if not math.isclose(sum(shards), model_mb, rel_tol=1e-9, abs_tol=1e-12):
-        raise ValueError(f"shards_mb: shards sum to {sum(shards):g} MB, the model is {model_mb:g} MB")
+        raise ValueError(f"shards_mb: shards sum to {sum(shards):g} MB, "
+                         f"the model is {model_mb:g} MB")
 
     def under(v: str, s: str) -> bool:
         return v in up[s]
@@ -250,7 +252,8 @@ def costmodel_options(instance) -> dict:
     opts = dict(instance.meta.get("costmodel", {}) or {})
     for key in opts:
         if key not in COSTMODEL_OPTIONS:
-            raise ValueError(f"meta.costmodel.{key}: unknown option (known: {', '.join(COSTMODEL_OPTIONS)})")
+            raise ValueError(f"meta.costmodel.{key}: unknown option "
+                             f"(known: {', '.join(COSTMODEL_OPTIONS)})")
     if opts.get("collective", "ps") not in COLLECTIVES:
         raise ValueError(f"meta.costmodel.collective: unknown {opts['collective']!r} "
                          f"(known: {', '.join(COLLECTIVES)})")
@@ -258,7 +261,8 @@ def costmodel_options(instance) -> dict:
         get_model(opts["default_model"])
     speeds = opts.get("gpu_speed", {})
     if not isinstance(speeds, Mapping) or any(
-            isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0 for v in speeds.values()):
+            isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0
+            for v in speeds.values()):
         raise ValueError("meta.costmodel.gpu_speed: expected {server kind: speed > 0}")
     return opts
 
@@ -271,7 +275,8 @@ def job_profile(instance, job: int, opts: Mapping | None = None) -> tuple[float,
         out = []
         for key in ("minibatch_time_s", "gradient_mb"):
             v = prov[key]
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            if (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
+                    or v < 0):
                 raise ValueError(f"jobs[{job}].provenance.{key}: the placement-aware cost model "
                                  f"needs a finite number >= 0, got {v!r}")
             out.append(float(v))

@@ -176,8 +176,9 @@ def write_report(records: list[dict], out: str | Path = "paper_figs", name: str 
             ax.set_xticks(np.arange(len(osubs)), [f"{o:g}:1" for o in osubs])
             ax.set_xlabel("rack uplink oversubscription")
             ax.set_title(f"{w}: {label}", fontsize=10)
-            if m == "jct_mean_h":
-                ax.set_yscale("log")
+            vals = [v[m][0] for k, v in summary.items() if k[0] == w and math.isfinite(v[m][0])]
+            if m == "jct_mean_h" and vals and min(vals) > 0 and max(vals) / min(vals) > 5:
+                ax.set_yscale("log")  # a saturated cluster's JCT dwarfs the others
     axes[0][0].legend(fontsize=8)
     fig.tight_layout()
     for ext in ("png", "pdf"):
@@ -245,7 +246,8 @@ def main(argv=None) -> int:
         # the report covers every stored run of this size (earlier invocations included)
         suffix = "-quick.json" if args.quick else ".json"
         records = [json.loads(p.read_text()) for p in sorted(Path(args.results).glob("*.json"))
-                   if p.name.endswith(suffix) and (args.quick or not p.name.endswith("-quick.json"))]
+                   if p.name.endswith(suffix)
+                   and (args.quick or not p.name.endswith("-quick.json"))]
         write_report(records, args.out, "placement-quick" if args.quick else "placement")
     return 0
 

@@ -41,8 +41,6 @@ from ..model.instance import WORK_EPS
 from ..model.schedule import PS, WORKER, Schedule, ScheduleBuilder
 from .solver import LinearProgram
 
-import os
-VARIANT = int(os.environ.get('VARIANT', '0'))
 X, U, Y, Z = 0, 1, 2, 3  # variable kinds
 KINDS = ("x", "u", "y", "z")
 
@@ -136,6 +134,33 @@ def max_workers_per_slot(instance, wroom: np.ndarray, proom: np.ndarray) -> np.n
     return np.minimum(kw, kp).astype(np.int64)
 
 
+def ps_ratio(instance, job: int, kmax: int) -> tuple[float, float]:
+    """(p, q) with ``ceil(k p / q) = ps_needed(job, k)`` for every k = 1..kmax, p/q simplest.
+
+    Constraint (6) only matters at integer worker counts k <= kmax, where it says
+    ``PSs >= ceil(k b_i / B_i)`` (``Instance.ps_needed``, with its float tolerance). The simplest
+    fraction p/q in the interval that reproduces those counts gives the same integer points
+    with small integer coefficients (exact for CP-SAT, clean for HiGHS). Falls back to
+    (b_i, B_i) if the counts admit no single ratio (float ties only).
+    """
+    from fractions import Fraction
+
+    b, B = float(instance.worker_bw[job]), float(instance.ps_bw[job])
+    if kmax < 1:
+        return b, B
+    k = np.arange(1, kmax + 1)
+    need = np.asarray(instance.ps_needed(job, k), dtype=np.int64)
+    lo = max(Fraction(int(n) - 1, int(kk)) for n, kk in zip(need, k))  # p/q > lo
+    hi = min(Fraction(int(n), int(kk)) for n, kk in zip(need, k))  # p/q <= hi
+    if lo >= hi:
+        return b, B
+    for q in range(1, 4 * kmax * kmax + 2):  # an interval of width >= 1/kmax^2 holds one
+        p = math.floor(hi * q)
+        if Fraction(p, q) > lo:
+            return float(p), float(q)
+    return b, B
+
+
 def build_milp(instance) -> MilpModel:
     """The reduced MILP of section 2.1 for ``instance`` (see the module docstring)."""
     t_start = time.perf_counter()
@@ -197,19 +222,12 @@ def build_milp(instance) -> MilpModel:
         coo.row(np.r_[xc, yc.ravel()], np.r_[work[i], -np.ones(yc.size)], up=0.0)
         # one completion slot iff admitted
         coo.row(np.r_[uc, xc], np.r_[np.ones(len(uc)), -1.0], lo=0.0, up=0.0)
-        # no workers after completion (and (3)): sum_h y_t - k_i * (u_t..u_T or x_i) <= 0
-        M = float(kmax[i]) if VARIANT >= 1 else float(N[i])
+        # no workers after completion, and (3) with k_i <= N_i as the big M:
+        # sum_h y_t - k_i * (u_t + ... + u_T, or x_i before t0) <= 0
         for s, t in enumerate(ts):
             tail = uc[max(t - t0, 0):] if t >= t0 else [xc]
-            coo.row(np.r_[yc[s], tail], np.r_[np.ones(len(hs)), -M * np.ones(len(tail))],
+            coo.row(np.r_[yc[s], tail], np.r_[np.ones(len(hs)), -kmax[i] * np.ones(len(tail))],
                     up=0.0)
-            if VARIANT >= 2:
-                for hh in range(len(hs)):
-                    coo.row(np.r_[yc[s, hh], tail], np.r_[1.0, -wroom[i, hs[hh]] * np.ones(len(tail))], up=0.0)
-        if VARIANT >= 3:
-            for t in range(t0, T):
-                s_ = t - a
-                coo.row(np.r_[yc[:s_ + 1].ravel(), uc[:t - t0 + 1]], np.r_[-np.ones((s_ + 1) * len(hs)), work[i] * np.ones(t - t0 + 1)], up=0.0)
         # a worker in the completion slot: u_t - sum_h y_t <= 0
         s0 = t0 - a
         nh = len(hs)
@@ -219,9 +237,11 @@ def build_milp(instance) -> MilpModel:
                  np.full(len(uc), -math.inf), np.zeros(len(uc)))
         rel = np.arange(ns)
         nk = len(ks)
-        # (6): b_i sum_h y - B_i sum_k z <= 0
+        # (6): b_i sum_h y - B_i sum_k z <= 0, as p sum_h y - q sum_k z <= 0 with the simplest
+        # p/q that gives the same integer points (see ps_ratio)
+        p, q = ps_ratio(instance, i, int(kmax[i]))
         coo.rows(np.r_[np.repeat(rel, nh), np.repeat(rel, nk)], np.r_[yc.ravel(), zc.ravel()],
-                 np.r_[np.full(ns * nh, b[i]), np.full(ns * nk, -B[i])],
+                 np.r_[np.full(ns * nh, p), np.full(ns * nk, -q)],
                  np.full(ns, -math.inf), np.zeros(ns))
         # (7): sum_k z - sum_h y <= 0
         coo.rows(np.r_[np.repeat(rel, nk), np.repeat(rel, nh)], np.r_[zc.ravel(), yc.ravel()],

@@ -41,7 +41,12 @@ def dp_step(F: np.ndarray, c: np.ndarray, rows: int, idx: np.ndarray | None):
     else:
         cand = F[idx[:rows, :kf]] + c
     ch = cand.argmin(axis=1)
-    return cand[np.arange(rows), ch], ch
+    return cand[np.arange(rows), ch], ch.astype(_index_dtype(kf))
+
+
+def _index_dtype(n: int):
+    """Smallest unsigned dtype for 0..n-1: the backtrack table is T x W, keep it small."""
+    return np.uint8 if n <= 256 else np.uint16 if n <= 65536 else np.int64
 
 
 def best_schedule_numpy(instance, spec: JobSpec, wprice, pprice, wfree, pfree,

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -52,7 +53,7 @@ class OasisPolicy(OnlinePolicy):
         # against the instance in ``start``)
         if isinstance(pricing, dict):
             parse_pricing(pricing)
-        elif isinstance(pricing, str) and pricing != "oracle":
+        elif isinstance(pricing, (str, Path)) and pricing != "oracle":
             read_pricing_file(pricing)
         elif not (pricing == "oracle" or isinstance(pricing, Pricing)):
             raise ValueError(f"pricing: expected 'oracle', a file path or a dict, got {pricing!r}")

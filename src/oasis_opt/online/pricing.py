@@ -289,7 +289,15 @@ def resolve_pricing(spec: Any, instance, u_scale: float = 1.0) -> Pricing:
 
 
 def save_pricing(pricing: Pricing, path: str | Path) -> None:
-    """Write ``pricing`` as an ``oasis-opt/pricing@1`` file (e.g. the oracle, for Fig. 6 runs)."""
+    """Write ``pricing`` as an ``oasis-opt/pricing@1`` file (e.g. the oracle, for Fig. 6 runs).
+
+    Raises ``ValueError`` when L underflows float64 (ln L < -745): the file format holds L
+    itself, which would read back as 0.
+    """
     from ..model.io import write_json_atomic
 
+    for name in ("L_worker", "L_ps"):
+        if getattr(pricing, name) <= 0:
+            raise ValueError(f"{name}: exp({getattr(pricing, 'log_' + name):.1f}) underflows "
+                             "float64 and cannot be written to a pricing file")
     write_json_atomic(path, pricing.to_dict())

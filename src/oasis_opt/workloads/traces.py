@@ -163,7 +163,7 @@ def read_csv(path: str | Path, columns: Sequence[str],
     return out
 
 
-# ---- Philly ---------------------------------------------------------------------------------------
+# ---- Philly --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class PhillyJob:
     row: int
@@ -236,7 +236,7 @@ def philly_jobs(start: str = "2017-11-01", days: float = 30, *, source: str = "m
     return out
 
 
-# ---- clusters -------------------------------------------------------------------------------------
+# ---- clusters ------------------------------------------------------------------------------------
 def philly_cluster(racks: int = 10, servers_per_rack: int = 8, ps_per_rack: int = 4):
     """Worker and PS servers of a Philly-like cluster (module docstring), rack by rack."""
     racks = check_int("racks", racks, 1)
@@ -293,7 +293,8 @@ def pai_cluster(root: str | Path | None = None, *, machines: int | None = None,
     if ps_machines is not None:
         ps_machines = check_int("ps_machines", ps_machines, 1)
         if ps_machines > len(cpu_rows):
-            raise ValueError(f"ps_machines: at most {len(cpu_rows)} CPU machines, got {ps_machines}")
+            raise ValueError(f"ps_machines: at most {len(cpu_rows)} CPU machines, "
+                             f"got {ps_machines}")
         keep = np.sort(rng.choice(len(cpu_rows), size=ps_machines, replace=False))
         cpu_rows = [cpu_rows[i] for i in keep]
     # racks: GPU machines grouped by type in file order, rack_size per rack
@@ -330,7 +331,7 @@ def _stratified(rng, rows: list[dict], n: int) -> list[dict]:
     return out
 
 
-# ---- trace jobs -> instance --------------------------------------------------------------------------
+# ---- trace jobs -> instance ----------------------------------------------------------------------
 @dataclass(frozen=True)
 class TraceJob:
     """One rigid trace job before mapping: submitted ``offset_s`` after the window start."""
@@ -508,10 +509,12 @@ def tiresias_instance(seed: int = 0, *, spec: str = "cluster_spec.csv", slot_s: 
                     for s in range(sp["num_switch"]) for n in range(sp["num_node_p_switch"]))
     pss = tuple(Server(f"sw{s}-ps{n}", {"gpu": 0.0, "cpu": 32.0, "mem": 128.0, "storage": 2000.0,
                                         "bw": 100.0}, f"rack-{s}", "tiresias-ps")
-                for s in range(sp["num_switch"]) for n in range(check_int("ps_per_rack", ps_per_rack, 1)))
+                for s in range(sp["num_switch"])
+                for n in range(check_int("ps_per_rack", ps_per_rack, 1)))
     models = {f"tiresias-{r['job_id']}": r["model_name"] for r in rows}
     jobs = [TraceJob(f"tiresias-{r['job_id']}", r["submit_time"], r["duration"], r["num_gpu"],
-                     {"trace": "tiresias/60_job.csv", "row": r["_row"], "iterations": r["iterations"]})
+                     {"trace": "tiresias/60_job.csv", "row": r["_row"],
+                      "iterations": r["iterations"]})
             for r in rows]
     return trace_instance(jobs, workers, pss, seed=seed, slot_s=slot_s, tail=tail,
                           oversubscription=oversubscription, progress=progress,
@@ -519,7 +522,7 @@ def tiresias_instance(seed: int = 0, *, spec: str = "cluster_spec.csv", slot_s: 
                           model_of=lambda j, coin: models[j.key])
 
 
-# ---- Helios utilisation series ---------------------------------------------------------------------------
+# ---- Helios utilisation series -------------------------------------------------------------------
 def load_helios_utilisation(root: str | Path | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(times as datetime64[s], GPU utilisation in [0, 1]) of the Helios Earth VC every 10 min.
 
