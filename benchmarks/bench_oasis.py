@@ -208,6 +208,7 @@ def main(argv=None) -> int:
     ap.add_argument("--max-jobs", type=int, default=None, help="cap per cell (default 400)")
     ap.add_argument("--timed", type=int, default=40, help="timed decisions per cell")
     ap.add_argument("--no-whole-runs", action="store_true")
+    ap.add_argument("--whole-runs-only", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=str(RESULTS / "oasis.md"))
     ap.add_argument("--merge", action="store_true",
@@ -220,7 +221,7 @@ def main(argv=None) -> int:
     args.max_jobs = args.max_jobs or (150 if args.quick else 400)
     calibrations = args.calibrations.split(",")
     cells = []
-    for calibration in calibrations:
+    for calibration in ([] if args.whole_runs_only else calibrations):
         for T in horizons:
             for n in servers:
                 cells.append(run_cell(calibration, T, n, args.max_jobs, args.timed, args.seed))

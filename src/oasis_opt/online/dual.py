@@ -121,18 +121,19 @@ def job_spec(instance, job: int, granularity: str = "worker-slot") -> JobSpec:
 
 # ---- per-slot cost curves C_t(k) (numpy; the reference recomputes them with loops) ------------------
 def unit_prices(price: np.ndarray, demand: np.ndarray) -> np.ndarray:
-    """u[t, h] = sum_r price[t, h, r] demand[r] (only resources with demand > 0)."""
-    need = np.flatnonzero(demand > 0)
-    return price[..., need] @ demand[need]
+    """u[t, h] = sum_r price[t, h, r] demand[r] (prices are finite, checked at the entry)."""
+    return price @ demand
 
 
 def fit_counts(free: np.ndarray, demand: np.ndarray, cap: int) -> np.ndarray:
     """min(cap, min_{r: demand>0} floor((free + EPS) / demand)) per server (same rule as
     ``sim.placement.fit_count``), shape free.shape[:-1]."""
-    need = np.flatnonzero(demand > 0)
-    if not len(need):
+    fits = None
+    for r in np.flatnonzero(demand > 0).tolist():  # a loop over R beats a reduce over a short axis
+        f = np.floor((free[..., r] + EPS) / demand[r])
+        fits = f if fits is None else np.minimum(fits, f, out=fits)
+    if fits is None:
         return np.full(free.shape[:-1], cap, dtype=np.int64)
-    fits = np.floor((free[..., need] + EPS) / demand[need]).min(axis=-1)
     return np.clip(fits, 0, cap).astype(np.int64)
 
 
@@ -275,8 +276,8 @@ def best_schedule(instance, job: int, worker_price, ps_price, worker_free, ps_fr
                   backend: str = "numpy", granularity: str = "worker-slot") -> Plan:
     """The payoff-maximising schedule (21)/(27) of ``job`` at the given prices.
 
-    ``worker_price`` (T+1, H, R): p_h^r(t); ``ps_price`` (T+1, K, R): q_k^r(t) (row 0 unused,
-    all >= 0). ``worker_free`` / ``ps_free``: remaining capacity c - g per slot (same shapes).
+    ``worker_price`` (T+1, H, R): p_h^r(t); ``ps_price`` (T+1, K, R): q_k^r(t) (row 0 unused;
+    finite and >= 0 from the arrival slot on, else ``ValueError``). ``worker_free`` / ``ps_free``: remaining capacity c - g per slot (same shapes).
     Returns the best plan over completion slots a_i..T (strict improvement, earliest on ties),
     which may have a negative payoff; an infeasible job gives completion None, payoff -inf.
     """
@@ -289,11 +290,12 @@ def best_schedule(instance, job: int, worker_price, ps_price, worker_free, ps_fr
             raise ValueError(f"{name}: expected shape {(T + 1, n, R)}, got {np.shape(arr)}")
     spec = job_spec(instance, job, granularity)
     a = spec.arrival
-    mins = []
-    for name, arr, n in (("worker_price", worker_price, H), ("ps_price", ps_price, K)):
-        m = np.min(arr[a:], axis=(0, 1)) if n else np.zeros(R)  # NaN propagates
-        if not (m >= 0).all():
-            raise ValueError(f"{name}: prices must be non-negative numbers")
+    mins = []  # per-resource minimum price over slots a..T (lower bound for pruning)
+    for name, arr in (("worker_price", worker_price), ("ps_price", ps_price)):
+        part = arr[a:]
+        m = np.array([part[..., r].min() for r in range(R)]) if part.size else np.zeros(R)
+        if not ((m >= 0).all() and (part.size == 0 or np.isfinite(part.max()))):  # NaN fails
+            raise ValueError(f"{name}: prices must be finite non-negative numbers")
         mins.append(m)
     if spec.target == 0:
         return trivial_plan(instance, spec, worker_price, ps_price, worker_free, ps_free)

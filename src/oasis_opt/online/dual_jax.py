@@ -92,7 +92,8 @@ def _block(F, wprice, pprice, wfree, pfree, w, s, need, ok, delta, n_max, m_max,
             return jnp.where(better, v, best), jnp.where(better, k, arg)
 
         init = (jnp.full(Wb, jnp.inf), jnp.zeros(Wb, dtype=jnp.int32))
-        Fn, ch = lax.fori_loop(0, n_max + 1, try_k, init)  # k = 0..N_i (dynamic bound)
+        # k = 0..(last affordable count): C is finite on a prefix (the slot's capacity, <= N_i)
+        Fn, ch = lax.fori_loop(0, jnp.sum(jnp.isfinite(c)), try_k, init)
         return Fn, (Fn[target], ch)
 
     F, (f_target, choices) = lax.scan(step, F, C)

@@ -1,0 +1,121 @@
+"""Fig. 5: performance ratio OPT / OASiS, 10 jobs, T = 10, 3/6/9/12 servers, four gamma1 ranges.
+
+Setting (reference section 13, choice A9): ``workloads.paper_fig5(seed, servers=n,
+priority=(lo, hi))`` (n servers split into ceil(n/2) worker and floor(n/2) PS hosts, jobs small
+enough to finish by T); OPT is the exact optimum of problem (1) by the linearised MILP
+(policy ``offline``, each solve proven optimal to a relative gap of 1e-6 unless a time limit
+cuts it short, which the row records); OASiS is the ``oasis`` policy with its default (oracle)
+pricing. The paper averages over runs without saying how; :func:`summarize` reports both the
+mean of the per-seed ratios (the headline) and the ratio of the summed utilities.
+
+``fig5_row`` is one unit of work (one instance, both solvers), so a runner can spread the rows
+over workers; ``fig5_rows`` runs them in order with a progress bar.
+"""
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+SERVERS = (3, 6, 9, 12)
+# the paper's printed bar order within each group
+PRIORITIES = ((50.0, 100.0), (75.0, 100.0), (1.0, 100.0), (25.0, 100.0))
+FULL = {"servers": SERVERS, "priorities": PRIORITIES, "seeds": (0, 1, 2, 3, 4)}
+QUICK = {"servers": SERVERS, "priorities": PRIORITIES, "seeds": (0,)}
+
+
+def settings(quick: bool) -> dict:
+    return QUICK if quick else FULL
+
+
+def fig5_row(seed: int, servers: int, priority: tuple[float, float], *, backend: str = "highs",
+             time_limit: float | None = None, oasis_options: dict | None = None) -> dict:
+    """OPT and OASiS on one Fig. 5 instance: utilities, ratio and the MILP's solve record."""
+    from ..offline.exact import OfflinePolicy
+    from ..policies import get_policy
+    from ..workloads import paper_fig5
+
+    inst = paper_fig5(seed, servers=servers, priority=priority)
+    t0 = time.perf_counter()
+    oasis = get_policy("oasis", **(oasis_options or {})).solve(inst)
+    oasis_s = time.perf_counter() - t0
+    opt = OfflinePolicy(backend=backend).solve(inst, time_limit=time_limit)
+    st = opt.stats
+    ratio = (opt.total_utility / oasis.total_utility if oasis.total_utility > 0
+             else (math.inf if opt.total_utility > 0 else 1.0))
+    return {"servers": servers, "priority_lo": priority[0], "priority_hi": priority[1],
+            "seed": seed, "jobs": inst.I, "horizon": inst.horizon, "opt": opt.total_utility,
+            "oasis": oasis.total_utility, "ratio": ratio, "opt_admitted": int(sum(opt.admitted)),
+            "oasis_admitted": int(sum(oasis.admitted)), "proven_optimal": st["proven_optimal"],
+            "status": st["status"], "bound": st["bound"], "gap": st["gap"],
+            "build_s": st["build_s"], "handoff_s": st["handoff_s"], "solve_s": st["solve_s"],
+            "columns": st["columns"], "rows": st["rows"], "oasis_s": oasis_s,
+            "backend": backend}
+
+
+def fig5_rows(seeds=FULL["seeds"], servers=SERVERS, priorities=PRIORITIES, *,
+              backend: str = "highs", time_limit: float | None = None, progress: bool = False,
+              oasis_options: dict | None = None) -> list[dict]:
+    """Every (servers, priority range, seed) row of Fig. 5, in the paper's order."""
+    from tqdm import tqdm
+
+    grid = [(n, pr, s) for n in servers for pr in priorities for s in seeds]
+    rows = []
+    with tqdm(grid, desc="Fig. 5 (MILP + OASiS)", unit="inst", disable=not progress) as bar:
+        for n, pr, s in bar:
+            rows.append(fig5_row(s, n, pr, backend=backend, time_limit=time_limit,
+                                 oasis_options=oasis_options))
+            bar.set_postfix(servers=n, priority=f"{pr[0]:g}-{pr[1]:g}", seed=s,
+                            ratio=f"{rows[-1]['ratio']:.3f}")
+    return rows
+
+
+def summarize(rows: list[dict]) -> list[dict]:
+    """Per (servers, priority range): mean/min/max of the per-seed ratios, the ratio of summed
+    utilities, how many seeds, and whether every MILP was proven optimal."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["servers"], r["priority_lo"], r["priority_hi"]), []).append(r)
+    out = []
+    for (n, lo, hi), rs in groups.items():
+        ratios = np.array([r["ratio"] for r in rs], dtype=float)
+        oasis = sum(r["oasis"] for r in rs)
+        out.append({"servers": n, "priority_lo": lo, "priority_hi": hi, "seeds": len(rs),
+                    "ratio_mean": float(ratios.mean()), "ratio_min": float(ratios.min()),
+                    "ratio_max": float(ratios.max()),
+                    "ratio_of_sums": sum(r["opt"] for r in rs) / oasis if oasis > 0 else math.inf,
+                    "all_proven": all(r["proven_optimal"] for r in rs),
+                    "max_solve_s": max(r["build_s"] + r["handoff_s"] + r["solve_s"] for r in rs)})
+    return out
+
+
+def paper_ratios(reference_dir: str | Path | None = None) -> dict[tuple[int, float, float], float]:
+    """(servers, gamma1_min, gamma1_max) -> the paper's ratio, from ``fig5_performance_ratio.csv``
+    (``paper_figs/reference/`` of the repository unless ``reference_dir`` is given)."""
+    import csv
+
+    base = Path(reference_dir) if reference_dir else (Path(__file__).resolve().parents[3]
+                                                        / "paper_figs" / "reference")
+    path = base / "fig5_performance_ratio.csv"
+    if not path.is_file():
+        raise FileNotFoundError(f"paper reference values not found: {path} (pass reference_dir)")
+    with path.open(newline="") as f:
+        return {(int(r["num_servers"]), float(r["gamma1_min"]), float(r["gamma1_max"])):
+                float(r["performance_ratio"]) for r in csv.DictReader(f)}
+
+
+def markdown(summary: list[dict], paper: dict | None = None) -> str:
+    """The summary as a markdown table, with the paper's value beside ours when given."""
+    head = ("| servers | gamma1 | seeds | OPT/OASiS mean | min | max | ratio of sums | paper "
+            "| all proven | max MILP s |")
+    lines = [head, "|---" * 10 + "|"]
+    for s in summary:
+        p = (paper or {}).get((s["servers"], s["priority_lo"], s["priority_hi"]))
+        lines.append(f"| {s['servers']} | [{s['priority_lo']:g},{s['priority_hi']:g}] | "
+                     f"{s['seeds']} | {s['ratio_mean']:.3f} | {s['ratio_min']:.3f} | "
+                     f"{s['ratio_max']:.3f} | {s['ratio_of_sums']:.3f} | "
+                     f"{'-' if p is None else f'{p:.2f}'} | {'yes' if s['all_proven'] else 'NO'} | "
+                     f"{s['max_solve_s']:.2f} |")
+    return "\n".join(lines) + "\n"
