@@ -218,22 +218,30 @@ def _adjusted_per_slot(sched, inst) -> list[int]:
     return out
 
 
-def test_dorm_adjusts_at_most_m_adj_running_jobs_per_event():
-    """Six running jobs, then a newcomer whose fair share needs all of them to shrink: the
-    fairness constraint cannot hold with M_adj = 2, so Dorm relaxes it and says so."""
+@pytest.mark.parametrize("relaxation", ["drop", "soft"])
+def test_dorm_adjusts_at_most_m_adj_running_jobs_per_event(relaxation):
+    """Six running jobs fill the cluster, then a newcomer arrives whose fair share needs all of
+    them to shrink: fairness cannot hold with M_adj running-job adjustments, so Dorm relaxes
+    it and says so. Dropped, the full cluster stays as it is and the newcomer waits; soft, the
+    M_adj adjustments free workers for the newcomer."""
     jobs = [job(f"r{i}", 1, 400, {"gpu": 1.0}, chunks=8) for i in range(6)]
     jobs.append(job("new", 3, 400, {"gpu": 1.0}, chunks=8))
     inst = instance(6, [server("w0", gpu=12.0), server("w1", gpu=12.0)], jobs)
     for m_adj in (1, 2):
-        s = solve(inst, "dorm", options={"max_adjust": m_adj})
+        s = solve(inst, "dorm", options={"max_adjust": m_adj, "relaxation": relaxation})
         assert validate(inst, s).ok
         assert max(_adjusted_per_slot(s, inst)) <= m_adj
         assert s.stats["max_adjusted"] <= m_adj
-        assert s.stats["fairness_relaxed"] >= 1
+        assert s.stats["fairness_relaxed"] >= 1 and s.stats["fairness_shortfall"] >= 1
         assert s.stats["decisions"] == s.stats["events"] >= 2
         assert s.stats["solver_s"] > 0
-        assert workers_at(s, 6, 3) >= 1  # the newcomer starts (starting is not an adjustment)
         assert sum(workers_at(s, j, 2) for j in range(inst.I)) == 24  # full utilisation
+        assert sum(workers_at(s, j, 3) for j in range(inst.I)) == 24
+        if relaxation == "drop":
+            assert workers_at(s, 6, 3) == 0 and max(_adjusted_per_slot(s, inst)) == 0
+        else:  # starting the newcomer is not an adjustment; shrinking running jobs is
+            assert 1 <= workers_at(s, 6, 3) <= 3 * m_adj
+            assert max(_adjusted_per_slot(s, inst)) == m_adj
 
 
 def test_dorm_keeps_fairness_when_it_can():

@@ -73,7 +73,8 @@ def test_place_counts_places_exactly_what_fits(inst, name, workers, ps, fill_fra
         return
     p = get_placement(name, seed=seed)
     p.reset(inst)
-    free = inst.capacity * (1.0 - fill_frac * np.random.default_rng(seed).random(inst.capacity.shape))
+    used = fill_frac * np.random.default_rng(seed).random(inst.capacity.shape)
+    free = inst.capacity * (1.0 - used)
     H = inst.H
     rows = p.place_counts(inst, 0, workers, ps, free)
     wcap = int(fit_count(free[:H], inst.worker_demand[0]).sum())

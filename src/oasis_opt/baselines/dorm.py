@@ -10,9 +10,9 @@ Variables: k_j workers (integer), p_j PSs (integer), and for every *running* job
 an adjustment indicator delta_j in {0, 1}::
 
     maximise   sum_j mu_j k_j  -  lambda sum_j delta_j
-    subject to sum_j k_j w~_j^r <= sum_h c_h^r         every resource r   (worker pool, (4))
-               sum_j p_j s~_j^r <= sum_k c_k^r         every resource r   (PS pool, (5))
-               B_j p_j >= b_j k_j,  N'_j p_j >= k_j,  p_j <= k_j           ((6), p >= 1 if k >= 1, (7))
+    subject to sum_j k_j w~_j^r <= C_W^r                every resource r   (worker pool, (4))
+               sum_j p_j s~_j^r <= C_P^r                every resource r   (PS pool, (5))
+               p_j >= rho_j k_j,  N'_j p_j >= k_j,  p_j <= k_j     ((6); p >= 1 if k >= 1; (7))
                |k_j - k_j^old| <= U_j delta_j,  sum_j delta_j <= M_adj  (adjustment overhead)
                k_j >= (1 - eps) k_j^fair                                 (fairness)
                0 <= k_j <= U_j = max(k_j^old, min(N'_j, ceil(r_j)))
@@ -22,7 +22,7 @@ an adjustment indicator delta_j in {0, 1}::
   objective is the sum of the jobs' dominant-resource shares (Dorm's "resource utilisation")
   and mu_j k_j >= (1 - eps) mu_j k_j^fair is the fairness constraint on dominant shares;
 * k_j^fair: the job's DRF (max-min fair) allocation, by progressive filling on the pooled
-  capacities (``progressive_fill``); eps = 0.1;
+  capacities with the demands w~, s~ below (``progressive_fill``); eps = 0.1;
 * N'_j = the most workers the job can run with on the empty cluster (<= N_i), r_j = remaining
   worker-slots; the bound U_j never forces a running job to change;
 * M_adj = 2. Only jobs that hold containers are *adjusted* (resized, moved or paused); starting
@@ -30,24 +30,33 @@ an adjustment indicator delta_j in {0, 1}::
   running applications);
 * lambda = 1e-3 min_j mu_j / max_j mu_j (objective scaled by 1 / max mu): among allocations
   of equal utilisation, fewer adjustments;
-* **relaxation**: when the MILP is infeasible (fairness and M_adj cannot both hold, typically
-  when a newcomer's fair share would need more than M_adj running jobs to shrink), it is solved
-  again with the fairness constraint made soft: k_j + sigma_j >= (1 - eps) k_j^fair, integer
-  sigma_j >= 0, each worker of shortfall costing ``FAIRNESS_PENALTY`` = 100 times its
-  utilisation mu_j in the objective (always feasible: keep everything). So a newcomer still gets
-  what M_adj adjustments can free for it. ``stats["fairness_relaxed"]`` counts these decisions
-  and ``stats["fairness_shortfall"]`` the workers below (1 - eps) x fair share they left.
+* **relaxation** (``relaxation``): when the MILP is infeasible (fairness and M_adj cannot both
+  hold, typically when a newcomer's fair share would need more than M_adj running jobs to
+  shrink), it is solved again with the fairness constraint
+  - ``"drop"`` (default): removed; always feasible (keep everything); a newcomer then gets only
+    what is free or what the M_adj adjustments free for better utilisation;
+  - ``"soft"``: k_j + sigma_j >= (1 - eps) k_j^fair with integer sigma_j >= 0, each worker of
+    shortfall costing ``FAIRNESS_PENALTY`` = 100 times its utilisation mu_j; a newcomer gets
+    what M_adj adjustments can free for it (several times slower on loaded clusters).
+  ``stats["fairness_relaxed"]`` counts these decisions, ``stats["fairness_shortfall"]`` the
+  workers below ceil((1 - eps) k^fair) they left.
 
-Placement: the capacity constraints are pooled per pool (per-server variables would make every
-event a large MILP), with each container's demand rounded up to its per-server granularity,
-w~_j^r = max(w_j^r, C_W^r / F_j^r) (``effective_demand``: a 3-GPU worker on 4-GPU servers
-counts as 4 GPUs), and likewise s~ for PSs; the changed jobs are placed after the unchanged
-ones keep theirs, in
-arrival order, each with ``place`` or, when fragmentation defeats the pooled count, the most
-workers that fit (``place_most``; ``stats["placement_shortfall"]`` counts the workers lost).
-A shortfall only touches jobs the MILP already changed, so at most M_adj running jobs change
-per event. Solver: ``oasis_opt.offline.solver.solve_program`` (``backend`` "highs" or
-"cpsat"), ``time_limit`` seconds per MILP; a solve with no incumbent keeps every allocation.
+Pooled capacities and placement: the capacity rows are per pool (per-server variables would
+make every event a large MILP), with each container's demand rounded up to its per-server
+granularity, w~_j^r = max(w_j^r, C_W^r / F_j^r) (``effective_demand``: a 3-GPU worker on 4-GPU
+servers counts as 4 GPUs), likewise s~ for PSs; a pool row's bound is raised to the running
+jobs' current use when that is higher (so keeping everything is always feasible). Row
+coefficients (w~, s~, rho_j = b_j / B_j) are rounded *up* to 6 decimals: conservative, and exact
+for CP-SAT's integer scaling. The jobs the MILP changed are placed after the unchanged ones keep
+theirs, largest per-worker dominant share first (first-fit decreasing), each with ``place`` or,
+when fragmentation defeats the pooled count, the most workers that fit (``place_most``;
+``stats["placement_shortfall"]`` counts the workers lost); then capacity left over is offered,
+one worker at a time in arrival order up to U_j, to those same jobs and to jobs that held
+nothing (work conservation; it adjusts no further running job). So at most M_adj running jobs
+change per event. Solver: ``oasis_opt.offline.solver.solve_program`` (``backend`` "highs" or
+"cpsat"), ``time_limit`` seconds per MILP, relative ``mip_gap`` 1% by default (the MILPs of a
+loaded cluster are multi-dimensional knapsacks that take minutes to close fully; a solve that
+stops at the time limit uses its incumbent); a solve with no incumbent keeps every allocation.
 """
 from __future__ import annotations
 
@@ -58,12 +67,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..sim.placement import EPS, Placement, apply
-from .common import (DominantShare, EventPolicy, max_workers_alone, progressive_fill,
-                     work_cap)
+from .common import (DominantShare, EventPolicy, grow_one, max_workers_alone, merge_rows,
+                     progressive_fill, work_cap)
 
 # Weight of one worker of fairness shortfall, relative to that worker's utilisation, in the
 # relaxed program: fairness first, utilisation second.
 FAIRNESS_PENALTY = 100.0
+RELAXATIONS = ("drop", "soft")
+COEF_DECIMALS = 6
 
 
 class DormPolicy(EventPolicy):
@@ -71,7 +82,8 @@ class DormPolicy(EventPolicy):
 
     def __init__(self, *, seed: int = 0, placement: str | Placement = "round-robin",
                  backend: str = "highs", eps: float = 0.1, max_adjust: int = 2,
-                 time_limit: float | None = 10.0):
+                 relaxation: str = "drop", time_limit: float | None = 2.0,
+                 mip_gap: float = 0.01):
         super().__init__(seed=seed, placement=placement)
         from ..offline.solver import BACKENDS
 
@@ -83,6 +95,12 @@ class DormPolicy(EventPolicy):
             raise ValueError(f"max_adjust: must be >= 0, got {max_adjust}")
         if time_limit is not None and not time_limit > 0:
             raise ValueError(f"time_limit: must be > 0 seconds or None, got {time_limit}")
+        if relaxation not in RELAXATIONS:
+            raise ValueError(f"relaxation: expected one of {RELAXATIONS}, got {relaxation!r}")
+        if not 0.0 <= mip_gap < 1.0:
+            raise ValueError(f"mip_gap: must be in [0, 1), got {mip_gap}")
+        self.relaxation = relaxation
+        self.mip_gap = float(mip_gap)
         self.backend = backend
         self.eps = float(eps)
         self.max_adjust = int(max_adjust)
@@ -95,20 +113,24 @@ class DormPolicy(EventPolicy):
         H = instance.H
         self.cap_w = instance.capacity[:H].sum(axis=0)
         self.cap_p = instance.capacity[H:].sum(axis=0)
-        self.eff_w = effective_demand(instance.capacity[:H], instance.worker_demand)
-        self.eff_p = effective_demand(instance.capacity[H:], instance.ps_demand)
+        self.eff_w = round_up(effective_demand(instance.capacity[:H], instance.worker_demand))
+        self.eff_p = round_up(effective_demand(instance.capacity[H:], instance.ps_demand))
+        self.rho = round_up(np.divide(instance.worker_bw, instance.ps_bw,
+                                      out=np.zeros(instance.I), where=instance.ps_bw > 0))
         self.decisions = 0
         self.solver_s = 0.0
         self.fairness_relaxed = 0
         self.fairness_shortfall = 0
         self.no_solution = 0
         self.shortfall = 0
+        self.topped_up = 0
         self.max_adjusted = 0
         self.statuses: Counter[str] = Counter()
 
     # ---- the fair share -------------------------------------------------------------------
     def fair_workers(self, jobs: list[int], cap: dict[int, int]) -> dict[int, int]:
-        """k^fair: DRF progressive filling on the pooled capacities of the two pools."""
+        """k^fair: DRF progressive filling on the pooled capacities of the two pools (with
+        the effective demands w~, s~ of the MILP's rows, so the fair allocation fits them)."""
         inst = self.instance
         used_w = np.zeros_like(self.cap_w)
         used_p = np.zeros_like(self.cap_p)
@@ -116,8 +138,8 @@ class DormPolicy(EventPolicy):
         def grow(j: int, k: int) -> bool:
             ps = inst.ps_needed(j, k)
             dp = ps - inst.ps_needed(j, k - 1)
-            w = used_w + inst.worker_demand[j]
-            p = used_p + dp * inst.ps_demand[j]
+            w = used_w + self.eff_w[j]
+            p = used_p + dp * self.eff_p[j]
             if ps > k or (w > self.cap_w * (1 + EPS) + EPS).any() or \
                     (p > self.cap_p * (1 + EPS) + EPS).any():
                 return False
@@ -150,45 +172,47 @@ class DormPolicy(EventPolicy):
         c = np.concatenate([mu / scale, np.zeros(n), np.full(m, -lam),
                             -FAIRNESS_PENALTY * mu[:ns] / scale])
 
-        def block(k=None, p=None, d=None, s=None, nrows=n):
-            """Rows over the column groups; None = zeros."""
-            parts = [x if x is not None else sp.csr_matrix((nrows, w))
-                     for x, w in ((k, n), (p, n), (d, m), (s, ns)) if w]
-            return sp.hstack(parts, format="csr")
+        K0, P0, D0, S0 = 0, n, 2 * n, 2 * n + m  # column offsets of k, p, delta, sigma
+        rr, cc, vv, lo, up = [], [], [], [], []
 
-        A, lo, up = [], [], []
+        def rows(cols, vals, lower, upper_):
+            """Append rows: cols/vals are (rows, entries) arrays; one row per first-axis item."""
+            cols, vals = np.atleast_2d(cols), np.atleast_2d(vals)
+            first = len(lo)
+            rr.append(np.repeat(np.arange(first, first + len(cols)), cols.shape[1]))
+            cc.append(cols.ravel())
+            vv.append(vals.ravel().astype(float))
+            lo.extend(np.broadcast_to(lower, len(cols)).tolist())
+            up.extend(np.broadcast_to(upper_, len(cols)).tolist())
+
+        idx = np.arange(n)
         wd, pd = self.eff_w[J], self.eff_p[J]
-        for r in range(inst.R):  # pooled capacities (4)/(5)
+        old_ps = self.keep_ps(jobs, old)
+        for r in range(inst.R):  # pooled capacities (4)/(5), never below the current use
             if wd[:, r].any():
-                A.append(block(k=sp.csr_matrix(wd[:, r][None, :]), nrows=1))
-                lo.append(-np.inf)
-                up.append(self.cap_w[r])
+                rows(K0 + idx, wd[:, r], -np.inf, max(self.cap_w[r], float(wd[:, r] @ old)))
             if pd[:, r].any():
-                A.append(block(p=sp.csr_matrix(pd[:, r][None, :]), nrows=1))
-                lo.append(-np.inf)
-                up.append(self.cap_p[r])
-        eye = sp.identity(n, format="csr")
-        A += [block(k=-sp.diags(inst.worker_bw[J]), p=sp.diags(inst.ps_bw[J])),  # (6)
-              block(k=-eye, p=sp.diags(np.maximum(upper, 1).astype(float))),  # PS when k >= 1
-              block(k=-eye, p=eye)]  # (7) p <= k
-        lo += [0.0] * n + [0.0] * n + [-np.inf] * n
-        up += [np.inf] * n + [np.inf] * n + [0.0] * n
+                rows(P0 + idx, pd[:, r], -np.inf, max(self.cap_p[r], float(pd[:, r] @ old_ps)))
+        pair = np.stack([K0 + idx, P0 + idx], axis=1)
+        rows(pair, np.stack([-self.rho[J], np.ones(n)], axis=1), 0.0, np.inf)  # (6) p >= rho k
+        rows(pair, np.stack([-np.ones(n), np.maximum(upper, 1)], axis=1), 0.0, np.inf)  # p>=1
+        rows(pair, np.stack([-np.ones(n), np.ones(n)], axis=1), -np.inf, 0.0)  # (7) p <= k
         if m:
-            sel = sp.csr_matrix((np.ones(m), (np.arange(m), running)), shape=(m, n))
-            U = sp.diags(upper[running].astype(float))
-            A += [block(k=sel, d=-U, nrows=m),  # k - U delta <= k_old
-                  block(k=sel, d=U, nrows=m),  # k + U delta >= k_old
-                  block(d=sp.csr_matrix(np.ones((1, m))), nrows=1)]  # sum delta <= M_adj
-            lo += [-np.inf] * m + old[running].astype(float).tolist() + [-np.inf]
-            up += old[running].astype(float).tolist() + [np.inf] * m + [float(self.max_adjust)]
-        if soft:
-            A.append(block(k=eye, s=eye))  # k + sigma >= (1 - eps) k^fair
-            lo += fair_lower.astype(float).tolist()
-            up += [np.inf] * n
+            dk = np.stack([K0 + running, D0 + np.arange(m)], axis=1)
+            U = upper[running].astype(float)
+            o = old[running].astype(float)
+            rows(dk, np.stack([np.ones(m), -U], axis=1), -np.inf, o)  # k - U delta <= k_old
+            rows(dk, np.stack([np.ones(m), U], axis=1), o, np.inf)  # k + U delta >= k_old
+            rows(D0 + np.arange(m)[None, :], np.ones((1, m)), -np.inf,
+                 float(self.max_adjust))  # sum delta <= M_adj
+        if soft:  # k + sigma >= (1 - eps) k^fair
+            rows(np.stack([K0 + idx, S0 + idx], axis=1), np.ones((n, 2)), fair_lower, np.inf)
         k_lower = np.zeros(n) if soft else fair_lower
         lower = np.concatenate([k_lower, np.zeros(n + m + ns)]).astype(float)
         upper_b = np.concatenate([upper, upper, np.ones(m), fair_lower[:ns]]).astype(float)
-        return LinearProgram(c=c, A=sp.vstack(A, format="csr"), row_lower=np.asarray(lo, float),
+        A = sp.csr_matrix((np.concatenate(vv), (np.concatenate(rr), np.concatenate(cc))),
+                          shape=(len(lo), len(c)))
+        return LinearProgram(c=c, A=A, row_lower=np.asarray(lo, float),
                              row_upper=np.asarray(up, float), lower=lower, upper=upper_b,
                              integer=np.ones(len(c), dtype=bool), sense="max")
 
@@ -196,10 +220,15 @@ class DormPolicy(EventPolicy):
         from ..offline.solver import solve_program
 
         res = solve_program(lp, backend=self.backend, time_limit=self.time_limit,
-                            seed=self.seed, initial=initial)
+                            seed=self.seed, mip_gap=self.mip_gap, initial=initial)
         self.solver_s += res.build_s + res.solve_s
         self.statuses[res.status] += 1
         return res
+
+    def keep_ps(self, jobs: list[int], k: np.ndarray) -> np.ndarray:
+        """PSs of k workers in the MILP's terms: ceil(k b/B), raised to the rounded rho k."""
+        need = np.array([self.instance.ps_needed(j, int(n)) for j, n in zip(jobs, k)])
+        return np.minimum(k, np.maximum(need, np.ceil(self.rho[jobs] * k - 1e-9))).astype(float)
 
     def decide(self, t, state) -> None:
         inst = self.instance
@@ -216,29 +245,38 @@ class DormPolicy(EventPolicy):
         fair_lower = np.array([math.ceil((1 - self.eps) * fair[j] - 1e-9) for j in jobs],
                               dtype=np.int64)
         running = np.flatnonzero(old > 0)
-        keep = np.concatenate([old, [inst.ps_needed(j, int(k)) for j, k in zip(jobs, old)],
-                               np.zeros(len(running))]).astype(float)
+        keep = np.concatenate([old, self.keep_ps(jobs, old), np.zeros(len(running))])
         self.decisions += 1
         res = self._solve(self.program(jobs, old, upper, fair_lower), keep)
         if res.status == "infeasible":
             self.fairness_relaxed += 1
-            short = np.maximum(fair_lower - old, 0).astype(float)
-            res = self._solve(self.program(jobs, old, upper, fair_lower, soft=True),
-                              np.concatenate([keep, short]))
+            if self.relaxation == "soft":
+                short = np.maximum(fair_lower - old, 0).astype(float)
+                res = self._solve(self.program(jobs, old, upper, fair_lower, soft=True),
+                                  np.concatenate([keep, short]))
+            else:
+                res = self._solve(self.program(jobs, old, upper, np.zeros(n, np.int64)), keep)
             if res.x is not None:
-                self.fairness_shortfall += int(round(res.x[-n:].sum()))
+                self.fairness_shortfall += int(np.maximum(fair_lower - res.x[:n], 0).sum())
         if res.x is None:
             self.no_solution += 1
             return  # keep every allocation
         new = np.round(res.x[:n]).astype(np.int64)
+        self.max_adjusted = max(self.max_adjusted, int(((old > 0) & (old != new)).sum()))
+        self.place_changes(jobs, old, new, upper)
+
+    def place_changes(self, jobs: list[int], old: np.ndarray, new: np.ndarray,
+                      upper: np.ndarray) -> None:
+        """Place the jobs whose count changed (first-fit decreasing), then top up (docstring)."""
+        inst = self.instance
         changed = [j for j, a, b in zip(jobs, old, new) if a != b]
-        self.max_adjusted = max(self.max_adjusted,
-                                sum(1 for j, a, b in zip(jobs, old, new) if a > 0 and a != b))
         for j in changed:
             self.held.pop(j, None)
         free = self.free_except()
-        for j, k in zip(jobs, new.tolist()):
-            if j not in changed or k == 0:
+        target = dict(zip(jobs, new.tolist()))
+        for j in sorted(changed, key=lambda j: (-self.share.per_worker[j], jobs.index(j))):
+            k = target[j]
+            if k == 0:
                 continue
             rows = self.placement.place(inst, j, k, free)
             if rows is None:
@@ -247,12 +285,25 @@ class DormPolicy(EventPolicy):
             if rows:
                 apply(inst, j, rows, free)
                 self.held[j] = rows
+        movable = set(changed) | {j for j, a in zip(jobs, old) if a == 0}
+        for j, bound in zip(jobs, upper.tolist()):
+            if j not in movable:
+                continue
+            rows = list(self.held.get(j, ()))
+            k = sum(c for _, role, c in rows if role == 0)
+            grown = k
+            while grown < bound and grow_one(self.placement, inst, j, grown + 1, free, rows):
+                grown += 1
+            if grown > k:
+                self.topped_up += grown - k
+                self.held[j] = merge_rows(rows)
 
     def stats(self) -> dict:
         return {**super().stats(), "decisions": self.decisions, "solver_s": self.solver_s,
                 "fairness_relaxed": self.fairness_relaxed,
                 "fairness_shortfall": self.fairness_shortfall, "no_solution": self.no_solution,
-                "placement_shortfall": self.shortfall, "max_adjusted": self.max_adjusted,
+                "placement_shortfall": self.shortfall, "topped_up": self.topped_up,
+                "relaxation": self.relaxation, "max_adjusted": self.max_adjusted,
                 "solver_status": dict(self.statuses), "backend": self.backend}
 
 
@@ -274,3 +325,10 @@ def effective_demand(capacity: np.ndarray, demand: np.ndarray) -> np.ndarray:
         gran = total[r] / np.maximum(fits, 1)  # fits = 0: the job never runs (k <= 0 anyway)
         out[need, r] = np.maximum(demand[need, r], gran)
     return out
+
+
+def round_up(x: np.ndarray, decimals: int = COEF_DECIMALS) -> np.ndarray:
+    """x rounded up to ``decimals`` decimals (values within 1e-9 of a grid point stay on it)."""
+    scale = 10.0**decimals
+    xs = np.asarray(x, dtype=float) * scale
+    return np.ceil(xs - 1e-9 * np.maximum(1.0, np.abs(xs))) / scale

@@ -23,7 +23,8 @@ A modern peer, in the same slot model as the paper's baselines.
 * **Starvation avoidance** (the simulator's ``solve_starvation`` knob, run as ``dlas-gpu-2``):
   a job in a lower queue whose slots spent waiting since it last entered Q_0 (counted once it
   has run) reach ``promote_knob`` x the slots it ran since then moves to the back of Q_0, and
-  its attained service and both counters restart from 0. ``promote_knob = 0`` disables promotion; default 2.
+  its attained service and both counters restart from 0. ``promote_knob = 0`` disables
+  promotion; default 2.
 * every job is admitted; placement first-fit by default (round-robin, random, packing ...
   through ``placement``).
 """
@@ -78,7 +79,7 @@ class TiresiasPolicy(OnlinePolicy):
         self.entered = np.zeros(I, dtype=np.int64)  # slot the job entered its queue
         self.base = np.zeros(I)  # state.attained when the job last entered Q_0
         self.ran_slots = np.zeros(I, dtype=np.int64)  # slots run since entering Q_0
-        self.waited = np.zeros(I, dtype=np.int64)  # slots waited since entering Q_0, after first run
+        self.waited = np.zeros(I, dtype=np.int64)  # waited since entering Q_0, once run
         self.ran_now = np.zeros(I, dtype=bool)
         self.demotions = 0
         self.promotions = 0

@@ -133,11 +133,15 @@ class ResultStore:
     def save(self, record: dict) -> Path:
         path = self.path(record["key"])
         write_json_atomic(path, record)
+        self.failure_path(record["key"]).unlink(missing_ok=True)  # an earlier failure, now fixed
         return path
+
+    def failure_path(self, key: str) -> Path:
+        return self.root / "failed" / f"{key}.txt"
 
     def log_failure(self, spec: RunSpec, text: str) -> Path:
         """A failed run's message and traceback, beside (never among) the results."""
-        path = self.root / "failed" / f"{spec.key}.txt"
+        path = self.failure_path(spec.key)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f"{spec.label()}\n\n{text}")
         return path
@@ -201,8 +205,8 @@ def run_sweep(specs: Iterable[RunSpec], results: str | Path, *, workers: int | N
     ``workers``: 1 = in this process without Ray; N = a local Ray with N CPUs (default: all
     CPUs); with ``address`` a running Ray cluster is joined instead. Ray starts only if some run
     is missing. ``on_stored(key)`` is called after each record is written. Failed runs are
-    stored nowhere (their tracebacks go to ``results/failed/<key>.txt``); with ``raise_on_error`` a ``SweepError`` listing them is raised after every
-    other run has been stored.
+    stored nowhere (their tracebacks go to ``<results>/failed/<key>.txt``); with
+    ``raise_on_error`` a ``SweepError`` listing them is raised after every other run is stored.
     """
     from ..runtime.ray_pool import make_pool
 

@@ -48,6 +48,10 @@ from .solver import IncrementalLP, LinearProgram, relative_gap, solve_program
 RC_TOL = 1e-9
 # share of the time limit given to column generation; the rest goes to the integer master
 CG_SHARE = 0.8
+# weight of the best-bound prices in the smoothed pricing point (Wentges smoothing)
+SMOOTHING = 0.5
+# column generation stops once (bound - master value) / master value is at most this
+CG_GAP = 1e-7
 
 
 @dataclass(frozen=True)
@@ -89,98 +93,154 @@ def columns_of(instance, schedule: Schedule) -> list[Column]:
 
 
 class RestrictedMaster:
-    """The restricted master LP of (14)-(18), grown column by column (warm-started HiGHS)."""
+    """The restricted master LP of (14)-(18), grown column by column (warm-started HiGHS).
+
+    Capacity rows are keyed by ``(t, s, r)`` (slot, global server, resource), flattened to
+    ``key = (t S + s) R + r``. Of the rows some column touches, the LP holds only those that
+    have been violated (row generation): an LP optimum that satisfies every omitted row is
+    optimal for the full master, with dual 0 on the omitted rows, so duals, values and bounds
+    are those of the full master. ``integer_program`` keeps every row an integer solution could
+    violate.
+    """
 
     def __init__(self, instance):
         self.instance = instance
         T, S, R = instance.horizon, instance.H + instance.K, instance.R
-        self.row_of = np.full((T + 1, S, R), -1, dtype=np.int64)  # capacity row of (t, s, r)
-        self.cap_rows: list[tuple[int, int, int]] = []  # (t, s, r) of capacity rows, in order
-        self.lp = IncrementalLP("max")
+        self.shape = (T + 1, S, R)
+        self.cap = np.broadcast_to(instance.capacity, self.shape).reshape(-1)  # c of each key
+        self.row_of = np.full(self.cap.size, -1, dtype=np.int64)  # LP row of each key, -1: none
+        self.active: list[int] = []  # keys of the LP's capacity rows, in row order
+        import os
+        opts = {"solver": "ipm", "run_crossover": "off"} if os.environ.get("CG_IPM") else {}
+        self.lp = IncrementalLP("max", **opts)
         self.lp.add_rows(np.full(instance.I, -math.inf), np.ones(instance.I))  # (17): rows 0..I-1
         self.columns: list[Column] = []
-        self._entries: list[tuple[np.ndarray, np.ndarray]] = []  # (row indices, coefficients)
+        self._keys: list[np.ndarray] = []  # per column: capacity keys it uses
+        self._coefs: list[np.ndarray] = []  # per column: amounts it uses there
+        self._A: sp.csr_matrix | None = None  # keys x columns, built on demand
         self._seen: set[tuple[int, bytes]] = set()
 
-    def _entries_of(self, col: Column, new_keys: list) -> tuple[np.ndarray, np.ndarray]:
+    # ---- columns -----------------------------------------------------------------------------
+    def entries(self, col: Column) -> tuple[np.ndarray, np.ndarray]:
+        """(keys, amounts): w_i^r y (workers) or s_i^r z (PSs) per slot, server and resource."""
         inst = self.instance
         demand = np.where((col.rows[:, 3] == WORKER)[:, None], inst.worker_demand[col.job],
                           inst.ps_demand[col.job]) * col.rows[:, 4:5]
         n, r = np.nonzero(demand > 0)
-        t, s = col.rows[n, 1], col.rows[n, 2]
-        rows = self.row_of[t, s, r]
-        for m in np.flatnonzero(rows < 0):  # a capacity row no column touched before
-            key = (int(t[m]), int(s[m]), int(r[m]))
-            if self.row_of[key] < 0:
-                self.row_of[key] = self.instance.I + len(self.cap_rows) + len(new_keys)
-                new_keys.append(key)
-            rows[m] = self.row_of[key]
-        return np.r_[col.job, rows], np.r_[1.0, demand[n, r]]
+        keys = (col.rows[n, 1] * self.shape[1] + col.rows[n, 2]) * self.shape[2] + r
+        return keys, demand[n, r]
 
     def add(self, columns) -> int:
         """Add the columns not already present; returns how many were new."""
-        new_keys: list[tuple[int, int, int]] = []
-        fresh, entries = [], []
+        fresh = []
         for col in columns:
             key = (col.job, col.rows.tobytes())
-            if key in self._seen:
-                continue
-            self._seen.add(key)
-            fresh.append(col)
-            entries.append(self._entries_of(col, new_keys))
-        if new_keys:
-            cap = self.instance.capacity
-            self.lp.add_rows(np.full(len(new_keys), -math.inf),
-                             np.array([cap[s, r] for _, s, r in new_keys]))
-            self.cap_rows.extend(new_keys)
-        if fresh:
-            A = self._matrix(entries, self.lp.n_rows)
-            self.lp.add_cols([c.utility for c in fresh], np.zeros(len(fresh)),
-                             np.full(len(fresh), math.inf), A)
-            self.columns.extend(fresh)
-            self._entries.extend(entries)
+            if key not in self._seen:
+                self._seen.add(key)
+                fresh.append(col)
+        if not fresh:
+            return 0
+        rows, vals, sizes = [], [], []
+        for col in fresh:
+            keys, coefs = self.entries(col)
+            self._keys.append(keys)
+            self._coefs.append(coefs)
+            lp_rows = self.row_of[keys]
+            m = lp_rows >= 0
+            rows.append(np.r_[col.job, lp_rows[m]])
+            vals.append(np.r_[1.0, coefs[m]])
+            sizes.append(1 + int(m.sum()))
+        A = sp.csc_matrix((np.concatenate(vals), (np.concatenate(rows),
+                                                  np.repeat(np.arange(len(fresh)), sizes))),
+                          shape=(self.lp.n_rows, len(fresh)))
+        self.lp.add_cols([c.utility for c in fresh], np.zeros(len(fresh)),
+                         np.full(len(fresh), math.inf), A)
+        self.columns.extend(fresh)
+        self._A = None
         return len(fresh)
 
-    @staticmethod
-    def _matrix(entries, n_rows: int) -> sp.csc_matrix:
-        rows = np.concatenate([e[0] for e in entries])
-        vals = np.concatenate([e[1] for e in entries])
-        cols = np.repeat(np.arange(len(entries)), [len(e[0]) for e in entries])
-        return sp.csc_matrix((vals, (rows, cols)), shape=(n_rows, len(entries)))
+    def usage_matrix(self) -> sp.csr_matrix:
+        """All columns' amounts, keys x columns."""
+        if self._A is None:
+            n = len(self.columns)
+            if n:
+                sizes = [len(k) for k in self._keys]
+                self._A = sp.csr_matrix((np.concatenate(self._coefs),
+                                         (np.concatenate(self._keys),
+                                          np.repeat(np.arange(n), sizes))),
+                                        shape=(self.cap.size, n))
+            else:
+                self._A = sp.csr_matrix((self.cap.size, 0))
+        return self._A
 
+    def _activate(self, keys: np.ndarray) -> None:
+        """Add capacity rows for ``keys`` with every existing column's amounts."""
+        sub = self.usage_matrix()[keys]
+        self.lp.add_rows(np.full(len(keys), -math.inf), self.cap[keys], sub)
+        self.row_of[keys] = self.lp.n_rows - len(keys) + np.arange(len(keys))
+        self.active.extend(keys.tolist())
+
+    # ---- the LP ------------------------------------------------------------------------------
     def solve(self):
-        """(value, x, worker prices (T+1,H,R), PS prices (T+1,K,R), mu (I,)) at the LP optimum.
+        """(value, x, prices (T+1, S, R) over all servers, mu (I,)) at the master's LP optimum.
 
-        Duals are clipped at 0 (they are >= 0 up to float noise for these <= rows)."""
-        status, value, x, duals = self.lp.solve()
-        if status != "optimal":
-            raise RuntimeError(f"restricted master LP not solved: {status}")
+        Re-solves after adding any violated capacity row. Duals are clipped at 0 (they are
+        >= 0 up to float noise for these <= rows)."""
         inst = self.instance
-        T, H, K, R = inst.horizon, inst.H, inst.K, inst.R
+        while True:
+            status, value, x, duals = self.lp.solve()
+            if status != "optimal":
+                raise RuntimeError(f"restricted master LP not solved: {status}")
+            if not self.columns:
+                break
+            usage = self.usage_matrix() @ x
+            over = np.flatnonzero((usage > self.cap * (1 + 1e-7) + 1e-7) & (self.row_of < 0))
+            if not len(over):
+                break
+            self._activate(over)
         duals = np.maximum(duals, 0.0)
-        prices = np.zeros((T + 1, H + K, R))
-        if self.cap_rows:
-            t, s, r = np.array(self.cap_rows).T
-            prices[t, s, r] = duals[inst.I:]
-        return value, x, prices[:, :H], prices[:, H:], duals[:inst.I]
+        prices = np.zeros(self.cap.size)
+        if self.active:
+            prices[np.asarray(self.active)] = duals[inst.I:]
+        return value, x, prices.reshape(self.shape), duals[:inst.I]
 
-    def capacity_value(self, p: np.ndarray, q: np.ndarray) -> float:
-        """sum over the master's capacity rows of price x capacity (the (19) terms in p, q)."""
-        if not self.cap_rows:
-            return 0.0
-        t, s, r = np.array(self.cap_rows).T
-        prices = np.concatenate([p, q], axis=1)
-        return float(np.sum(prices[t, s, r] * self.instance.capacity[s, r]))
+    def column_costs(self, prices: np.ndarray, columns: list[Column]) -> np.ndarray:
+        """Resource cost of each column at ``prices`` (T+1, S, R): sum of amount x price."""
+        flat = prices.reshape(-1)
+        out = np.zeros(len(columns))
+        for n, c in enumerate(columns):
+            keys, amounts = self.entries(c)
+            out[n] = amounts @ flat[keys]
+        return out
+
+    def capacity_value(self, prices: np.ndarray) -> float:
+        """sum over capacity rows of price x capacity (the p c + q c terms of (19))."""
+        return float(np.sum(prices.reshape(-1) * self.cap))
 
     def integer_program(self) -> LinearProgram:
-        """The restricted master with x_l binary (rows (15)-(17) as above)."""
+        """The restricted master with x_l binary, over every capacity row that some integer
+        choice of columns (at most one per job) could overfill."""
         n = len(self.columns)
-        A = self._matrix(self._entries, self.lp.n_rows).tocsr() if n else sp.csr_matrix(
-            (self.lp.n_rows, 0))
-        upper = np.r_[np.ones(self.instance.I),
-                      [self.instance.capacity[s, r] for _, s, r in self.cap_rows]]
-        return LinearProgram(c=np.array([c.utility for c in self.columns]), A=A,
-                             row_lower=np.full(self.lp.n_rows, -math.inf), row_upper=upper,
+        inst = self.instance
+        A = self.usage_matrix()
+        if n:
+            # most a row can carry: sum over jobs of the job's largest amount there
+            coo = A.tocoo()
+            job = np.array([c.job for c in self.columns])[coo.col]
+            order = np.lexsort((job, coo.row))
+            r, j, v = coo.row[order], job[order], coo.data[order]
+            start = np.flatnonzero(np.r_[True, (r[1:] != r[:-1]) | (j[1:] != j[:-1])])
+            most = np.zeros(self.cap.size)
+            np.add.at(most, r[start], np.maximum.reduceat(v, start))
+            keys = np.flatnonzero(most > self.cap * (1 + 1e-12))
+        else:
+            keys = np.zeros(0, dtype=np.int64)
+        jobs_rows = sp.csr_matrix((np.ones(n), ([c.job for c in self.columns], np.arange(n))),
+                                  shape=(inst.I, n))
+        M = sp.vstack([jobs_rows, A[keys]]).tocsr()
+        return LinearProgram(c=np.array([c.utility for c in self.columns]), A=M,
+                             row_lower=np.full(M.shape[0], -math.inf),
+                             row_upper=np.r_[np.ones(inst.I), self.cap[keys]],
                              lower=np.zeros(n), upper=np.ones(n), integer=np.ones(n, bool))
 
 
@@ -219,33 +279,45 @@ class Bracket:
                 "seed_s": self.seed_s}
 
 
-def _zero_prices(instance):
-    T, R = instance.horizon, instance.R
-    return np.zeros((T + 1, instance.H, R)), np.zeros((T + 1, instance.K, R))
-
-
-def price_jobs(instance, p, q, *, backend: str = "numpy"):
-    """Best plan of every job at prices (p, q) with full capacities free (the pricing problem)."""
+def price_jobs(instance, prices: np.ndarray, *, backend: str = "numpy"):
+    """Best plan of every job at ``prices`` (T+1, H+K, R) with full capacities free (pricing)."""
     from ..online.dual import best_schedule
 
-    T = instance.horizon
+    T, H = instance.horizon, instance.H
     wfree = np.broadcast_to(instance.worker_capacity, (T + 1,) + instance.worker_capacity.shape)
     pfree = np.broadcast_to(instance.ps_capacity, (T + 1,) + instance.ps_capacity.shape)
+    p, q = np.ascontiguousarray(prices[:, :H]), np.ascontiguousarray(prices[:, H:])
     return [best_schedule(instance, i, p, q, wfree, pfree, backend=backend)
             for i in range(instance.I)]
 
 
+def lagrangian_bound(master: RestrictedMaster, prices: np.ndarray, plans) -> float:
+    """L(p, q) = sum_rows price x capacity + sum_i max(0, best payoff_i): >= LP(14) >= OPT."""
+    return master.capacity_value(prices) + float(sum(max(0.0, pl.payoff) for pl in plans))
+
+
 def column_generation(instance, master: RestrictedMaster, *, deadline: float | None = None,
                       max_iterations: int | None = None, backend: str = "numpy",
+                      smoothing: float = SMOOTHING, gap_tol: float = CG_GAP,
                       progress: bool = False) -> dict:
-    """Run column generation on ``master`` until no column improves, the deadline
-    (``time.perf_counter()`` value) or the iteration cap; returns the bound and the history."""
+    """Column generation on ``master`` until no column improves (or the bound meets the master
+    value within ``gap_tol``), the deadline (a ``time.perf_counter()`` value) or the iteration
+    cap. Returns the best bound, the last master value and the history.
+
+    Dual smoothing (Wentges): pricing runs at ``alpha * center + (1 - alpha) * duals``, where
+    ``center`` are the prices of the best Lagrangian bound so far; a column enters if its reduced
+    cost at the master's own duals is positive. When none does ("mispricing"), the same round
+    prices at the master's duals, so "no improving column" is always decided at those duals.
+    Every priced point gives a valid bound, so smoothing never weakens the reported one.
+    """
     from tqdm import tqdm
 
-    fmax = max(1.0, float(np.max(np.where(np.isfinite(instance.utility_table),
-                                          instance.utility_table, 0.0), initial=0.0)))
-    tol = RC_TOL * fmax
+    if not 0 <= smoothing < 1:
+        raise ValueError(f"smoothing: must be in [0, 1), got {smoothing}")
+    finite = np.where(np.isfinite(instance.utility_table), instance.utility_table, 0.0)
+    tol = RC_TOL * max(1.0, float(finite.max(initial=0.0)))
     best_bound, value, it, converged = math.inf, 0.0, 0, instance.I == 0
+    center = None
     history = []
     bar = tqdm(desc="column generation", unit="it", disable=not progress, leave=False)
     t0 = time.perf_counter()
@@ -255,29 +327,40 @@ def column_generation(instance, master: RestrictedMaster, *, deadline: float | N
                 break
             if deadline is not None and time.perf_counter() >= deadline:
                 break
-            value, _, p, q, mu = master.solve()
-            plans = price_jobs(instance, p, q, backend=backend)
-            payoff = np.array([pl.payoff for pl in plans])
-            bound = master.capacity_value(p, q) + float(np.sum(np.maximum(payoff, 0.0)))
-            best_bound = min(best_bound, bound)
-            improving = [pl for pl in plans if pl.completion is not None
-                         and pl.payoff - mu[pl.job] > tol]
-            added = master.add(c for c in (column_from_rows(instance, pl.job, pl.rows)
-                                           for pl in improving) if c is not None)
+            value, _, duals, mu = master.solve()
+            alpha = smoothing if center is not None else 0.0
+            while True:
+                prices = duals if alpha == 0 else alpha * center + (1 - alpha) * duals
+                plans = price_jobs(instance, prices, backend=backend)
+                bound = lagrangian_bound(master, prices, plans)
+                if bound < best_bound:
+                    best_bound, center = bound, prices
+                cols = [c for c in (column_from_rows(instance, pl.job, pl.rows) for pl in plans
+                                    if pl.completion is not None) if c is not None]
+                rc = (np.array([c.utility for c in cols]) - master.column_costs(duals, cols)
+                      - mu[[c.job for c in cols]]) if cols else np.zeros(0)
+                improving = [c for c, r in zip(cols, rc) if r > tol]
+                if improving or alpha == 0:
+                    break
+                alpha = 0.0  # mispricing: decide at the master's own duals
+            added = master.add(improving)
             it += 1
-            converged = added == 0
-            if converged:  # no improving column: the master LP is LP(14)
-                best_bound = min(best_bound, value + len(plans) * tol)
+            if added == 0:  # no improving column at the master's duals: value = LP(14)
+                converged = True
+                best_bound = min(best_bound, value + instance.I * tol)
             gap = relative_gap(value, best_bound)
+            if gap is not None and gap <= gap_tol:
+                converged = True
             history.append({"iteration": it, "master": value, "bound": bound,
-                            "best_bound": best_bound, "added": added,
-                            "columns": len(master.columns), "t": time.perf_counter() - t0})
+                            "best_bound": best_bound, "alpha": alpha, "added": added,
+                            "columns": len(master.columns), "rows": len(master.active),
+                            "t": time.perf_counter() - t0})
             bar.update(1)
-            bar.set_postfix(master=f"{value:.4g}", bound=f"{best_bound:.4g}",
+            bar.set_postfix(master=f"{value:.6g}", bound=f"{best_bound:.6g}",
                             gap="-" if gap is None else f"{gap:.2%}", cols=len(master.columns))
     finally:
         bar.close()
-    if converged and instance.I == 0:
+    if instance.I == 0:
         best_bound = 0.0
     return {"upper": best_bound, "lp_value": value, "converged": converged, "iterations": it,
             "history": history}

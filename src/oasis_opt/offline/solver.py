@@ -310,22 +310,28 @@ class IncrementalLP:
     model each round would dominate. Rows and columns keep their insertion index.
     """
 
-    def __init__(self, sense: str = "max"):
+    def __init__(self, sense: str = "max", **options):
         import highspy
 
-        self._h = new_highs(primal_feasibility_tolerance=FEAS_TOL)
+        self._h = new_highs(**{"primal_feasibility_tolerance": FEAS_TOL, **options})
         self._h.changeObjectiveSense(highspy.ObjSense.kMaximize if sense == "max"
                                      else highspy.ObjSense.kMinimize)
         self.n_rows = 0
         self.n_cols = 0
 
-    def add_rows(self, lower: np.ndarray, upper: np.ndarray) -> None:
-        """Append empty rows ``lower <= . <= upper`` (columns fill them later)."""
+    def add_rows(self, lower: np.ndarray, upper: np.ndarray, A: sp.csr_matrix | None = None) -> None:
+        """Append rows ``lower <= A @ x <= upper`` (``A``: n x existing columns; None = empty)."""
         n = len(lower)
-        if n:
-            self._h.addRows(n, np.asarray(lower, float), np.asarray(upper, float), 0,
-                            np.zeros(n, np.int32), np.zeros(0, np.int32), np.zeros(0))
-            self.n_rows += n
+        if not n:
+            return
+        if A is None:
+            A = sp.csr_matrix((n, self.n_cols))
+        A = sp.csr_matrix(A)
+        A.sort_indices()
+        self._h.addRows(n, np.asarray(lower, float), np.asarray(upper, float), A.nnz,
+                        A.indptr[:-1].astype(np.int32), A.indices.astype(np.int32),
+                        A.data.astype(float))
+        self.n_rows += n
 
     def add_cols(self, cost, lower, upper, A: sp.csc_matrix) -> None:
         """Append columns with objective ``cost``, bounds and coefficients ``A`` (n_rows x n)."""
