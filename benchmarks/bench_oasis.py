@@ -153,25 +153,27 @@ def table(cells: list[dict], runs: list[dict], args) -> str:
     lines = [
         "# OASiS decision time per job (dual subroutine), by backend",
         "",
-        f"Measured {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC on {platform.machine()}, "
+        f"Written {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC on {platform.machine()}, "
         f"{os.cpu_count()} CPUs (shared), Python {platform.python_version()}, "
         f"numpy {np.__version__}, jax {__import__('jax').__version__} (CPU, float64). "
-        "Commands: " + "; ".join(f"`python {c}`" for c in args.commands) + ".",
+        "Cells measured by: " + "; ".join(f"`python {c}`" for c in args.commands) + ".",
         "",
         "Per cell: one paper-sim instance (H = K = (H+K)/2, seed "
-        f"{args.seed}), OASiS run with numpy decisions; at {args.timed} evenly spaced decisions "
-        "every backend is timed on the same prices and free capacities (rotating order). "
+        f"{args.seed}), OASiS run with numpy decisions; at evenly spaced decisions (column "
+        "`timed`) every backend is timed on the same prices and free capacities (rotating "
+        "order). "
         "Times are median / p95 in ms; ratios are medians over the same decisions. Memory: "
         "tracemalloc peak of one numpy decision (median / max, KiB). JAX kernels are compiled "
-        "before timing (compile column: compile time in that cell, 0 when an earlier cell of "
-        "the same run already compiled the same shapes). Jobs follow the paper's load (400 jobs / 100 servers "
-        f"/ 300 slots), capped at {args.max_jobs}: a `*` marks a capped cell (paper load in "
-        "brackets). Reference timed only in the calibrated cell T = 100, H+K = 80, at every "
+"before timing (compile column: compile time in that cell, 0 when an earlier cell of "
+        "the same run already compiled the same shapes). Jobs follow the paper's load (400 "
+        "jobs / 100 servers / 300 slots), capped per run (`--max-jobs`): a `*` marks a capped "
+        "cell (paper load in brackets). Reference timed only in the calibrated cell T = 100, H+K = 80, at every "
         f"{REFERENCE_EVERY}th timed decision (its ratio over those decisions only).",
         "",
-        "| calibration | T | H+K | jobs | admitted | numpy ms (med / p95) | jax ms | jax/numpy "
-        "| reference ms | ref/numpy | mem KiB (med / max) | jax compile s (kernels) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| calibration | T | H+K | jobs | admitted | timed | numpy ms (med / p95) | jax ms "
+        "| jax/numpy | reference ms | ref/numpy | mem KiB (med / max) | jax compile s "
+        "(kernels) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c in cells:
         jobs = f"{c['jobs']}" + (f"* ({c['jobs_paper_load']})" if c["capped"] else "")
@@ -180,7 +182,7 @@ def table(cells: list[dict], runs: list[dict], args) -> str:
         mem = c["memory_peak_kib"]
         lines.append(
             f"| {c['calibration']} | {c['T']} | {c['servers']} | {jobs} | {c['admitted']} | "
-            f"{_fmt(c['numpy'])} | {_fmt(c['jax'])} | {c['jax_over_numpy']:.2f} | {ref_cols} | "
+            f"{c['timed']} | {_fmt(c['numpy'])} | {_fmt(c['jax'])} | {c['jax_over_numpy']:.2f} | {ref_cols} | "
             f"{mem['median']:.0f} / {mem['max']:.0f} | "
             f"{c['jax_compile_s']:.1f} ({c['jax_kernels']}) |")
     if runs:
@@ -209,6 +211,8 @@ def main(argv=None) -> int:
     ap.add_argument("--timed", type=int, default=40, help="timed decisions per cell")
     ap.add_argument("--no-whole-runs", action="store_true")
     ap.add_argument("--whole-runs-only", action="store_true")
+    ap.add_argument("--table-only", action="store_true",
+                    help="only re-render OUT from OUT's .json")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=str(RESULTS / "oasis.md"))
     ap.add_argument("--merge", action="store_true",
@@ -220,6 +224,12 @@ def main(argv=None) -> int:
                                                  "80,800,8000")).split(",")]
     args.max_jobs = args.max_jobs or (150 if args.quick else 400)
     calibrations = args.calibrations.split(",")
+    if args.table_only:  # re-render the markdown from the .json of earlier runs
+        old = json.loads(Path(args.out).with_suffix(".json").read_text())
+        args.commands = old.get("commands", [])
+        Path(args.out).write_text(table(old["cells"], old.get("whole_runs", []), args))
+        print(Path(args.out).read_text())
+        return 0
     cells = []
     for calibration in ([] if args.whole_runs_only else calibrations):
         for T in horizons:

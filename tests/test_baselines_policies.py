@@ -126,3 +126,66 @@ def test_dorm_backends_agree_on_relaxed_programs():
     cp = solve(inst, "dorm", options={"backend": "cpsat"})
     assert validate(inst, cp).ok
     assert cp.stats["backend"] == "cpsat" and cp.stats["fairness_relaxed"] >= 1
+
+
+@st.composite
+def busy_instances(draw):
+    """Loaded clusters: long jobs arriving over the first slots onto 1-2 GPU servers, so that
+    newcomers meet running jobs above their fair share (where Dorm's fairness breaks)."""
+    from oasis_opt.model import DEFAULT_RESOURCES, Instance, Job, Server, Utility
+
+    servers = tuple(Server(f"w{h}", {"gpu": float(draw(st.integers(2, 8))), "cpu": 64.0,
+                                     "mem": 64.0, "storage": 100.0, "bw": 100.0})
+                    for h in range(draw(st.integers(1, 2))))
+    ps = (Server("p", {"cpu": 64.0, "mem": 64.0, "storage": 100.0, "bw": 1000.0}),)
+    jobs = tuple(Job(f"j{i}", draw(st.integers(1, 4)), 1, draw(st.integers(1, 8)), 10.0,
+                     {"gpu": float(draw(st.integers(1, 2))), "bw": 1.0},
+                     {"cpu": 1.0, "bw": float(draw(st.integers(1, 10)))}, Utility.constant(1.0))
+                 for i in range(draw(st.integers(2, 9))))
+    return Instance(6, DEFAULT_RESOURCES, servers, ps, jobs)
+
+
+class _CheckingDorm:
+    """Dorm that also solves every fair MILP it would skip, to check the skip is sound."""
+
+    @staticmethod
+    def make(**options):
+        from oasis_opt.baselines.dorm import DormPolicy
+        from oasis_opt.offline.solver import solve_program
+
+        class Checking(DormPolicy):
+            fired = 0
+
+            def fairness_hopeless(self, jobs, old, fair_lower):
+                hopeless = super().fairness_hopeless(jobs, old, fair_lower)
+                upper = np.maximum(old, [min(int(self.kalone[j]), int(self.instance.work[j]))
+                                         for j in jobs])
+                res = solve_program(self.program(jobs, old, upper, fair_lower))
+                assert not hopeless or res.status == "infeasible"
+                self.fired += hopeless
+                return hopeless
+
+        return Checking(**options)
+
+
+@settings(max_examples=40)
+@given(inst=busy_instances(), max_adjust=st.integers(0, 2))
+def test_dorm_skips_only_provably_infeasible_programs(inst, max_adjust):
+    """``fairness_hopeless`` is a shortcut: whenever it fires, the fair MILP is infeasible."""
+    p = _CheckingDorm.make(max_adjust=max_adjust)
+    s = p.solve(inst)
+    assert validate(inst, s).ok
+    assert s.stats["max_adjusted"] <= max_adjust
+
+
+def test_dorm_shortcut_fires_on_a_full_cluster():
+    from oasis_opt.model import DEFAULT_RESOURCES, Instance, Job, Server, Utility
+
+    cap = {"gpu": 12.0, "cpu": 64.0, "mem": 256.0, "storage": 100.0, "bw": 100.0}
+    jobs = tuple(Job(f"j{i}", 1 if i < 6 else 3, 1, 8, 50.0, {"gpu": 1.0, "bw": 1.0},
+                     {"cpu": 1.0, "bw": 10.0}, Utility.constant(1.0)) for i in range(7))
+    inst = Instance(5, DEFAULT_RESOURCES, (Server("w0", cap), Server("w1", cap)),
+                    (Server("p", {"cpu": 64.0, "mem": 64.0, "bw": 1000.0}),), jobs)
+    p = _CheckingDorm.make()
+    assert validate(inst, p.solve(inst)).ok
+    assert p.fired >= 1

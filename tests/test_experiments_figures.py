@@ -7,11 +7,12 @@ import math
 import pytest
 
 from oasis_opt.cli import main
+from oasis_opt.experiments import fig5 as offline_fig5
 from oasis_opt.experiments.figures import FIGURE_NAMES, fig3, fig4, fig6, get_figure, testbed
 from oasis_opt.experiments.figures.common import PAPER_POLICIES, box_stats, display, read_reference
 from oasis_opt.experiments.reproduce import figure_names, reproduce
 
-RUNNER_FIGURES = ["fig3", "fig4", "fig6", "testbed"]
+RUNNER_FIGURES = list(FIGURE_NAMES)
 
 
 @pytest.fixture
@@ -20,6 +21,8 @@ def tiny(monkeypatch):
     monkeypatch.setattr(fig3, "QUICK", {"jobs": (4, 8), "horizon": 40, "servers": 2, "seeds": (0,)})
     monkeypatch.setattr(fig4, "QUICK", {"jobs": 8, "horizon": 40, "servers": 2, "seeds": (0,)})
     monkeypatch.setattr(testbed, "QUICK", {"seeds": (0,)})
+    monkeypatch.setattr(offline_fig5, "QUICK", {"servers": (3,), "priorities": ((50.0, 100.0),),
+                                               "seeds": (0,)})
 
 
 def check_outputs(paths, name):
@@ -29,7 +32,7 @@ def check_outputs(paths, name):
     assert by_suffix[".pdf"].read_bytes()[:5] == b"%PDF-"
     text = by_suffix[".md"].read_text()
     assert text.startswith("# ") and "|---|" in text and "claims, checked" in text
-    if name != "fig6":
+    if name not in ("fig5", "fig6"):
         for p in PAPER_POLICIES:
             assert f"| {display(p)} |" in text
 
@@ -45,6 +48,15 @@ def test_quick_figures_are_drawn_and_resume(tiny, tmp_path):
     assert n_runs == len(expected)  # fig3 and fig6 share the plain OASiS runs
     log = written["reproduce"][0].read_text()
     assert f"{n_runs} computed now" in log
+    # Fig. 5 rebuilt from the runner's two stored runs = the offline track's one-call row
+    from oasis_opt.experiments.figures import fig5
+    from oasis_opt.experiments.runner import run_sweep
+
+    specs = fig5.runs(True)
+    (row,) = fig5.rows(specs, run_sweep(specs, results, workers=1, progress=False).records)
+    direct = offline_fig5.fig5_row(0, 3, (50.0, 100.0))
+    for k in ("opt", "oasis", "ratio", "jobs", "opt_admitted", "oasis_admitted", "proven_optimal"):
+        assert row[k] == pytest.approx(direct[k], rel=1e-9), k
     again = reproduce(RUNNER_FIGURES, quick=True, workers=1, results=results, out=out,
                       progress=False)
     assert "0 computed now" in again["reproduce"][0].read_text()

@@ -115,6 +115,23 @@ def test_numpy_matches_reference(case):
     assert_same_best(ref, fast)
 
 
+@settings(max_examples=60)
+@given(dual_cases())
+def test_numpy_loop_path_matches_reference(case):
+    """The numpy DP step for large tables (a loop over k) on small cases, forced."""
+    from oasis_opt.online import dual_numpy
+
+    inst, job, prices, g = case
+    ref = best_schedule(inst, job, *prices, backend="reference", granularity=g)
+    saved, dual_numpy.LOOP_ABOVE = dual_numpy.LOOP_ABOVE, 0
+    try:
+        fast = best_schedule(inst, job, *prices, backend="numpy", granularity=g)
+    finally:
+        dual_numpy.LOOP_ABOVE = saved
+    check_plan(inst, fast, prices)
+    assert_same_best(ref, fast)
+
+
 @settings(max_examples=25)
 @given(dual_cases())
 def test_jax_matches_reference(case):
@@ -256,3 +273,31 @@ def test_job_without_work_completes_on_arrival():
     inst = _one_job_instance(chunk_time=0.0, arrival=2)
     plan = best_schedule(inst, 0, *_empty_prices(inst))
     assert plan.completion == 2 and plan.cost == 0 and plan.payoff == plan.utility > 0
+
+
+@pytest.mark.parametrize("granularity", GRANULARITIES)
+def test_numpy_dp_paths_agree_on_paper_jobs(granularity):
+    """Both numpy DP steps (table and loop over k) on realistic sizes (W in the hundreds,
+    N_i up to 100): the same additions and the same tie rule, so identical plans."""
+    from oasis_opt.online import dual_numpy
+    from oasis_opt.workloads import paper_sim
+
+    inst = paper_sim(11, jobs=12, horizon=60, worker_servers=8, ps_servers=8)
+    rng = np.random.default_rng(5)
+    T, H, K, R = inst.horizon, inst.H, inst.K, inst.R
+    prices = (rng.uniform(0, 0.01, (T + 1, H, R)), rng.uniform(0, 0.01, (T + 1, K, R)),
+              inst.worker_capacity[None] * rng.choice([0.5, 1.0], (T + 1, H, 1)),
+              inst.ps_capacity[None] * rng.choice([0.5, 1.0], (T + 1, K, 1)))
+    saved = dual_numpy.LOOP_ABOVE
+    try:
+        for job in range(inst.I):
+            plans = []
+            for threshold in (0, 10**12):
+                dual_numpy.LOOP_ABOVE = threshold
+                plans.append(best_schedule(inst, job, *prices, granularity=granularity))
+            a, b = plans
+            assert (a.completion, a.cost) == (b.completion, b.cost)
+            assert np.array_equal(a.rows, b.rows)
+            check_plan(inst, a, prices)
+    finally:
+        dual_numpy.LOOP_ABOVE = saved

@@ -13,7 +13,8 @@ an adjustment indicator delta_j in {0, 1}::
     subject to sum_j k_j w~_j^r <= C_W^r                every resource r   (worker pool, (4))
                sum_j p_j s~_j^r <= C_P^r                every resource r   (PS pool, (5))
                p_j >= rho_j k_j,  N'_j p_j >= k_j,  p_j <= k_j     ((6); p >= 1 if k >= 1; (7))
-               |k_j - k_j^old| <= U_j delta_j,  sum_j delta_j <= M_adj  (adjustment overhead)
+               k_j - k_j^old <= (U_j - k_j^old) delta_j,  k_j^old - k_j <= k_j^old delta_j,
+               sum_j delta_j <= M_adj                                   (adjustment overhead)
                k_j >= (1 - eps) k_j^fair                                 (fairness)
                0 <= k_j <= U_j = max(k_j^old, min(N'_j, ceil(r_j)))
 
@@ -199,10 +200,10 @@ class DormPolicy(EventPolicy):
         rows(pair, np.stack([-np.ones(n), np.ones(n)], axis=1), -np.inf, 0.0)  # (7) p <= k
         if m:
             dk = np.stack([K0 + running, D0 + np.arange(m)], axis=1)
-            U = upper[running].astype(float)
             o = old[running].astype(float)
-            rows(dk, np.stack([np.ones(m), -U], axis=1), -np.inf, o)  # k - U delta <= k_old
-            rows(dk, np.stack([np.ones(m), U], axis=1), o, np.inf)  # k + U delta >= k_old
+            grow = upper[running] - o  # the tightest big-Ms: k in [0, U] around k_old
+            rows(dk, np.stack([np.ones(m), -grow], axis=1), -np.inf, o)  # k - k_old <= grow d
+            rows(dk, np.stack([np.ones(m), o], axis=1), o, np.inf)  # k_old - k <= k_old d
             rows(D0 + np.arange(m)[None, :], np.ones((1, m)), -np.inf,
                  float(self.max_adjust))  # sum delta <= M_adj
         if soft:  # k + sigma >= (1 - eps) k^fair
@@ -224,6 +225,31 @@ class DormPolicy(EventPolicy):
         self.solver_s += res.build_s + res.solve_s
         self.statuses[res.status] += 1
         return res
+
+    def fairness_hopeless(self, jobs: list[int], old: np.ndarray, fair_lower: np.ndarray) -> bool:
+        """A necessary condition of the fair MILP fails (so it is infeasible without solving).
+
+        More than M_adj running jobs below their fairness bound must all change; and per pool
+        resource, the bounds of the jobs that hold nothing, plus max(k^old, bound) of the running
+        ones, less the M_adj largest reductions (k^old - bound) w~ the running ones could make,
+        must fit the row bound.
+        """
+        run = old > 0
+        if int((run & (old < fair_lower)).sum()) > self.max_adjust:
+            return True
+        base = np.where(run, np.maximum(old, fair_lower), fair_lower)
+        spare = np.where(run, np.maximum(old - fair_lower, 0), 0)
+        for dem, k_of, cap, now in (
+                (self.eff_w[jobs], lambda k: k, self.cap_w, old),
+                (self.eff_p[jobs], lambda k: self.keep_ps(jobs, k), self.cap_p,
+                 self.keep_ps(jobs, old))):
+            need = k_of(base) @ dem
+            free_up = (k_of(base) - k_of(base - spare))[:, None] * dem
+            top = -np.sort(-free_up, axis=0)[:self.max_adjust].sum(axis=0)
+            bound = np.maximum(cap, now @ dem)
+            if (need - top > bound * (1 + 1e-9) + 1e-9).any():
+                return True
+        return False
 
     def keep_ps(self, jobs: list[int], k: np.ndarray) -> np.ndarray:
         """PSs of k workers in the MILP's terms: ceil(k b/B), raised to the rounded rho k."""
@@ -247,8 +273,11 @@ class DormPolicy(EventPolicy):
         running = np.flatnonzero(old > 0)
         keep = np.concatenate([old, self.keep_ps(jobs, old), np.zeros(len(running))])
         self.decisions += 1
-        res = self._solve(self.program(jobs, old, upper, fair_lower), keep)
-        if res.status == "infeasible":
+        if self.fairness_hopeless(jobs, old, fair_lower):
+            res = None  # provably infeasible: skip straight to the relaxation
+        else:
+            res = self._solve(self.program(jobs, old, upper, fair_lower), keep)
+        if res is None or res.status == "infeasible":
             self.fairness_relaxed += 1
             if self.relaxation == "soft":
                 short = np.maximum(fair_lower - old, 0).astype(float)

@@ -218,6 +218,18 @@ def markdown_table(summary: dict, records: list[dict]) -> str:
                 f"{t['useful_gpu_work'][0]:.3f} vs {rr['useful_gpu_work'][0]:.3f} "
                 f"({_change(t['useful_gpu_work'][0], rr['useful_gpu_work'][0])}), total utility "
                 f"{t['total_utility'][0]:.0f} vs {rr['total_utility'][0]:.0f}.")
+    lines += ["", "## Notes", "",
+              "- paper-sim jobs are compute-bound under the calibrated reading of A2 (tau_i of "
+              "3.6-360 s per chunk against 2 e_i / b_i of seconds), so the network costs them a "
+              "few percent whatever the placement; their unfinished jobs are the horizon's "
+              "(T = 300 slots), not the placement's.",
+              "- Philly jobs (model classes by GPU-time, `costmodel.models`) spend about 60-80% of "
+              "an iteration communicating at b_i = 5 Gbps, so a worker or PS across a 4:1 uplink "
+              "makes a job 2-3x slower. Round-robin and random then push the offered load past "
+              "the cluster's capacity and queues build up for the rest of the month: their JCTs "
+              "grow by far more than the per-job slowdown.",
+              "- The Philly seeds change the synthesised utilities and model classes only (the "
+              "trace is fixed)."]
     return "\n".join(lines) + "\n"
 
 

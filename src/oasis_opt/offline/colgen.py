@@ -1,6 +1,6 @@
 """Column generation on the schedule formulation (14)-(18): an upper bound and an integer schedule.
 
-**Master.** Over a set of generated schedules (columns) l of each job, the restricted master LP
+**Master.** Over a pool of generated schedules (columns) l of each job, the restricted master LP
 
     max  sum_l f_i(t_il - a_i) x_l
     s.t. sum_l w_i^r y^l_h(t) x_l <= c_h^r      (15)   dual p_h^r(t) >= 0
@@ -8,28 +8,41 @@
          sum_{l of job i} x_l <= 1              (17)   dual mu_i >= 0
          x_l >= 0                               (18), relaxed
 
-keeps only the capacity rows some column touches (an absent row has price 0, which is what
-pricing sees; columns never exceed a capacity on their own, so an absent row never binds).
+Of the capacity rows some column touches, the LP holds only those some LP solution violated
+(row generation): an optimum that satisfies the omitted rows is optimal for the full master with
+dual 0 on them. Columns never exceed a capacity on their own, so an untouched row never binds.
 
-**Pricing.** At the master's duals (19), a job's best schedule maximises its payoff
-f - sum p w y - sum q s z (eq. (21)/(27)): exactly the OASiS dual subroutine
-``oasis_opt.online.dual.best_schedule`` with the LP prices and the *full* capacities as free
-room. Its reduced cost is payoff_i - mu_i; every job with a positive one gets its column.
+**Pricing.** At prices (p, q), a job's best schedule maximises its payoff f - sum p w y -
+sum q s z (eq. (21)/(27)): exactly the OASiS dual subroutine
+``oasis_opt.online.dual.best_schedule`` with the *full* capacities as free room. Its reduced
+cost is payoff_i - mu_i; a column enters when that is positive at the master's duals.
 
-**Bounds.** For any prices p, q >= 0, (p, q, mu'_i = max(0, payoff_i)) is feasible for the dual
-(19)-(20) of the *full* LP relaxation of (14), so by weak duality
+**Bounds.** For ANY prices p, q >= 0, (p, q, mu'_i = max(0, payoff_i)) is feasible for the dual
+(19)-(20) of the full LP relaxation of (14), so by weak duality
 
-    OPT(1) <= LP(14) <= L(p, q) = sum_rows (p c + q c) + sum_i max(0, payoff_i),
+    OPT(1) <= LP(14) <= L(p, q) = sum_{t,s,r} price c + sum_i max(0, best payoff_i),
 
-the Lagrangian (Farley) bound, valid at every iteration (it is <= master value +
-sum_i max(0, payoff_i - mu_i), the form usually quoted). The best L over the iterations is the
-reported upper bound, never the restricted master's value alone; once no column has a positive
-reduced cost, L equals the master value, which is then LP(14).
+the Lagrangian (Farley) bound: valid at every priced point (it is <= master value +
+sum_i max(0, payoff_i - mu_i), the form usually quoted). The reported upper bound is the best L
+over all priced points, never the restricted master's value alone; when no column has a
+positive reduced cost at the master's duals, L = the master value = LP(14).
 
-**Integer schedule.** The restricted master as a MILP (x_l binary) over all generated columns,
-seeded with the schedules of a policy (OASiS by default: each of its admitted jobs becomes a
-column, and its solution is the MILP's first incumbent), gives a feasible schedule, hence the
-lower end of the bracket [lower, upper] on OPT(1), with lower >= the seed policy's utility.
+**Two phases.** LP duals of a large master are very sparse (a few hundred of ~10^5 rows are
+priced), so pricing piles every job on the same unpriced servers and L stays near the trivial
+bound (phase 2 alone moved neither in our 400-job trials). Phase 1 therefore runs on the
+*pooled* master, whose capacity rows are summed over each pool's servers
+(``sum_h sum_l w y^l_h(t) x_l <= sum_h c_h^r`` per slot and resource: a relaxation of (15)-(16)
+with ~10^3 rows). Its duals, copied to every server of the pool, are prices like any others:
+L at them is a valid bound, equal to the pooled LP's value at convergence. Phase 2 then runs on
+the per-server master, starting from all phase-1 columns, with Wentges dual smoothing: pricing at
+``alpha * center + (1 - alpha) * duals``, ``center`` being the prices of the best L so far.
+
+**Integer schedule.** A feasible schedule from the pool: the best of the seed policy's own
+schedule (OASiS by default: each of its completed jobs is a column), an LP-guided greedy rounding
+(columns by decreasing LP value, each taken if its job is free and it fits), and the restricted
+master as a MILP (x_l binary) over the candidate columns (seed, greedy, and every column with a
+positive LP value), started from the better of the first two. Its utility is the lower end of the
+bracket [lower, upper] on OPT(1), and lower >= the seed policy's utility by construction.
 """
 from __future__ import annotations
 
@@ -42,16 +55,21 @@ import scipy.sparse as sp
 
 from ..model.schedule import WORKER, Schedule, ScheduleBuilder
 from ..model.validate import assert_valid
+from ..sim.placement import fit_count
 from .solver import IncrementalLP, LinearProgram, relative_gap, solve_program
 
 # reduced costs at or below this (relative to the largest utility) count as "no improving column"
 RC_TOL = 1e-9
-# share of the time limit given to column generation; the rest goes to the integer master
+# share of the time limit for column generation (phases 1 and 2); the rest: integer schedule
 CG_SHARE = 0.8
-# weight of the best-bound prices in the smoothed pricing point (Wentges smoothing)
+# share of the column-generation time phase 1 (pooled master) may use before phase 2 starts
+POOLED_SHARE = 0.5
+# weight of the best-bound prices in the smoothed pricing point of phase 2 (Wentges smoothing)
 SMOOTHING = 0.5
-# column generation stops once (bound - master value) / master value is at most this
+# a phase stops once (best bound - master value) / master value is at most this
 CG_GAP = 1e-7
+# capacity slack when checking LP rows and greedy packing (the validator's tolerance)
+CAP_RTOL = 1e-9
 
 
 @dataclass(frozen=True)
@@ -72,7 +90,7 @@ def column_from_rows(instance, job: int, rows: np.ndarray) -> Column | None:
     rows = np.asarray(rows, dtype=np.int64).reshape(-1, 5)
     rows = rows[rows[:, 4] > 0]
     w = rows[rows[:, 3] == WORKER]
-    if w[:, 4].sum() < instance.work[job] or len(w) == 0:
+    if len(w) == 0 or w[:, 4].sum() < instance.work[job]:
         return None
     completion = int(w[:, 1].max())
     rows = rows[np.lexsort((rows[:, 3], rows[:, 2], rows[:, 1]))]
@@ -92,191 +110,185 @@ def columns_of(instance, schedule: Schedule) -> list[Column]:
     return out
 
 
-class RestrictedMaster:
-    """The restricted master LP of (14)-(18), grown column by column (warm-started HiGHS).
+class ColumnPool:
+    """Generated columns (deduplicated) with their resource use per (slot, server, resource).
 
-    Capacity rows are keyed by ``(t, s, r)`` (slot, global server, resource), flattened to
-    ``key = (t S + s) R + r``. Of the rows some column touches, the LP holds only those that
-    have been violated (row generation): an LP optimum that satisfies every omitted row is
-    optimal for the full master, with dual 0 on the omitted rows, so duals, values and bounds
-    are those of the full master. ``integer_program`` keeps every row an integer solution could
-    violate.
-    """
+    Capacity keys are flattened ``(t S + s) R + r`` over shape (T+1, S, R), S = H + K."""
 
     def __init__(self, instance):
         self.instance = instance
-        T, S, R = instance.horizon, instance.H + instance.K, instance.R
-        self.shape = (T + 1, S, R)
-        self.cap = np.broadcast_to(instance.capacity, self.shape).reshape(-1)  # c of each key
-        self.row_of = np.full(self.cap.size, -1, dtype=np.int64)  # LP row of each key, -1: none
-        self.active: list[int] = []  # keys of the LP's capacity rows, in row order
-        import os
-        opts = {"solver": "ipm", "run_crossover": "off"} if os.environ.get("CG_IPM") else {}
-        self.lp = IncrementalLP("max", **opts)
-        self.lp.add_rows(np.full(instance.I, -math.inf), np.ones(instance.I))  # (17): rows 0..I-1
+        self.shape = (instance.horizon + 1, instance.H + instance.K, instance.R)
+        self.cap = np.broadcast_to(instance.capacity, self.shape).reshape(-1).copy()
+        self.cap[: self.shape[1] * self.shape[2]] = 0.0  # slot 0 does not exist
         self.columns: list[Column] = []
-        self._keys: list[np.ndarray] = []  # per column: capacity keys it uses
-        self._coefs: list[np.ndarray] = []  # per column: amounts it uses there
-        self._A: sp.csr_matrix | None = None  # keys x columns, built on demand
-        self._seen: set[tuple[int, bytes]] = set()
+        self.keys: list[np.ndarray] = []
+        self.amounts: list[np.ndarray] = []
+        self._seen: dict[tuple[int, bytes], int] = {}
 
-    # ---- columns -----------------------------------------------------------------------------
-    def entries(self, col: Column) -> tuple[np.ndarray, np.ndarray]:
+    def add(self, columns) -> list[int]:
+        """Add the new columns; returns the pool indices of all given columns (new or not)."""
+        out = []
+        for col in columns:
+            key = (col.job, col.rows.tobytes())
+            n = self._seen.get(key)
+            if n is None:
+                n = self._seen[key] = len(self.columns)
+                keys, amounts = self.entries_of(col)
+                self.keys.append(keys)
+                self.amounts.append(amounts)
+                self.columns.append(col)
+            out.append(n)
+        return out
+
+    def entries_of(self, col: Column) -> tuple[np.ndarray, np.ndarray]:
         """(keys, amounts): w_i^r y (workers) or s_i^r z (PSs) per slot, server and resource."""
         inst = self.instance
         demand = np.where((col.rows[:, 3] == WORKER)[:, None], inst.worker_demand[col.job],
                           inst.ps_demand[col.job]) * col.rows[:, 4:5]
-        n, r = np.nonzero(demand > 0)
-        keys = (col.rows[n, 1] * self.shape[1] + col.rows[n, 2]) * self.shape[2] + r
-        return keys, demand[n, r]
+        m, r = np.nonzero(demand > 0)
+        return (col.rows[m, 1] * self.shape[1] + col.rows[m, 2]) * self.shape[2] + r, demand[m, r]
 
-    def add(self, columns) -> int:
-        """Add the columns not already present; returns how many were new."""
-        fresh = []
-        for col in columns:
-            key = (col.job, col.rows.tobytes())
-            if key not in self._seen:
-                self._seen.add(key)
-                fresh.append(col)
-        if not fresh:
+    def __len__(self) -> int:
+        return len(self.columns)
+
+    def load(self, x: np.ndarray) -> np.ndarray:
+        """sum_l x_l (amounts of column l) over the first len(x) columns, shape (T+1, S, R)."""
+        out = np.zeros(self.cap.size)
+        for n in np.flatnonzero(x > 1e-9):
+            np.add.at(out, self.keys[n], x[n] * self.amounts[n])
+        return out.reshape(self.shape)
+
+    def spread(self, col: Column, load: np.ndarray) -> Column:
+        """``col`` with the same worker and PS counts per slot, re-placed one container at a
+        time on the server whose most-used resource (``load`` + this placement, relative to
+        capacity) stays lowest, within each server's room. The same schedule for (2)-(10), at
+        the same cost under prices equal across a pool's servers (the pooled phase)."""
+        inst = self.instance
+        H = inst.H
+        rows = []
+        for role, demand, lo, hi in ((WORKER, inst.worker_demand[col.job], 0, H),
+                                     (1 - WORKER, inst.ps_demand[col.job], H, H + inst.K)):
+            cap = inst.capacity[lo:hi]
+            need = demand > 0
+            sel = col.rows[:, 3] == role
+            if not sel.any():
+                continue
+            room = fit_count(cap, demand) if need.any() else np.full(hi - lo, 1 << 30)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                step = np.where(need & (cap > 0), demand / cap, 0.0).max(axis=1)
+            slots, inv = np.unique(col.rows[sel, 1], return_inverse=True)
+            counts = np.bincount(inv, weights=col.rows[sel, 4]).astype(np.int64)
+            for t, k in zip(slots, counts):
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    util = np.where(need & (cap > 0), load[t, lo:hi] / cap, 0.0).max(axis=1)
+                placed = np.zeros(hi - lo, dtype=np.int64)
+                for _ in range(int(k)):
+                    h = int(np.argmin(np.where(placed < room, util + step, np.inf)))
+                    placed[h] += 1
+                    util[h] += step[h]
+                for h in np.flatnonzero(placed):
+                    rows.append((col.job, int(t), lo + int(h), role, int(placed[h])))
+        return column_from_rows(inst, col.job, np.array(rows, dtype=np.int64))
+
+    def costs(self, prices: np.ndarray, idx) -> np.ndarray:
+        """Resource cost at ``prices`` (T+1, S, R) of the columns ``idx``."""
+        flat = prices.reshape(-1)
+        return np.array([float(self.amounts[n] @ flat[self.keys[n]]) for n in idx])
+
+
+class RestrictedMaster:
+    """The restricted master LP of (14)-(18) over the first ``n`` columns of a pool.
+
+    ``pooled=True``: capacity rows summed over the servers of each pool (phase 1, see the
+    module doc); otherwise one row per slot, server and resource. Warm-started HiGHS; rows are
+    added when an LP solution violates them.
+    """
+
+    def __init__(self, pool: ColumnPool, *, pooled: bool = False, **lp_options):
+        inst = pool.instance
+        self.pool, self.pooled, self.instance = pool, pooled, inst
+        T1, S, R = pool.shape
+        if pooled:  # key (t, pool, r); pool 0 = worker servers, 1 = PS servers
+            self.group = np.r_[np.zeros(inst.H, np.int64), np.ones(inst.K, np.int64)]
+            cap = np.stack([inst.worker_capacity.sum(axis=0), inst.ps_capacity.sum(axis=0)])
+            self.cap = np.broadcast_to(cap, (T1, 2, R)).reshape(-1).copy()
+            self.cap[: 2 * R] = 0.0
+        else:
+            self.cap = pool.cap
+        self.row_of = np.full(self.cap.size, -1, dtype=np.int64)
+        self.active = np.zeros(0, dtype=np.int64)  # keys of the LP's capacity rows, in order
+        self.lp = IncrementalLP("max", **lp_options)
+        self.lp.add_rows(np.full(inst.I, -math.inf), np.ones(inst.I))  # (17): rows 0..I-1
+        self.n = 0  # pool columns in the LP
+        self._blocks: list[sp.csc_matrix] = []
+        self._A: sp.csr_matrix | None = None
+
+    def _key(self, full_keys: np.ndarray) -> np.ndarray:
+        if not self.pooled:
+            return full_keys
+        S, R = self.pool.shape[1], self.pool.shape[2]
+        t, rest = np.divmod(full_keys, S * R)
+        s, r = np.divmod(rest, R)
+        return (t * 2 + self.group[s]) * R + r
+
+    def sync(self) -> int:
+        """Add the pool's columns not yet in the LP; returns how many."""
+        new = range(self.n, len(self.pool))
+        if not len(new):
             return 0
-        rows, vals, sizes = [], [], []
-        for col in fresh:
-            keys, coefs = self.entries(col)
-            self._keys.append(keys)
-            self._coefs.append(coefs)
-            lp_rows = self.row_of[keys]
-            m = lp_rows >= 0
-            rows.append(np.r_[col.job, lp_rows[m]])
-            vals.append(np.r_[1.0, coefs[m]])
-            sizes.append(1 + int(m.sum()))
-        A = sp.csc_matrix((np.concatenate(vals), (np.concatenate(rows),
-                                                  np.repeat(np.arange(len(fresh)), sizes))),
-                          shape=(self.lp.n_rows, len(fresh)))
-        self.lp.add_cols([c.utility for c in fresh], np.zeros(len(fresh)),
-                         np.full(len(fresh), math.inf), A)
-        self.columns.extend(fresh)
+        keys = [self._key(self.pool.keys[n]) for n in new]
+        amounts = [self.pool.amounts[n] for n in new]
+        sizes = [len(k) for k in keys]
+        block = sp.csc_matrix((np.concatenate(amounts), (np.concatenate(keys),
+                               np.repeat(np.arange(len(new)), sizes))),
+                              shape=(self.cap.size, len(new)))  # duplicates summed (pooled)
+        self._blocks.append(block)
         self._A = None
-        return len(fresh)
+        cols = [self.pool.columns[n] for n in new]
+        lp_part = block[self.active] if len(self.active) else sp.csc_matrix((0, len(new)))
+        jobs = sp.csc_matrix((np.ones(len(new)), ([c.job for c in cols], np.arange(len(new)))),
+                             shape=(self.instance.I, len(new)))
+        self.lp.add_cols([c.utility for c in cols], np.zeros(len(new)),
+                         np.full(len(new), math.inf), sp.vstack([jobs, lp_part]).tocsc())
+        self.n = len(self.pool)
+        return len(new)
 
     def usage_matrix(self) -> sp.csr_matrix:
-        """All columns' amounts, keys x columns."""
+        """Amounts of the LP's columns, keys x columns."""
         if self._A is None:
-            n = len(self.columns)
-            if n:
-                sizes = [len(k) for k in self._keys]
-                self._A = sp.csr_matrix((np.concatenate(self._coefs),
-                                         (np.concatenate(self._keys),
-                                          np.repeat(np.arange(n), sizes))),
-                                        shape=(self.cap.size, n))
-            else:
-                self._A = sp.csr_matrix((self.cap.size, 0))
+            self._A = (sp.hstack(self._blocks).tocsr() if self._blocks
+                       else sp.csr_matrix((self.cap.size, 0)))
         return self._A
 
-    def _activate(self, keys: np.ndarray) -> None:
-        """Add capacity rows for ``keys`` with every existing column's amounts."""
-        sub = self.usage_matrix()[keys]
-        self.lp.add_rows(np.full(len(keys), -math.inf), self.cap[keys], sub)
-        self.row_of[keys] = self.lp.n_rows - len(keys) + np.arange(len(keys))
-        self.active.extend(keys.tolist())
-
-    # ---- the LP ------------------------------------------------------------------------------
     def solve(self):
-        """(value, x, prices (T+1, S, R) over all servers, mu (I,)) at the master's LP optimum.
+        """(value, x, prices (T+1, S, R), mu (I,)) at the LP optimum of the master.
 
-        Re-solves after adding any violated capacity row. Duals are clipped at 0 (they are
-        >= 0 up to float noise for these <= rows)."""
+        Re-solves after adding violated capacity rows. Duals are clipped at 0 (they are >= 0
+        up to float noise for these <= rows); pooled duals are copied to every server of the
+        pool."""
         inst = self.instance
         while True:
             status, value, x, duals = self.lp.solve()
             if status != "optimal":
                 raise RuntimeError(f"restricted master LP not solved: {status}")
-            if not self.columns:
+            if self.n == 0:
                 break
             usage = self.usage_matrix() @ x
             over = np.flatnonzero((usage > self.cap * (1 + 1e-7) + 1e-7) & (self.row_of < 0))
             if not len(over):
                 break
-            self._activate(over)
-        duals = np.maximum(duals, 0.0)
-        prices = np.zeros(self.cap.size)
-        if self.active:
-            prices[np.asarray(self.active)] = duals[inst.I:]
-        return value, x, prices.reshape(self.shape), duals[:inst.I]
-
-    def column_costs(self, prices: np.ndarray, columns: list[Column]) -> np.ndarray:
-        """Resource cost of each column at ``prices`` (T+1, S, R): sum of amount x price."""
-        flat = prices.reshape(-1)
-        out = np.zeros(len(columns))
-        for n, c in enumerate(columns):
-            keys, amounts = self.entries(c)
-            out[n] = amounts @ flat[keys]
-        return out
-
-    def capacity_value(self, prices: np.ndarray) -> float:
-        """sum over capacity rows of price x capacity (the p c + q c terms of (19))."""
-        return float(np.sum(prices.reshape(-1) * self.cap))
-
-    def integer_program(self) -> LinearProgram:
-        """The restricted master with x_l binary, over every capacity row that some integer
-        choice of columns (at most one per job) could overfill."""
-        n = len(self.columns)
-        inst = self.instance
-        A = self.usage_matrix()
-        if n:
-            # most a row can carry: sum over jobs of the job's largest amount there
-            coo = A.tocoo()
-            job = np.array([c.job for c in self.columns])[coo.col]
-            order = np.lexsort((job, coo.row))
-            r, j, v = coo.row[order], job[order], coo.data[order]
-            start = np.flatnonzero(np.r_[True, (r[1:] != r[:-1]) | (j[1:] != j[:-1])])
-            most = np.zeros(self.cap.size)
-            np.add.at(most, r[start], np.maximum.reduceat(v, start))
-            keys = np.flatnonzero(most > self.cap * (1 + 1e-12))
+            self.lp.add_rows(np.full(len(over), -math.inf), self.cap[over],
+                             self.usage_matrix()[over])
+            self.row_of[over] = self.lp.n_rows - len(over) + np.arange(len(over))
+            self.active = np.r_[self.active, over]
+        row_prices = np.zeros(self.cap.size)
+        row_prices[self.active] = np.maximum(duals[inst.I:], 0.0)
+        if self.pooled:
+            T1, S, R = self.pool.shape
+            prices = row_prices.reshape(T1, 2, R)[:, self.group, :]
         else:
-            keys = np.zeros(0, dtype=np.int64)
-        jobs_rows = sp.csr_matrix((np.ones(n), ([c.job for c in self.columns], np.arange(n))),
-                                  shape=(inst.I, n))
-        M = sp.vstack([jobs_rows, A[keys]]).tocsr()
-        return LinearProgram(c=np.array([c.utility for c in self.columns]), A=M,
-                             row_lower=np.full(M.shape[0], -math.inf),
-                             row_upper=np.r_[np.ones(inst.I), self.cap[keys]],
-                             lower=np.zeros(n), upper=np.ones(n), integer=np.ones(n, bool))
-
-
-@dataclass
-class Bracket:
-    """Bounds on OPT(1) from column generation: ``lower <= OPT <= upper``.
-
-    ``lower``: utility of ``schedule`` (the restricted master MILP's incumbent, >= ``seed``,
-    the seed policy's utility). ``upper``: the best Lagrangian bound (= LP(14) when
-    ``converged``). ``lp_value``: the last restricted master LP value (not a bound unless
-    converged). ``gap`` = (upper - lower) / upper.
-    """
-
-    lower: float
-    upper: float
-    gap: float
-    lp_value: float
-    converged: bool
-    iterations: int
-    columns: int
-    seed_utility: float
-    seed_policy: str
-    schedule: Schedule
-    mip_status: str
-    cg_s: float
-    mip_s: float
-    seed_s: float
-    history: list[dict] = field(default_factory=list)
-
-    def stats(self) -> dict:
-        return {"lower": self.lower, "upper": self.upper, "gap": self.gap,
-                "lp_value": self.lp_value, "converged": self.converged,
-                "iterations": self.iterations, "columns": self.columns,
-                "seed_utility": self.seed_utility, "seed_policy": self.seed_policy,
-                "mip_status": self.mip_status, "cg_s": self.cg_s, "mip_s": self.mip_s,
-                "seed_s": self.seed_s}
+            prices = row_prices.reshape(self.pool.shape)
+        return value, x, prices, np.maximum(duals[:inst.I], 0.0)
 
 
 def price_jobs(instance, prices: np.ndarray, *, backend: str = "numpy"):
@@ -291,131 +303,259 @@ def price_jobs(instance, prices: np.ndarray, *, backend: str = "numpy"):
             for i in range(instance.I)]
 
 
-def lagrangian_bound(master: RestrictedMaster, prices: np.ndarray, plans) -> float:
-    """L(p, q) = sum_rows price x capacity + sum_i max(0, best payoff_i): >= LP(14) >= OPT."""
-    return master.capacity_value(prices) + float(sum(max(0.0, pl.payoff) for pl in plans))
+def lagrangian_bound(pool: ColumnPool, prices: np.ndarray, plans) -> float:
+    """L(p, q) = sum_{t,s,r} price x capacity + sum_i max(0, best payoff_i) >= LP(14) >= OPT."""
+    return (float(prices.reshape(-1) @ pool.cap)
+            + float(sum(max(0.0, pl.payoff) for pl in plans)))
 
 
-def column_generation(instance, master: RestrictedMaster, *, deadline: float | None = None,
-                      max_iterations: int | None = None, backend: str = "numpy",
-                      smoothing: float = SMOOTHING, gap_tol: float = CG_GAP,
-                      progress: bool = False) -> dict:
-    """Column generation on ``master`` until no column improves (or the bound meets the master
-    value within ``gap_tol``), the deadline (a ``time.perf_counter()`` value) or the iteration
-    cap. Returns the best bound, the last master value and the history.
+@dataclass
+class CGState:
+    """What column generation has learnt so far: best bound, its prices, history."""
 
-    Dual smoothing (Wentges): pricing runs at ``alpha * center + (1 - alpha) * duals``, where
-    ``center`` are the prices of the best Lagrangian bound so far; a column enters if its reduced
-    cost at the master's own duals is positive. When none does ("mispricing"), the same round
-    prices at the master's duals, so "no improving column" is always decided at those duals.
-    Every priced point gives a valid bound, so smoothing never weakens the reported one.
+    best_bound: float = math.inf
+    center: np.ndarray | None = None
+    iterations: int = 0
+    history: list[dict] = field(default_factory=list)
+    last_x: dict[int, float] = field(default_factory=dict)  # pool index -> last LP value
+
+
+def column_generation(pool: ColumnPool, master: RestrictedMaster, state: CGState, *,
+                      deadline: float | None = None, max_iterations: int | None = None,
+                      backend: str = "numpy", smoothing: float = 0.0, gap_tol: float = CG_GAP,
+                      spread: str | None = None, phase: str = "", progress: bool = False) -> dict:
+    """Column generation on ``master`` until no column improves (or the best bound meets the
+    master value within ``gap_tol``), the deadline (a ``time.perf_counter()`` value) or
+    ``state.iterations`` reaching ``max_iterations``. Updates ``state``; returns the phase's
+    last master value and whether it converged.
+
+    With ``smoothing`` > 0 (Wentges), pricing runs at ``alpha * center + (1 - alpha) * duals``;
+    a column enters if its reduced cost at the master's own duals is positive; when none does
+    ("mispricing") the same round prices at the duals themselves, so "no improving column" is
+    always decided at the master's duals. Every priced point gives a valid bound.
+
+    ``spread="only"`` replaces each priced column by its ``ColumnPool.spread`` re-placement
+    (cost-neutral in the pooled phase); ``"both"`` adds both; None keeps the DP's placement.
     """
     from tqdm import tqdm
 
+    inst = pool.instance
     if not 0 <= smoothing < 1:
         raise ValueError(f"smoothing: must be in [0, 1), got {smoothing}")
-    finite = np.where(np.isfinite(instance.utility_table), instance.utility_table, 0.0)
+    finite = np.where(np.isfinite(inst.utility_table), inst.utility_table, 0.0)
     tol = RC_TOL * max(1.0, float(finite.max(initial=0.0)))
-    best_bound, value, it, converged = math.inf, 0.0, 0, instance.I == 0
-    center = None
-    history = []
-    bar = tqdm(desc="column generation", unit="it", disable=not progress, leave=False)
+    value, converged = 0.0, inst.I == 0
+    bar = tqdm(desc=f"column generation {phase}".strip(), unit="it", disable=not progress,
+               leave=False)
     t0 = time.perf_counter()
     try:
         while not converged:
-            if max_iterations is not None and it >= max_iterations:
+            if max_iterations is not None and state.iterations >= max_iterations:
                 break
             if deadline is not None and time.perf_counter() >= deadline:
                 break
-            value, _, duals, mu = master.solve()
-            alpha = smoothing if center is not None else 0.0
+            master.sync()
+            value, x, duals, mu = master.solve()
+            state.last_x = {n: v for n, v in enumerate(x) if v > 1e-9}
+            alpha = smoothing if state.center is not None else 0.0
             while True:
-                prices = duals if alpha == 0 else alpha * center + (1 - alpha) * duals
-                plans = price_jobs(instance, prices, backend=backend)
-                bound = lagrangian_bound(master, prices, plans)
-                if bound < best_bound:
-                    best_bound, center = bound, prices
-                cols = [c for c in (column_from_rows(instance, pl.job, pl.rows) for pl in plans
+                prices = duals if alpha == 0 else alpha * state.center + (1 - alpha) * duals
+                plans = price_jobs(inst, prices, backend=backend)
+                bound = lagrangian_bound(pool, prices, plans)
+                if bound < state.best_bound:
+                    state.best_bound, state.center = bound, prices
+                cols = [c for c in (column_from_rows(inst, pl.job, pl.rows) for pl in plans
                                     if pl.completion is not None) if c is not None]
-                rc = (np.array([c.utility for c in cols]) - master.column_costs(duals, cols)
+                if spread:  # re-place on the least-loaded servers, this round's columns included
+                    load = pool.load(x)
+                    spread_cols = []
+                    for c in cols:
+                        spread_cols.append(pool.spread(c, load))
+                        k, a = pool.entries_of(spread_cols[-1])
+                        load.reshape(-1)[k] += a
+                    cols = spread_cols + (cols if spread == "both" else [])
+                idx = pool.add(cols)
+                rc = (np.array([c.utility for c in cols]) - pool.costs(duals, idx)
                       - mu[[c.job for c in cols]]) if cols else np.zeros(0)
-                improving = [c for c, r in zip(cols, rc) if r > tol]
+                improving = [n for n, r in zip(idx, rc) if r > tol and n >= master.n]
                 if improving or alpha == 0:
                     break
                 alpha = 0.0  # mispricing: decide at the master's own duals
-            added = master.add(improving)
-            it += 1
-            if added == 0:  # no improving column at the master's duals: value = LP(14)
-                converged = True
-                best_bound = min(best_bound, value + instance.I * tol)
-            gap = relative_gap(value, best_bound)
-            if gap is not None and gap <= gap_tol:
-                converged = True
-            history.append({"iteration": it, "master": value, "bound": bound,
-                            "best_bound": best_bound, "alpha": alpha, "added": added,
-                            "columns": len(master.columns), "rows": len(master.active),
-                            "t": time.perf_counter() - t0})
+            state.iterations += 1
+            gap = relative_gap(value, state.best_bound)
+            if not improving or (gap is not None and gap <= gap_tol):
+                converged = True  # no improving column: value = this master's LP optimum
+            state.history.append({"phase": phase, "iteration": state.iterations,
+                                  "master": value, "bound": bound,
+                                  "best_bound": state.best_bound, "alpha": alpha,
+                                  "added": len(improving), "columns": len(pool),
+                                  "rows": len(master.active), "t": time.perf_counter() - t0})
             bar.update(1)
-            bar.set_postfix(master=f"{value:.6g}", bound=f"{best_bound:.6g}",
-                            gap="-" if gap is None else f"{gap:.2%}", cols=len(master.columns))
+            bar.set_postfix(master=f"{value:.6g}", bound=f"{state.best_bound:.6g}",
+                            gap="-" if gap is None else f"{gap:.2%}", cols=len(pool))
     finally:
         bar.close()
-    if instance.I == 0:
-        best_bound = 0.0
-    return {"upper": best_bound, "lp_value": value, "converged": converged, "iterations": it,
-            "history": history}
+    return {"value": value, "converged": converged}
+
+
+def fits_greedily(pool: ColumnPool, order, start=()) -> list[int]:
+    """Columns taken in ``order`` when their job is still free and they fit the capacities
+    left (after the columns ``start``, which are taken first)."""
+    used = np.zeros(pool.cap.size)
+    taken, busy = [], set()
+    limit = pool.cap * (1 + CAP_RTOL) + CAP_RTOL
+    first = set(start)
+    for n in list(start) + [n for n in order if n not in first]:
+        job = pool.columns[n].job
+        k, a = pool.keys[n], pool.amounts[n]
+        if job in busy or np.any(used[k] + a > limit[k]):
+            continue
+        used[k] += a
+        taken.append(n)
+        busy.add(job)
+    return taken
+
+
+def integer_program(pool: ColumnPool, candidates: list[int]) -> LinearProgram:
+    """The restricted master over ``candidates`` with x_l binary, keeping every capacity row
+    that some choice of columns (at most one per job) could overfill."""
+    inst = pool.instance
+    n = len(candidates)
+    keys = [pool.keys[c] for c in candidates]
+    amounts = [pool.amounts[c] for c in candidates]
+    jobs = np.array([pool.columns[c].job for c in candidates], dtype=np.int64)
+    sizes = [len(k) for k in keys]
+    A = sp.csr_matrix((np.concatenate(amounts) if n else np.zeros(0),
+                       (np.concatenate(keys) if n else np.zeros(0, np.int64),
+                        np.repeat(np.arange(n), sizes))), shape=(pool.cap.size, n))
+    if n:  # most a row can carry: sum over jobs of the job's largest amount there
+        coo = A.tocoo()
+        j = jobs[coo.col]
+        order = np.lexsort((j, coo.row))
+        r, j, v = coo.row[order], j[order], coo.data[order]
+        start = np.flatnonzero(np.r_[True, (r[1:] != r[:-1]) | (j[1:] != j[:-1])])
+        most = np.zeros(pool.cap.size)
+        np.add.at(most, r[start], np.maximum.reduceat(v, start))
+        rows = np.flatnonzero(most > pool.cap * (1 + CAP_RTOL) + CAP_RTOL)
+    else:
+        rows = np.zeros(0, dtype=np.int64)
+    J = sp.csr_matrix((np.ones(n), (jobs, np.arange(n))), shape=(inst.I, n))
+    M = sp.vstack([J, A[rows]]).tocsr()
+    return LinearProgram(c=np.array([pool.columns[c].utility for c in candidates]), A=M,
+                         row_lower=np.full(M.shape[0], -math.inf),
+                         row_upper=np.r_[np.ones(inst.I), pool.cap[rows]], lower=np.zeros(n),
+                         upper=np.ones(n), integer=np.ones(n, bool))
+
+
+@dataclass
+class Bracket:
+    """Bounds on OPT(1) from column generation: ``lower <= OPT <= upper``.
+
+    ``lower``: utility of ``schedule`` (>= ``seed_utility``, the seed policy's utility).
+    ``upper``: the best Lagrangian bound (= LP(14) when ``converged``, i.e. phase 2 ended with
+    no improving column). ``lp_value``: the last master LP value (a bound only if converged).
+    ``gap`` = (upper - lower) / upper. ``source``: which candidate gave ``schedule``.
+    """
+
+    lower: float
+    upper: float
+    gap: float
+    lp_value: float
+    converged: bool
+    pooled_converged: bool
+    iterations: int
+    columns: int
+    seed_utility: float
+    greedy_utility: float
+    seed_policy: str
+    schedule: Schedule
+    source: str
+    mip_status: str
+    cg_s: float
+    mip_s: float
+    seed_s: float
+    history: list[dict] = field(default_factory=list)
+
+    def stats(self) -> dict:
+        return {"lower": self.lower, "upper": self.upper, "gap": self.gap,
+                "lp_value": self.lp_value, "converged": self.converged,
+                "pooled_converged": self.pooled_converged, "iterations": self.iterations,
+                "columns": self.columns, "seed_utility": self.seed_utility,
+                "greedy_utility": self.greedy_utility, "seed_policy": self.seed_policy,
+                "source": self.source, "mip_status": self.mip_status, "cg_s": self.cg_s,
+                "mip_s": self.mip_s, "seed_s": self.seed_s}
 
 
 def bracket(instance, *, time_limit: float | None = 600.0, max_iterations: int | None = None,
             seed_policy: str = "oasis", backend: str = "numpy", cg_share: float = CG_SHARE,
-            seed: int = 0, progress: bool = False, policy_name: str = "offline-colgen") -> Bracket:
+            pooled_share: float = POOLED_SHARE, smoothing: float = SMOOTHING, seed: int = 0,
+            progress: bool = False, policy_name: str = "offline-colgen") -> Bracket:
     """[lower, upper] on OPT(1) by column generation, seeded with ``seed_policy``'s schedule.
 
-    ``time_limit`` (seconds, None = no limit) covers everything: the seed policy, column
-    generation (until ``cg_share`` of the limit or convergence) and the integer master (the
-    rest). Stopped early, ``upper`` is still a valid bound (Lagrangian, see the module doc).
+    ``time_limit`` (seconds, None = no limit) covers everything: the seed policy, phase 1 (up
+    to ``pooled_share`` of the column-generation time), phase 2 (until ``cg_share`` of the
+    limit, or convergence) and the integer schedule (the rest). ``max_iterations`` caps the
+    pricing rounds of both phases together. Stopped early, ``upper`` is still a valid bound.
     """
     from ..policies import get_policy
 
     if time_limit is not None and not time_limit > 0:
         raise ValueError(f"time_limit: must be > 0 seconds, got {time_limit}")
-    if not 0 < cg_share <= 1:
-        raise ValueError(f"cg_share: must be in (0, 1], got {cg_share}")
+    for name, v in (("cg_share", cg_share), ("pooled_share", pooled_share)):
+        if not 0 < v <= 1:
+            raise ValueError(f"{name}: must be in (0, 1], got {v}")
     start = time.perf_counter()
     seed_schedule = get_policy(seed_policy).solve(instance)
     seed_s = time.perf_counter() - start
-    master = RestrictedMaster(instance)
-    master.add(columns_of(instance, seed_schedule))
-    seed_cols = len(master.columns)  # the seed's columns come first, one per completed job
+    pool = ColumnPool(instance)
+    seed_cols = pool.add(columns_of(instance, seed_schedule))
 
-    deadline = None if time_limit is None else start + cg_share * time_limit
     t_cg = time.perf_counter()
-    cg = column_generation(instance, master, deadline=deadline, max_iterations=max_iterations,
-                           backend=backend, progress=progress)
+    cg_end = None if time_limit is None else start + cg_share * time_limit
+    phase1_end = None if cg_end is None else t_cg + pooled_share * (cg_end - t_cg)
+    state = CGState()
+    pooled = RestrictedMaster(pool, pooled=True)
+    one = column_generation(pool, pooled, state, deadline=phase1_end,
+                            max_iterations=max_iterations, backend=backend, spread="only",
+                            phase="(pooled)", progress=progress)
+    candidates = set(seed_cols) | set(state.last_x)
+    full = RestrictedMaster(pool)
+    two = column_generation(pool, full, state, deadline=cg_end, max_iterations=max_iterations,
+                            backend=backend, smoothing=smoothing, spread="both",
+                            phase="(per server)", progress=progress)
+    candidates |= set(state.last_x)
     cg_s = time.perf_counter() - t_cg
 
+    # integer schedule: seed, LP-guided greedy, then the MILP over the candidates
     t_mip = time.perf_counter()
-    lp = master.integer_program()
-    initial = np.zeros(lp.n_cols)
-    initial[:seed_cols] = 1.0
+    by_value = sorted(state.last_x, key=lambda n: (-state.last_x[n], -pool.columns[n].utility))
+    greedy = fits_greedily(pool, by_value + sorted(range(len(pool)),
+                                                    key=lambda n: -pool.columns[n].utility))
+    value_of = {n: pool.columns[n].utility for n in range(len(pool))}
+    greedy_value = sum(value_of[n] for n in greedy)
+    seed_value = sum(value_of[n] for n in seed_cols)
+    best, source = (greedy, "greedy") if greedy_value > seed_value else (seed_cols, seed_policy)
+    cand = sorted(candidates | set(greedy))
+    lp = integer_program(pool, cand)
+    initial = np.isin(cand, best).astype(float)
     left = None if time_limit is None else max(1.0, start + time_limit - time.perf_counter())
     res = solve_program(lp, backend="highs", time_limit=left, seed=seed, initial=initial)
+    if res.x is not None and res.objective > float(lp.c @ initial) + 1e-9:
+        best, source = [cand[k] for k in np.flatnonzero(res.x > 0.5)], "mip"
     mip_s = time.perf_counter() - t_mip
-    x = res.x if res.x is not None else initial
+
     builder = ScheduleBuilder(instance)
-    for n in np.flatnonzero(x > 0.5):
-        col = master.columns[n]
-        builder.admit(col.job)
-        builder.add_array(col.rows)
-    upper = cg["upper"]
+    for n in best:
+        builder.admit(pool.columns[n].job)
+        builder.add_array(pool.columns[n].rows)
     schedule = builder.build(policy_name, {})
     lower = schedule.total_utility
-    if lower > upper:  # only float noise can do this: the bound is proven
-        upper = max(upper, lower)
+    upper = 0.0 if instance.I == 0 else state.best_bound
+    upper = max(upper, lower)  # the bound is proven; only float noise could invert them
     gap = 0.0 if upper <= 0 else (upper - lower) / upper
-    out = Bracket(lower, upper, gap, cg["lp_value"], cg["converged"], cg["iterations"],
-                  len(master.columns), seed_schedule.total_utility, seed_policy, schedule,
-                  res.status, cg_s, mip_s, seed_s, cg["history"])
+    out = Bracket(lower, upper, gap, two["value"], two["converged"], one["converged"],
+                  state.iterations, len(pool), seed_schedule.total_utility, greedy_value,
+                  seed_policy, schedule, source, res.status, cg_s, mip_s, seed_s, state.history)
     schedule.stats.update(out.stats())
     schedule.stats.update({"status": "bracket", "objective": lower, "bound": upper,
                            "proven_optimal": bool(gap <= 1e-6),
@@ -426,19 +566,22 @@ def bracket(instance, *, time_limit: float | None = 600.0, max_iterations: int |
 
 
 class ColgenPolicy:
-    """Policy ``offline-colgen``: the restricted-master integer schedule, bracket in ``stats``.
+    """Policy ``offline-colgen``: the best integer schedule found, with the bracket in ``stats``.
 
     Options: ``seed_policy`` ("oasis"), ``backend`` of the dual subroutine ("numpy"),
-    ``max_iterations``, ``cg_share``, ``seed``. ``solve(instance, time_limit=None)`` runs to
-    convergence (and an unlimited integer master) when no time limit is given.
+    ``max_iterations``, ``cg_share``, ``pooled_share``, ``smoothing``, ``seed``.
+    ``solve(instance, time_limit=None)`` runs to convergence (and an unlimited integer master)
+    when no time limit is given.
     """
 
     name = "offline-colgen"
 
     def __init__(self, seed_policy: str = "oasis", backend: str = "numpy",
-                 max_iterations: int | None = None, cg_share: float = CG_SHARE, seed: int = 0):
+                 max_iterations: int | None = None, cg_share: float = CG_SHARE,
+                 pooled_share: float = POOLED_SHARE, smoothing: float = SMOOTHING, seed: int = 0):
         self.options = {"seed_policy": seed_policy, "backend": backend,
-                        "max_iterations": max_iterations, "cg_share": cg_share, "seed": seed}
+                        "max_iterations": max_iterations, "cg_share": cg_share,
+                        "pooled_share": pooled_share, "smoothing": smoothing, "seed": seed}
 
     def solve(self, instance, *, time_limit: float | None = None, progress: bool = False,
               **_ignored) -> Schedule:
