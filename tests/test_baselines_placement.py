@@ -102,3 +102,4 @@ def test_first_fit_unchanged():
     inst = _instance([2.0, 2.0])
     rows = FirstFit().place(inst, 0, 3, inst.capacity)
     assert rows == [(0, 0, 2), (1, 0, 1), (2, 1, 2)]  # 3 workers * 5 / 10 -> 2 PSs
+

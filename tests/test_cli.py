@@ -438,3 +438,26 @@ def test_cli_import_and_help_load_nothing_heavy():
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def test_generate_from_the_philly_trace_solves_and_validates(tmp_path, capsys):
+    out = tmp_path / "philly.json"
+    code, stdout, _ = run(["generate", "--trace", "philly", "--start", "2017-11-03", "--days",
+                           "0.25", "--seed", "3", "--out", out], capsys)
+    assert code == 0 and "Philly trace" in stdout
+    inst = load_instance(out)
+    assert inst.I > 0 and all(1 <= j.arrival <= inst.horizon for j in inst.jobs)
+    result = tmp_path / "r.json"
+    assert run(["solve", out, "--policy", "greedy", "--out", result], capsys)[0] == 0
+    assert run(["validate", out, result], capsys)[0] == 0
+
+
+@pytest.mark.parametrize("argv, field", [
+    (["--trace", "philly", "--start", "2017-13-40"], "--trace philly"),
+    (["--trace", "philly", "--days", "0"], "--days"),
+    (["--trace", "philly", "--preset", "paper-sim"], "--trace"),
+    ([], "--preset"),
+])
+def test_generate_trace_bad_arguments(tmp_path, capsys, argv, field):
+    code, out, err = run(["generate", *argv, "--seed", "1", "--out", tmp_path / "x.json"], capsys)
+    assert_bad_input(code, out, err, field)

@@ -42,7 +42,8 @@ def test_non_blocking_network_gives_the_papers_decisions(inst):
 
 def test_oversubscribed_placement_mode_paper_sim():
     """At 4:1 with placement-aware progress, the paper's OASiS admits plans whose workers and PSs
-    straddle racks, which then fall short of their work; oasis-topo keeps plans in a rack."""
+    straddle racks, which then fall short of their work; oasis-topo scores plans by where they
+    land and re-plans the ones that fall short, so everything it admits finishes."""
     inst = with_topology(paper_sim(2, jobs=30, horizon=40), 4.0, "placement")
     paper = get_policy("oasis").solve(inst)
     topo = get_policy("oasis-topo").solve(inst)
@@ -51,7 +52,6 @@ def test_oversubscribed_placement_mode_paper_sim():
     unfinished_topo = sum(a and c is None for a, c in zip(topo.admitted, topo.completion))
     assert unfinished_topo == 0 < unfinished_paper
     assert topo.total_utility > paper.total_utility
-    assert topo.stats["steered_admissions"] > 0
 
 
 def test_bad_option():

@@ -2,15 +2,18 @@
 drawn as PNG + PDF + markdown beside the paper's values, and a second reproduce reuses the runs."""
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from oasis_opt.cli import main
 from oasis_opt.experiments import fig5 as offline_fig5
 from oasis_opt.experiments.figures import FIGURE_NAMES, fig3, fig4, fig6, get_figure, testbed
 from oasis_opt.experiments.figures.common import PAPER_POLICIES, box_stats, display, read_reference
-from oasis_opt.experiments.reproduce import figure_names, reproduce
+from oasis_opt.experiments.reproduce import figure_names, lpt_makespan, reproduce
 
 RUNNER_FIGURES = list(FIGURE_NAMES)
 
@@ -108,3 +111,12 @@ def test_box_stats_matches_matplotlib():
     ours, ref = box_stats(data), boxplot_stats(data)[0]
     assert (ours["median"], ours["q1"], ours["q3"]) == (ref["med"], ref["q1"], ref["q3"])
     assert (ours["lo"], ours["hi"]) == (ref["whislo"], ref["whishi"])
+
+
+@given(st.lists(st.floats(0.0, 100.0), max_size=7), st.integers(1, 3))
+def test_lpt_makespan_is_within_four_thirds_of_optimal(durations, workers):
+    opt = min((max(sum(d for d, m in zip(durations, assign) if m == w) for w in range(workers))
+               for assign in itertools.product(range(workers), repeat=len(durations))),
+              default=0.0)
+    lpt = lpt_makespan(durations, workers)
+    assert opt - 1e-9 <= lpt <= 4 / 3 * opt + 1e-9

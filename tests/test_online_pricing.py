@@ -187,3 +187,13 @@ def test_cli_solve_with_pricing_file(tmp_path, capsys):
                      str(tmp_path / "pricing.json"), "--out", str(tmp_path / "r2.json")])
     err = capsys.readouterr().err
     assert code == 2 and "L_ps" in err and len(err.strip().splitlines()) == 1
+
+
+def test_pricing_object_for_other_resources_is_rejected():
+    inst = _instance([Utility.sigmoid(50, 0.5, 5.0)], [1])
+    other = Instance(5, ("cpu", "bw"), (Server("w", {"cpu": 2, "bw": 5}),),
+                     (Server("p", {"cpu": 2, "bw": 5}),),
+                     (Job("j", 1, 1, 1, 1.0, {"cpu": 1, "bw": 1}, {"cpu": 1, "bw": 1},
+                          Utility.constant(3.0)),))
+    with pytest.raises(ValueError, match="resources"):
+        resolve_pricing(oracle_pricing(other), inst)

@@ -298,9 +298,17 @@ def _cell(v: Any) -> str:
 
 
 # ---- subcommands -------------------------------------------------------------------------------
-@command("generate", "generate a problem instance from a workload preset",
-         arg("--preset", required=True, metavar="NAME",
+@command("generate", "generate a problem instance from a workload preset or a real trace",
+         arg("--preset", metavar="NAME",
              help="workload preset (see `oasis-opt presets`), e.g. paper-sim"),
+         arg("--trace", choices=("philly",),
+             help="build the instance from a real trace instead of --preset"),
+         arg("--start", default="2017-11-01", metavar="DATE",
+             help="--trace: first submission day, YYYY-MM-DD[ HH:MM:SS]"),
+         arg("--days", type=float, default=30.0, metavar="D", help="--trace: days of submissions"),
+         arg("--slot-s", type=positive_seconds, default=3600.0, metavar="S",
+             help="--trace: slot length in seconds"),
+         arg("--trace-root", metavar="DIR", help="--trace: trace folder (default: packaged copy)"),
          arg("--jobs", type=positive_int, metavar="N", help="number of jobs (preset default)"),
          arg("--horizon", type=positive_int, metavar="T", help="slots 1..T (preset default)"),
          arg("--servers", type=positive_int, metavar="N",
@@ -313,6 +321,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from .model.io import save_instance
     from .workloads import PRESETS, generate
 
+    if args.trace is not None:
+        return _generate_trace(args)
+    if args.preset is None:
+        raise CliError("--preset", "required (or --trace)")
     if args.preset not in PRESETS:
         raise CliError("--preset", f"unknown preset {args.preset!r} "
                        f"(known: {', '.join(sorted(PRESETS))})")
@@ -328,6 +340,27 @@ def cmd_generate(args: argparse.Namespace) -> int:
         raise blame(e, given, f"--preset {args.preset}") from None
     write(args.out, save_instance, inst)
     print(f"wrote {args.out}: preset {args.preset}, seed {args.seed}, {inst.I} jobs, "
+          f"T={inst.horizon}, {inst.H} worker + {inst.K} PS servers")
+    return EXIT_OK
+
+
+def _generate_trace(args: argparse.Namespace) -> int:
+    from .model.io import save_instance
+    from .workloads.traces import philly_instance
+
+    if args.preset is not None:
+        raise CliError("--trace", "give either --preset or --trace")
+    if not args.days > 0:
+        raise CliError("--days", f"must be > 0, got {args.days}")
+    try:
+        inst = philly_instance(args.start, args.days, args.seed, slot_s=args.slot_s,
+                               root=args.trace_root)
+    except FormatError:
+        raise
+    except ValueError as e:
+        raise CliError(f"--trace {args.trace}", str(e)) from None
+    write(args.out, save_instance, inst)
+    print(f"wrote {args.out}: Philly trace from {args.start} for {args.days:g} days, {inst.I} jobs, "
           f"T={inst.horizon}, {inst.H} worker + {inst.K} PS servers")
     return EXIT_OK
 

@@ -44,6 +44,13 @@ def max_workers_alone(instance) -> np.ndarray:
     return out
 
 
+def ps_table(instance) -> list[list[int]]:
+    """``[j][k]`` = ceil(k b_j / B_j) PSs (``Instance.ps_needed``) for k = 0..N_j + 1, as ints:
+    the policies ask this in their inner loops, where the array call would dominate."""
+    return [instance.ps_needed(j, np.arange(int(instance.chunks[j]) + 2)).tolist()
+            for j in range(instance.I)]
+
+
 def fixed_workers(instance, seed: int, high: int = 30) -> np.ndarray:
     """k_i ~ U{1..high} (one draw per job, instance order, ``numpy.random.default_rng(seed)``),
     capped at N_i, at ceil(E_i N_i x_i) worker-slots of work and at ``max_workers_alone``."""
@@ -71,6 +78,10 @@ class DominantShare:
     def __call__(self, job: int, k: int, p: int) -> float:
         return float((k * self.w[job] + p * self.s[job]).max())
 
+    def with_ps(self, ps: list[list[int]]):
+        """share_i(k) of k workers with their ceil(k b_i / B_i) PSs, from ``ps_table``."""
+        return lambda job, k: self(job, k, ps[job][k])
+
 
 def progressive_fill(jobs: Sequence[int], cap: dict[int, int],
                      share: Callable[[int, int], float],
@@ -95,15 +106,14 @@ def progressive_fill(jobs: Sequence[int], cap: dict[int, int],
     return k
 
 
-def grow_one(placement: Placement, instance, job: int, k: int, free: np.ndarray,
-             rows: Rows) -> bool:
+def grow_one(placement: Placement, instance, ps: list[list[int]], job: int, k: int,
+             free: np.ndarray, rows: Rows) -> bool:
     """Place the k-th worker of ``job`` and the PSs it adds, ceil(k b/B) - ceil((k-1) b/B)
-    (constraint (6)), on ``free``; on success subtract them from ``free``, append them to
-    ``rows`` and return True. Refuses when ceil(k b/B) > k (constraint (7))."""
-    ps = instance.ps_needed(job, k)
-    if ps > k:
+    (constraint (6); ``ps`` = ``ps_table``), on ``free``; on success subtract them from
+    ``free``, append them to ``rows`` and return True. Refuses when ceil(k b/B) > k (7)."""
+    if ps[job][k] > k:
         return False
-    placed = placement.place_counts(instance, job, 1, ps - instance.ps_needed(job, k - 1), free)
+    placed = placement.place_counts(instance, job, 1, ps[job][k] - ps[job][k - 1], free)
     if placed is None:
         return False
     apply(instance, job, placed, free)
@@ -168,13 +178,11 @@ class EventPolicy(OnlinePolicy):
     def decide(self, t: int, state) -> None:
         raise NotImplementedError
 
-    def free_except(self, jobs=()) -> np.ndarray:
-        """Capacity minus the held containers of every job not in ``jobs``."""
-        skip = set(int(j) for j in jobs)
+    def free_after_held(self) -> np.ndarray:
+        """Capacity minus every held container."""
         free = self.instance.capacity.copy()
         for j, rows in self.held.items():
-            if j not in skip:
-                apply(self.instance, j, rows, free)
+            apply(self.instance, j, rows, free)
         return free
 
     def allocate(self, t, state):

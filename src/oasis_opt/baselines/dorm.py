@@ -49,15 +49,23 @@ servers counts as 4 GPUs), likewise s~ for PSs; a pool row's bound is raised to 
 jobs' current use when that is higher (so keeping everything is always feasible). Row
 coefficients (w~, s~, rho_j = b_j / B_j) are rounded *up* to 6 decimals: conservative, and exact
 for CP-SAT's integer scaling. The jobs the MILP changed are placed after the unchanged ones keep
-theirs, largest per-worker dominant share first (first-fit decreasing), each with ``place`` or,
+theirs, largest per-worker dominant share first (first-fit decreasing; the placement component
+is best-fit ``packing`` by default, since the pooled rows presume tight packing; Dorm's own MILP
+places containers itself, so the paper's round-robin rule is not Dorm's), each with ``place`` or,
 when fragmentation defeats the pooled count, the most workers that fit (``place_most``;
 ``stats["placement_shortfall"]`` counts the workers lost); then capacity left over is offered,
 one worker at a time in arrival order up to U_j, to those same jobs and to jobs that held
 nothing (work conservation; it adjusts no further running job). So at most M_adj running jobs
 change per event. Solver: ``oasis_opt.offline.solver.solve_program`` (``backend`` "highs" or
-"cpsat"), ``time_limit`` seconds per MILP, relative ``mip_gap`` 1% by default (the MILPs of a
-loaded cluster are multi-dimensional knapsacks that take minutes to close fully; a solve that
-stops at the time limit uses its incumbent); a solve with no incumbent keeps every allocation.
+"cpsat"), relative ``mip_gap`` 2% by default: with a few hundred unfinished jobs the MILP is a
+multi-dimensional knapsack whose LP bound is far from integral (every running job needs >= 1
+PS, and PSs are bulky), and closing the gap fully takes minutes per event; at 2% HiGHS needs
+about a second on 400-job paper instances. ``time_limit`` (10 s) is a safety cap: a solve that
+reaches it uses its incumbent, and then the run depends on machine speed (counted in
+``stats["solver_status"]["time_limit"]``); a solve with no incumbent keeps every allocation.
+A provably infeasible fair MILP (``fairness_hopeless``: more than M_adj running jobs below
+their bound, or the bounds cannot fit even after the M_adj largest reductions) goes straight
+to the relaxation without a solve.
 """
 from __future__ import annotations
 
@@ -69,7 +77,7 @@ import scipy.sparse as sp
 
 from ..sim.placement import EPS, Placement, apply
 from .common import (DominantShare, EventPolicy, grow_one, max_workers_alone, merge_rows,
-                     progressive_fill, work_cap)
+                     progressive_fill, ps_table, work_cap)
 
 # Weight of one worker of fairness shortfall, relative to that worker's utilisation, in the
 # relaxed program: fairness first, utilisation second.
@@ -81,10 +89,10 @@ COEF_DECIMALS = 6
 class DormPolicy(EventPolicy):
     name = "dorm"
 
-    def __init__(self, *, seed: int = 0, placement: str | Placement = "round-robin",
+    def __init__(self, *, seed: int = 0, placement: str | Placement = "packing",
                  backend: str = "highs", eps: float = 0.1, max_adjust: int = 2,
-                 relaxation: str = "drop", time_limit: float | None = 2.0,
-                 mip_gap: float = 0.01):
+                 relaxation: str = "drop", time_limit: float | None = 10.0,
+                 mip_gap: float = 0.02):
         super().__init__(seed=seed, placement=placement)
         from ..offline.solver import BACKENDS
 
@@ -110,6 +118,7 @@ class DormPolicy(EventPolicy):
     def start(self, instance, state) -> None:
         super().start(instance, state)
         self.share = DominantShare(instance)
+        self.ps = ps_table(instance)
         self.kalone = max_workers_alone(instance)
         H = instance.H
         self.cap_w = instance.capacity[:H].sum(axis=0)
@@ -132,13 +141,12 @@ class DormPolicy(EventPolicy):
     def fair_workers(self, jobs: list[int], cap: dict[int, int]) -> dict[int, int]:
         """k^fair: DRF progressive filling on the pooled capacities of the two pools (with
         the effective demands w~, s~ of the MILP's rows, so the fair allocation fits them)."""
-        inst = self.instance
         used_w = np.zeros_like(self.cap_w)
         used_p = np.zeros_like(self.cap_p)
 
         def grow(j: int, k: int) -> bool:
-            ps = inst.ps_needed(j, k)
-            dp = ps - inst.ps_needed(j, k - 1)
+            ps = self.ps[j][k]
+            dp = ps - self.ps[j][k - 1]
             w = used_w + self.eff_w[j]
             p = used_p + dp * self.eff_p[j]
             if ps > k or (w > self.cap_w * (1 + EPS) + EPS).any() or \
@@ -147,8 +155,7 @@ class DormPolicy(EventPolicy):
             used_w[:], used_p[:] = w, p
             return True
 
-        return progressive_fill(jobs, cap, lambda j, n: self.share(j, n, inst.ps_needed(j, n)),
-                                grow)
+        return progressive_fill(jobs, cap, self.share.with_ps(self.ps), grow)
 
     # ---- the MILP ------------------------------------------------------------------------
     def program(self, jobs: list[int], old: np.ndarray, upper: np.ndarray,
@@ -253,11 +260,10 @@ class DormPolicy(EventPolicy):
 
     def keep_ps(self, jobs: list[int], k: np.ndarray) -> np.ndarray:
         """PSs of k workers in the MILP's terms: ceil(k b/B), raised to the rounded rho k."""
-        need = np.array([self.instance.ps_needed(j, int(n)) for j, n in zip(jobs, k)])
+        need = np.array([self.ps[j][int(n)] for j, n in zip(jobs, k)])
         return np.minimum(k, np.maximum(need, np.ceil(self.rho[jobs] * k - 1e-9))).astype(float)
 
     def decide(self, t, state) -> None:
-        inst = self.instance
         jobs = [int(j) for j in state.active()]
         if not jobs:
             self.held = {}
@@ -301,7 +307,7 @@ class DormPolicy(EventPolicy):
         changed = [j for j, a, b in zip(jobs, old, new) if a != b]
         for j in changed:
             self.held.pop(j, None)
-        free = self.free_except()
+        free = self.free_after_held()
         target = dict(zip(jobs, new.tolist()))
         for j in sorted(changed, key=lambda j: (-self.share.per_worker[j], jobs.index(j))):
             k = target[j]
@@ -321,7 +327,8 @@ class DormPolicy(EventPolicy):
             rows = list(self.held.get(j, ()))
             k = sum(c for _, role, c in rows if role == 0)
             grown = k
-            while grown < bound and grow_one(self.placement, inst, j, grown + 1, free, rows):
+            while grown < bound and grow_one(self.placement, inst, self.ps, j, grown + 1, free,
+                                             rows):
                 grown += 1
             if grown > k:
                 self.topped_up += grown - k

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from ..sim.placement import Placement
 from .common import (DominantShare, EventPolicy, grow_one, merge_rows, progressive_fill,
-                     work_cap)
+                     ps_table, work_cap)
 
 
 class DrfPolicy(EventPolicy):
@@ -34,7 +34,8 @@ class DrfPolicy(EventPolicy):
 
     def start(self, instance, state) -> None:
         super().start(instance, state)
-        self.share = DominantShare(instance)
+        self.ps = ps_table(instance)
+        self.share = DominantShare(instance).with_ps(self.ps)
 
     def decide(self, t, state) -> None:
         inst = self.instance
@@ -44,8 +45,7 @@ class DrfPolicy(EventPolicy):
         rows: dict[int, list] = {j: [] for j in jobs}
 
         def grow(j: int, k: int) -> bool:
-            return grow_one(self.placement, inst, j, k, free, rows[j])
+            return grow_one(self.placement, inst, self.ps, j, k, free, rows[j])
 
-        k = progressive_fill(jobs, cap, lambda j, n: self.share(j, n, inst.ps_needed(j, n)),
-                             grow)
+        k = progressive_fill(jobs, cap, self.share, grow)
         self.held = {j: merge_rows(rows[j]) for j in jobs if k[j] > 0}

@@ -47,7 +47,7 @@ class FifoPolicy(EventPolicy):
         return True
 
     def decide(self, t, state) -> None:
-        free = self.free_except()
+        free = self.free_after_held()
         while self.queue:
             head = self.queue[0]
             rows = self.placement.place(self.instance, head, int(self.k[head]), free)

@@ -32,7 +32,7 @@ import heapq
 from ..sim.core import OnlinePolicy
 from ..sim.placement import Placement
 from .common import (DominantShare, grow_one, make_placement, max_workers_alone, merge_rows,
-                     work_cap)
+                     ps_table, work_cap)
 
 
 class OptimusPolicy(OnlinePolicy):
@@ -48,13 +48,13 @@ class OptimusPolicy(OnlinePolicy):
         self.placement = make_placement(self.placement_option, self.seed)
         self.placement.reset(instance)
         self.share = DominantShare(instance)
+        self.ps = ps_table(instance)
         self.kmax = max_workers_alone(instance)
         self.steps = 0
 
     def marginal(self, job: int, k: int, remaining: float) -> float:
         """gain_i(k) / dominant share of the (k+1)-th worker and its extra PSs."""
-        inst = self.instance
-        dp = inst.ps_needed(job, k + 1) - inst.ps_needed(job, k)
+        dp = self.ps[job][k + 1] - self.ps[job][k]
         cost = float((self.share.w[job] + dp * self.share.s[job]).max())
         gain = remaining / k - remaining / (k + 1)
         return gain / max(cost, 1e-12)
@@ -67,15 +67,14 @@ class OptimusPolicy(OnlinePolicy):
         rows: dict[int, list] = {j: [] for j in jobs}
         heap = []
         for pos, j in enumerate(jobs):
-            if cap[j] > 0 and grow_one(self.placement, self.instance, j, 1, free, rows[j]):
+            if cap[j] > 0 and grow_one(self.placement, self.instance, self.ps, j, 1, free, rows[j]):
                 k[j] = 1
                 if cap[j] > 1:
                     heap.append((-self.marginal(j, 1, state.remaining[j]), pos, j))
         heapq.heapify(heap)
         while heap:
             _, pos, j = heapq.heappop(heap)
-            if not grow_one(self.placement, self.instance, j, k[j] + 1, free,
-                            rows[j]):
+            if not grow_one(self.placement, self.instance, self.ps, j, k[j] + 1, free, rows[j]):
                 continue
             k[j] += 1
             self.steps += 1

@@ -125,7 +125,7 @@ class RrhPolicy(EventPolicy):
         cand = np.flatnonzero(~running & (net > 0))
         # reward rate V/d descending; ties by position in ``unfinished`` (arrival order)
         cand = cand[np.lexsort((cand, -(net[cand] / d[cand])))]
-        free = self.free_except()
+        free = self.free_after_held()
         for n in cand.tolist():
             j = int(unfinished[n])
             rows = self.placement.place(self.instance, j, int(self.k[j]), free)

@@ -20,13 +20,17 @@ variant changes OASiS in two places and leaves the subroutine itself (``online.d
    its actual rows: mu_topo = f_i(t_hat - a_i) - sum_t cost_t / eta_t, where cost_t is the
    plan's slot-t cost at the *true* prices and eta_t = progress_t / k_t the placement's
    efficiency in slot t. With ``instance.progress == "placement"`` a plan whose placement-aware
-   worker-slots do not reach W_i would not finish and is discarded. The best-scoring plan is
-   admitted iff mu_topo > 0; committing it and raising prices (eq. 22) are the paper's, with the
-   true amounts.
+   worker-slots fall short of W_i would not finish: it is re-planned (up to ``REPLANS`` times)
+   for the work target ceil(W_i / eta), eta = its placement-aware / plain worker-slots, on an
+   instance view that differs only in W_i, and dropped if it still falls short. The
+   best-scoring plan is admitted iff mu_topo > 0; committing it and raising prices (eq. 22) are
+   the paper's, with the true amounts. (The simulator completes the job as soon as its real
+   W_i is reached and OASiS skips the plan's remaining rows.)
 
-So with a non-blocking network (every eta = 1) and a single rack, ``oasis-topo`` makes the same
-decisions as ``oasis`` (the paper's prices are one of the candidates and score the same).
-Cost: up to ``candidates + 1`` dual-subroutine calls per job.
+So with a non-blocking network (every eta = 1), ``oasis-topo`` makes the same decisions as
+``oasis``: the paper's prices are one of the candidates, steering changes no price, and every
+plan scores its paper payoff. Cost: up to (``candidates`` + 1) x (``REPLANS`` + 1)
+dual-subroutine calls per job.
 """
 from __future__ import annotations
 
@@ -39,6 +43,8 @@ from ..costmodel.placement import DONE_EPS, _progress_kernel, context
 from ..model.schedule import WORKER
 from ..online.dual import best_schedule
 from ..online.oasis import OasisPolicy
+
+REPLANS = 2  # re-plans of a plan whose placement falls short of W_i (placement mode)
 
 
 class TopoOasisPolicy(OasisPolicy):
@@ -111,11 +117,12 @@ class TopoOasisPolicy(OasisPolicy):
         return (self.worker_price / eta[None, :H, None], self.ps_price / eta[None, H:, None])
 
     # ---- topology-aware payoff of a plan ---------------------------------------------------------
-    def _score(self, job: int, plan) -> tuple[float, bool]:
+    def _score(self, job: int, plan) -> tuple[float, bool, float]:
+        """(mu_topo, whether the plan finishes, overall efficiency sum progress / sum k)."""
         inst = self.instance
         rows = plan.rows
         if not len(rows):
-            return plan.utility, True
+            return plan.utility, True, 1.0
         slots, group = np.unique(rows[:, 1], return_inverse=True)
         progress = _progress_kernel(inst, self._ctx, group, len(slots),
                                     np.full(len(slots), job, dtype=np.int64), rows[:, 2],
@@ -138,7 +145,29 @@ class TopoOasisPolicy(OasisPolicy):
             for g in progress.tolist():
                 remaining -= g
             finishes = remaining <= DONE_EPS
-        return plan.utility - topo_cost, finishes
+        eta_all = float(progress.sum() / k.sum()) if k.sum() > 0 else 1.0
+        return plan.utility - topo_cost, finishes, eta_all
+
+    def _plan(self, job: int, wp, pp):
+        """The dual subroutine at prices (wp, pp); in placement mode, a plan whose placement
+        delivers less than W_i is re-planned (at most ``REPLANS`` times) for the larger target
+        ceil(W_i / eta), eta = its placement-aware worker-slots / its worker-slots, so that
+        spilling over racks is paid for with more worker-slots instead of failing."""
+        inst = self.instance
+        view = inst
+        for attempt in range(REPLANS + 1):
+            plan = best_schedule(view, job, wp, pp, self.worker_free, self.ps_free,
+                                 backend=self.backend, granularity=self.granularity)
+            if not plan.feasible:
+                return plan, -math.inf, False
+            score, finishes, eta = self._score(job, plan)
+            if finishes or inst.progress != "placement" or attempt == REPLANS or eta <= 0:
+                return plan, score, finishes
+            target = math.ceil(int(view.work[job]) / eta - 1e-9)
+            if target <= int(view.work[job]):
+                target = int(view.work[job]) + 1
+            view = _WorkView(inst, job, target)
+        return plan, score, finishes
 
     # ---- Alg. 1 with the topology-aware choice ---------------------------------------------------
     def on_arrival(self, job: int, t: int, state) -> bool:
@@ -147,12 +176,8 @@ class TopoOasisPolicy(OasisPolicy):
         for home in [None] + self._home_candidates(job):
             wp, pp = ((self.worker_price, self.ps_price) if home is None
                       else self._steered(job, home))
-            plan = best_schedule(self.instance, job, wp, pp, self.worker_free, self.ps_free,
-                                 backend=self.backend, granularity=self.granularity)
-            if not plan.feasible:
-                continue
-            score, finishes = self._score(job, plan)
-            if finishes and score > best_score:
+            plan, score, finishes = self._plan(job, wp, pp)
+            if plan.feasible and finishes and score > best_score:
                 best, best_score, best_home = plan, score, home
         admit = best is not None and best_score > 0
         if admit:
@@ -171,6 +196,19 @@ class TopoOasisPolicy(OasisPolicy):
         homes = [h for h in self.home if h is not None]
         out["steered_admissions"] = len(homes)
         return out
+
+
+class _WorkView:
+    """The instance with one job's work target W_i replaced (for re-planning a plan that its
+    placement slows down); everything else is the instance's own."""
+
+    def __init__(self, instance, job: int, work: int):
+        self._instance = instance
+        self.work = instance.work.copy()
+        self.work[job] = work
+
+    def __getattr__(self, name):
+        return getattr(self._instance, name)
 
 
 def _fit(free: np.ndarray, demand: np.ndarray) -> np.ndarray:

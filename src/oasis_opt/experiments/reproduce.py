@@ -6,6 +6,7 @@ PDF and a markdown table, and ``out/reproduce.md`` records what was run and how 
 """
 from __future__ import annotations
 
+import math
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -64,6 +65,15 @@ def reproduce(figures: Sequence[str] = ("all",), *, quick: bool = False,
     return written
 
 
+def lpt_makespan(durations: Sequence[float], workers: int) -> float:
+    """Makespan of the longest-processing-time-first schedule of ``durations`` on ``workers``
+    identical machines (within 4/3 of the optimum; the order the figures submit runs in)."""
+    loads = [0.0] * workers
+    for d in sorted(durations, reverse=True):
+        loads[loads.index(min(loads))] += d
+    return max(loads)
+
+
 def write_log(out: Path, names, specs, sweep, quick: bool, wall_s: float) -> Path:
     """``out/reproduce.md``: figures, runs computed / reused, wall time, solve time per policy."""
     from .runner import versions
@@ -78,13 +88,22 @@ def write_log(out: Path, names, specs, sweep, quick: bool, wall_s: float) -> Pat
                   f"{len(sweep.skipped)} loaded from the results folder; sweep wall time "
                   f"{sweep.wall_s:.1f} s.", ""]
         per: dict[str, list[float]] = defaultdict(list)
+        cpu: dict[str, list[float]] = defaultdict(list)
         for s in runs:
-            per[s.policy].append(sweep.records[s.key]["timing"]["solve_s"])
-        rows = [[p, len(v), f"{np.mean(v):.2f}", f"{np.max(v):.2f}", f"{np.sum(v):.1f}"]
-                for p, v in per.items()]
-        lines.append("Solve time per run (as stored; runs loaded from earlier sweeps keep "
-                     "their own times):")
-        lines += ["", markdown_table(["policy", "runs", "mean s", "max s", "total s"], rows)]
+            timing = sweep.records[s.key]["timing"]
+            per[s.policy].append(timing["solve_s"])
+            cpu[s.policy].append(timing.get("cpu_s", math.nan))  # absent in older records
+        rows = [[p, len(v), f"{np.mean(v):.2f}", f"{np.max(v):.2f}", f"{np.sum(v):.1f}",
+                 f"{np.sum(cpu[p]):.1f}"] for p, v in per.items()]
+        lines.append("Time per run, as stored (runs loaded from earlier sweeps keep their own "
+                     "times; wall times grow on a loaded machine, CPU times much less):")
+        lines += ["", markdown_table(["policy", "runs", "mean solve s", "max solve s",
+                                      "total solve s", "total CPU s"], rows)]
+        all_cpu = [c for v in cpu.values() for c in v]
+        if all_cpu and not any(math.isnan(c) for c in all_cpu):
+            lines.append(
+                f"Total CPU {sum(all_cpu):.0f} s; on 2 dedicated cores the runs would take about "
+                f"{lpt_makespan(all_cpu, 2):.0f} s (longest-first schedule of the CPU times).")
     out.mkdir(parents=True, exist_ok=True)
     path = out / "reproduce.md"
     path.write_text("\n".join(lines) + "\n")

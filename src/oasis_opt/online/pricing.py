@@ -276,6 +276,9 @@ def pricing_from_values(values: Mapping[str, Any], instance, source: str) -> Pri
 def resolve_pricing(spec: Any, instance, u_scale: float = 1.0) -> Pricing:
     """``spec``: "oracle", a ``Pricing``, a path to a pricing file, or a pricing document (dict)."""
     if isinstance(spec, Pricing):
+        if tuple(spec.resources) != tuple(instance.resources):
+            raise ValueError(f"pricing: resources {spec.resources} do not match the instance's "
+                             f"{tuple(instance.resources)}")
         pricing = spec
     elif spec == "oracle":
         return oracle_pricing(instance, u_scale)
