@@ -6,7 +6,9 @@ gamma1 exp(-5 * 280), i.e. below 1e-300. Every price then stays ~0 until a serve
 the admission test "payoff > 0" accepts plans whose utility is ~0, and those plans reserve
 capacity later jobs need. The paper says U and L are "estimated values (based on past
 experience)", so this sweep keeps the oracle U (eqs. 23-24) and sets L1 = L2 = L explicitly
-(OASiS's ``pricing`` option, an ``oasis-opt/pricing@1`` document), for several L.
+(OASiS's ``pricing`` option, an ``oasis-opt/pricing@1`` document), for several L; then repeats
+Fig. 6 (U scaled by 20%-1000%, ``u_scale``) at L = 1e-3. With L ~ 1e-300, scaling U by kappa
+changes ln(U/L) ~ 700 by at most ln 10 = 2.3, which is why the plain Fig. 6 is flat.
 
 Runs go through the experiment runner into the same results folder as ``oasis-opt reproduce``
 (Fig. 3's runs are reused when stored). Writes ``<out>/oasis_floor_price.{png,pdf,md}``.
@@ -20,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from oasis_opt.experiments.figures import fig3
+from oasis_opt.experiments.figures import fig3, fig6
 from oasis_opt.experiments.figures.common import (COLOURS, PAPER_POLICIES, display, markdown_table,
                                                   mean_sd, new_figure, save, write_markdown)
 from oasis_opt.experiments.reproduce import default_out
@@ -30,9 +32,11 @@ from oasis_opt.online.pricing import oracle_pricing
 from oasis_opt.workloads import paper_sim
 
 FLOORS = (1e-6, 1e-4, 1e-3, 1e-2)
+FIG6_FLOOR = 1e-3  # Fig. 6's U scaling repeated at this L
 
 
 def floor_specs(quick: bool) -> list[RunSpec]:
+    """OASiS at each L of ``FLOORS``, and at ``FIG6_FLOOR`` with Fig. 6's U scales."""
     s = fig3.settings(quick)
     out = []
     for n in s["jobs"]:
@@ -42,7 +46,14 @@ def floor_specs(quick: bool) -> list[RunSpec]:
             for L in FLOORS:
                 pricing = {**oracle, "L_worker": L, "L_ps": L}
                 out.append(RunSpec("paper_sim", params, "oasis", {"pricing": pricing},
-                                   tags={"jobs": n, "seed": seed, "L": L}))
+                                   tags={"jobs": n, "seed": seed, "L": L, "pct": 100}))
+            pricing = {**oracle, "L_worker": FIG6_FLOOR, "L_ps": FIG6_FLOOR}
+            for pct in fig6.PERCENTS:
+                if pct != 100:
+                    out.append(RunSpec("paper_sim", params, "oasis",
+                                       {"pricing": pricing, "u_scale": pct / 100},
+                                       tags={"jobs": n, "seed": seed, "L": FIG6_FLOOR,
+                                             "pct": pct}))
     return out
 
 
@@ -67,9 +78,10 @@ def main(argv=None) -> None:
         return {k: mean_sd(v) for k, v in vals.items()}
 
     ours = series(base, lambda s: s.policy)
-    by_L = series(floors, lambda s: s.tags["L"])
+    by_L = series([s for s in floors if s.tags["pct"] == 100], lambda s: s.tags["L"])
+    by_pct = series([s for s in floors if s.tags["L"] == FIG6_FLOOR], lambda s: s.tags["pct"])
     paper = fig3.paper_values()
-    fig, ax = new_figure(1, 1, width=7.5, height=4.2)
+    fig, ax = new_figure(2, 1, width=7.0, height=4.4)
     a = ax[0, 0]
     for p in PAPER_POLICIES:
         a.errorbar(jobs, [ours[(n, p)][0] for n in jobs], [ours[(n, p)][1] for n in jobs],
@@ -85,6 +97,19 @@ def main(argv=None) -> None:
     a.set(xlabel="number of jobs", ylabel="total utility",
           title="OASiS with an estimated floor price L vs the oracle L (Fig. 3 instances)")
     a.legend(fontsize=7, ncols=2)
+    b = ax[0, 1]
+    rel = {(n, p): by_pct[(n, p)][0] / by_pct[(n, 100)][0] for n in jobs for p in fig6.PERCENTS}
+    paper6 = fig6.paper_values()
+    for k, p in enumerate(fig6.PERCENTS):
+        colour = __import__("matplotlib").colormaps["viridis"](k / (len(fig6.PERCENTS) - 1))
+        b.plot(jobs, [rel[(n, p)] for n in jobs], marker="o", color=colour, label=f"{p}%")
+        if not args.quick:
+            b.plot(jobs, [paper6[(n, p)] / paper6[(n, 100)] for n in jobs], marker="D", ls=":",
+                   color=colour, markersize=4)
+    b.axhline(1, color="grey", lw=0.6)
+    b.set(xlabel="number of jobs", ylabel="utility / utility at 100%",
+          title=f"Fig. 6 repeated with L = {FIG6_FLOOR:g} (dotted ◆: paper)")
+    b.legend(fontsize=7, ncols=3, title="U/L estimate", title_fontsize=7)
     paths = save(fig, out, "oasis_floor_price")
     rows = []
     for n in jobs:
@@ -99,6 +124,13 @@ def main(argv=None) -> None:
             "L1 = L2 = L.\n\n"
             + markdown_table(["jobs", "OASiS, oracle L"] + [f"L = {L:g}" for L in FLOORS]
                              + ["best baseline", "paper OASiS"], rows))
+    rows6 = [[n] + [f"{by_pct[(n, p)][0]:.0f} ({rel[(n, p)]:.2f})" for p in fig6.PERCENTS]
+             for n in jobs]
+    claim = fig6.claims(rel, jobs)
+    text += (f"\n## Fig. 6 repeated with L = {FIG6_FLOOR:g}\n\nOASiS utility (relative to the "
+             "100% estimate of U) with U scaled as in Fig. 6 and L fixed.\n\n"
+             + markdown_table(["jobs"] + [f"{p}%" for p in fig6.PERCENTS], rows6) + "\n"
+             + "\n".join(f"- {'✅' if ok else '❌'} {c} — {d}" for c, ok, d in claim) + "\n")
     paths.append(write_markdown(out, "oasis_floor_price", text))
     print("\n".join(str(p) for p in paths))
 

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oasis_opt import available_policies, get_policy, solve, validate
+from oasis_opt.model.io import result_from_dict, result_to_dict
 from oasis_opt.sim import summarize
 from oasis_opt.sim.placement import PLACEMENTS
 from oasis_opt.testing import instances
@@ -42,6 +43,9 @@ def test_schedules_are_valid_and_deterministic(policy, inst, placement, seed):
     m = summarize(inst, first)
     assert m["completed"] + m["unfinished"] + m["rejected"] == inst.I
     assert first.total_utility == pytest.approx(sum(first.utility))
+    # the stats (event counts, solver statuses, RRH's admission log ...) fit the result format
+    doc = result_to_dict(inst, first)
+    assert result_to_dict(inst, result_from_dict(inst, doc)) == doc
 
 
 @pytest.mark.parametrize("policy", POLICIES)

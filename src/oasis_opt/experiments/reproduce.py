@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import math
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
 
 from .figures import FIGURE_NAMES, get_figure
-from .figures.common import markdown_table
+from .figures.common import fmt, markdown_table
 from .runner import run_sweep, unique_specs
 
 DEFAULT_RESULTS = Path("results")
@@ -81,7 +81,7 @@ def write_log(out: Path, names, specs, sweep, quick: bool, wall_s: float) -> Pat
     v = versions()
     lines = [f"# oasis-opt reproduce{' --quick' if quick else ''}", "",
              f"Figures: {', '.join(names)}. Total wall time {wall_s:.1f} s. Code: oasis-opt "
-             f"{v.get('oasis-opt', '?')}, git {v.get('git', 'unknown')}."]
+             f"{v.get('oasis-opt', '?')}, git {v.get('git', 'unknown')} (drawing)."]
     if sweep is not None:
         runs = unique_specs(s for v in specs.values() for s in v)
         lines += ["", f"Runner: {len(runs)} runs, {len(sweep.computed)} computed now, "
@@ -94,7 +94,10 @@ def write_log(out: Path, names, specs, sweep, quick: bool, wall_s: float) -> Pat
             per[s.policy].append(timing["solve_s"])
             cpu[s.policy].append(timing.get("cpu_s", math.nan))  # absent in older records
         rows = [[p, len(v), f"{np.mean(v):.2f}", f"{np.max(v):.2f}", f"{np.sum(v):.1f}",
-                 f"{np.sum(cpu[p]):.1f}"] for p, v in per.items()]
+                 fmt(float(np.sum(cpu[p])), 1)] for p, v in per.items()]
+        code = Counter(sweep.records[s.key]["env"]["versions"].get("git", "unknown") for s in runs)
+        lines += ["Runs computed by code (git): "
+                  + ", ".join(f"{c} ({n} runs)" for c, n in code.most_common()) + ".", ""]
         lines.append("Time per run, as stored (runs loaded from earlier sweeps keep their own "
                      "times; wall times grow on a loaded machine, CPU times much less):")
         lines += ["", markdown_table(["policy", "runs", "mean solve s", "max solve s",

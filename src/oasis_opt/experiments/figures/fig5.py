@@ -86,8 +86,8 @@ def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = Fals
     a.set_xticks(x, [str(n) for n in servers])
     a.set(xlabel="servers in total (⌈n/2⌉ worker + ⌊n/2⌋ PS hosts)",
           ylabel="OPT / OASiS total utility",
-          title=f"Fig. 5 — performance ratio, 10 jobs, T = 10; mean (bars: min … max) over "
-                f"{len(s['seeds'])} seed(s); ◆ = paper")
+          title=f"Fig. 5 — OPT / OASiS, 10 jobs, T = 10, {len(s['seeds'])} seed(s): mean, "
+                "min … max; ◆ = paper")
     a.legend(fontsize=7, ncols=3)
     paths = save(fig, out_dir, "fig5")
     text = (f"# Fig. 5 — performance ratio OPT / OASiS{' (quick)' if quick else ''}\n\n"
