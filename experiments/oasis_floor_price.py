@@ -7,7 +7,7 @@ the admission test "payoff > 0" accepts plans whose utility is ~0, and those pla
 capacity later jobs need. The paper says U and L are "estimated values (based on past
 experience)", so this sweep keeps the oracle U (eqs. 23-24) and sets L1 = L2 = L explicitly
 (OASiS's ``pricing`` option, an ``oasis-opt/pricing@1`` document), for several L; then repeats
-Fig. 6 (U scaled by 20%-1000%, ``u_scale``) at L = 1e-3. With L ~ 1e-300, scaling U by kappa
+Fig. 6 (U scaled by 20%-1000%, ``u_scale``) and Fig. 4 (timeliness) at L = 1e-3. With L ~ 1e-300, scaling U by kappa
 changes ln(U/L) ~ 700 by at most ln 10 = 2.3, which is why the plain Fig. 6 is flat.
 
 Runs go through the experiment runner into the same results folder as ``oasis-opt reproduce``
@@ -22,9 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-from oasis_opt.experiments.figures import fig3, fig6
-from oasis_opt.experiments.figures.common import (COLOURS, PAPER_POLICIES, display, markdown_table,
-                                                  mean_sd, new_figure, save, write_markdown)
+from oasis_opt.experiments.figures import fig3, fig4, fig6
+from oasis_opt.experiments.figures.common import (CLASSES, COLOURS, PAPER_POLICIES, box_stats,
+                                                  display, markdown_table, mean_sd, new_figure,
+                                                  save, write_markdown)
 from oasis_opt.experiments.reproduce import default_out
 from oasis_opt.experiments.runner import run_sweep
 from oasis_opt.experiments.spec import RunSpec
@@ -57,6 +58,33 @@ def floor_specs(quick: bool) -> list[RunSpec]:
     return out
 
 
+def fig4_specs(quick: bool) -> list[RunSpec]:
+    """Fig. 4's OASiS runs again, with L = ``FIG6_FLOOR``."""
+    out = []
+    for spec in fig4.runs(quick):
+        if spec.policy == "oasis":
+            oracle = oracle_pricing(paper_sim(**spec.params)).to_dict()
+            pricing = {**oracle, "L_worker": FIG6_FLOOR, "L_ps": FIG6_FLOOR}
+            out.append(RunSpec(spec.generator, spec.params, "oasis", {"pricing": pricing},
+                               spec.metrics, tags={**spec.tags, "L": FIG6_FLOOR}))
+    return out
+
+
+def timeliness_table(rep, base4, floor4) -> str:
+    """Median actual - target per class: completed only / unfinished counted at T (Fig. 4)."""
+    values = fig4.collect(base4, rep.records)
+    floored = fig4.collect(floor4, rep.records)
+    rows = []
+    for c in CLASSES:
+        for label, vals, p in ([(display(p), values, p) for p in PAPER_POLICIES]
+                               + [(f"OASiS, L = {FIG6_FLOOR:g}", floored, "oasis")]):
+            rows.append([c, label, len(vals[("completed", c, p)]),
+                         f"{box_stats(vals[('completed', c, p)])['median']:.1f}",
+                         f"{box_stats(vals[('with_unfinished', c, p)])['median']:.1f}"])
+    return markdown_table(["class", "policy", "completed", "median, completed",
+                           "median, unfinished at T"], rows)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
@@ -65,9 +93,10 @@ def main(argv=None) -> None:
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     out = Path(args.out) if args.out else default_out(args.quick)
-    base = fig3.runs(args.quick)
-    floors = floor_specs(args.quick)
-    rep = run_sweep(base + floors, args.results, workers=args.workers, desc="floor price")
+    base, base4 = fig3.runs(args.quick), fig4.runs(args.quick)
+    floors, floor4 = floor_specs(args.quick), fig4_specs(args.quick)
+    rep = run_sweep(base + floors + base4 + floor4, args.results, workers=args.workers,
+                    desc="floor price")
     jobs = sorted(fig3.settings(args.quick)["jobs"])
 
     def series(specs, key):
@@ -131,6 +160,9 @@ def main(argv=None) -> None:
              "100% estimate of U) with U scaled as in Fig. 6 and L fixed.\n\n"
              + markdown_table(["jobs"] + [f"{p}%" for p in fig6.PERCENTS], rows6) + "\n"
              + "\n".join(f"- {'✅' if ok else '❌'} {c} — {d}" for c, ok, d in claim) + "\n")
+    text += (f"\n## Fig. 4 repeated with L = {FIG6_FLOOR:g}\n\nActual minus target completion "
+             "time (slots), pooled over Fig. 4's seeds; the baselines are Fig. 4's runs.\n\n"
+             + timeliness_table(rep, base4, floor4))
     paths.append(write_markdown(out, "oasis_floor_price", text))
     print("\n".join(str(p) for p in paths))
 

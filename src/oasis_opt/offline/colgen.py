@@ -151,11 +151,11 @@ class ColumnPool:
     def __len__(self) -> int:
         return len(self.columns)
 
-    def load(self, x: np.ndarray) -> np.ndarray:
-        """sum_l x_l (amounts of column l) over the first len(x) columns, shape (T+1, S, R)."""
+    def load(self, x: dict[int, float]) -> np.ndarray:
+        """sum_l x_l (amounts of column l) for x = {pool index: value}, shape (T+1, S, R)."""
         out = np.zeros(self.cap.size)
-        for n in np.flatnonzero(x > 1e-9):
-            np.add.at(out, self.keys[n], x[n] * self.amounts[n])
+        for n, v in x.items():
+            np.add.at(out, self.keys[n], v * self.amounts[n])
         return out.reshape(self.shape)
 
     def spread(self, col: Column, load: np.ndarray) -> Column:
@@ -219,7 +219,8 @@ class RestrictedMaster:
         self.active = np.zeros(0, dtype=np.int64)  # keys of the LP's capacity rows, in order
         self.lp = IncrementalLP("max", **lp_options)
         self.lp.add_rows(np.full(inst.I, -math.inf), np.ones(inst.I))  # (17): rows 0..I-1
-        self.n = 0  # pool columns in the LP
+        self.cols: list[int] = []  # pool index of each LP column
+        self.in_lp: set[int] = set()
         self._blocks: list[sp.csc_matrix] = []
         self._A: sp.csr_matrix | None = None
 
@@ -231,10 +232,12 @@ class RestrictedMaster:
         s, r = np.divmod(rest, R)
         return (t * 2 + self.group[s]) * R + r
 
-    def sync(self) -> int:
-        """Add the pool's columns not yet in the LP; returns how many."""
-        new = range(self.n, len(self.pool))
-        if not len(new):
+    def sync(self, indices=None) -> int:
+        """Add pool columns to the LP: ``indices`` (default: every pool column), skipping those
+        already in it; returns how many were added."""
+        todo = range(len(self.pool)) if indices is None else indices
+        new = [n for n in dict.fromkeys(todo) if n not in self.in_lp]
+        if not new:
             return 0
         keys = [self._key(self.pool.keys[n]) for n in new]
         amounts = [self.pool.amounts[n] for n in new]
@@ -250,7 +253,8 @@ class RestrictedMaster:
                              shape=(self.instance.I, len(new)))
         self.lp.add_cols([c.utility for c in cols], np.zeros(len(new)),
                          np.full(len(new), math.inf), sp.vstack([jobs, lp_part]).tocsc())
-        self.n = len(self.pool)
+        self.cols.extend(new)
+        self.in_lp.update(new)
         return len(new)
 
     def usage_matrix(self) -> sp.csr_matrix:
@@ -260,18 +264,24 @@ class RestrictedMaster:
                        else sp.csr_matrix((self.cap.size, 0)))
         return self._A
 
-    def solve(self):
-        """(value, x, prices (T+1, S, R), mu (I,)) at the LP optimum of the master.
+    def solve(self, deadline: float | None = None):
+        """(value, x, prices (T+1, S, R), mu (I,)) at the LP optimum of the master, with x a
+        dict pool index -> value (positive ones); None if the deadline (``perf_counter``) passed.
 
         Re-solves after adding violated capacity rows. Duals are clipped at 0 (they are >= 0
         up to float noise for these <= rows); pooled duals are copied to every server of the
         pool."""
         inst = self.instance
         while True:
-            status, value, x, duals = self.lp.solve()
+            left = None if deadline is None else deadline - time.perf_counter()
+            if left is not None and left <= 0:
+                return None
+            status, value, x, duals = self.lp.solve(time_limit=left)
+            if status == "time_limit":
+                return None
             if status != "optimal":
                 raise RuntimeError(f"restricted master LP not solved: {status}")
-            if self.n == 0:
+            if not self.cols:
                 break
             usage = self.usage_matrix() @ x
             over = np.flatnonzero((usage > self.cap * (1 + 1e-7) + 1e-7) & (self.row_of < 0))
@@ -288,7 +298,8 @@ class RestrictedMaster:
             prices = row_prices.reshape(T1, 2, R)[:, self.group, :]
         else:
             prices = row_prices.reshape(self.pool.shape)
-        return value, x, prices, np.maximum(duals[:inst.I], 0.0)
+        xs = {self.cols[k]: float(v) for k, v in enumerate(x) if v > 1e-9}
+        return value, xs, prices, np.maximum(duals[:inst.I], 0.0)
 
 
 def price_jobs(instance, prices: np.ndarray, *, backend: str = "numpy"):
@@ -354,9 +365,11 @@ def column_generation(pool: ColumnPool, master: RestrictedMaster, state: CGState
                 break
             if deadline is not None and time.perf_counter() >= deadline:
                 break
-            master.sync()
-            value, x, duals, mu = master.solve()
-            state.last_x = {n: v for n, v in enumerate(x) if v > 1e-9}
+            solved = master.solve(deadline)
+            if solved is None:
+                break
+            value, x, duals, mu = solved
+            state.last_x = x
             alpha = smoothing if state.center is not None else 0.0
             while True:
                 prices = duals if alpha == 0 else alpha * state.center + (1 - alpha) * duals
@@ -377,10 +390,11 @@ def column_generation(pool: ColumnPool, master: RestrictedMaster, state: CGState
                 idx = pool.add(cols)
                 rc = (np.array([c.utility for c in cols]) - pool.costs(duals, idx)
                       - mu[[c.job for c in cols]]) if cols else np.zeros(0)
-                improving = [n for n, r in zip(idx, rc) if r > tol and n >= master.n]
+                improving = [n for n, r in zip(idx, rc) if r > tol and n not in master.in_lp]
                 if improving or alpha == 0:
                     break
                 alpha = 0.0  # mispricing: decide at the master's own duals
+            master.sync(improving)
             state.iterations += 1
             gap = relative_gap(value, state.best_bound)
             if not improving or (gap is not None and gap <= gap_tol):
@@ -515,11 +529,13 @@ def bracket(instance, *, time_limit: float | None = 600.0, max_iterations: int |
     phase1_end = None if cg_end is None else t_cg + pooled_share * (cg_end - t_cg)
     state = CGState()
     pooled = RestrictedMaster(pool, pooled=True)
+    pooled.sync()
     one = column_generation(pool, pooled, state, deadline=phase1_end,
                             max_iterations=max_iterations, backend=backend, spread="only",
                             phase="(pooled)", progress=progress)
     candidates = set(seed_cols) | set(state.last_x)
     full = RestrictedMaster(pool)
+    full.sync(sorted(candidates))  # the pooled LP's support: a small, good start
     two = column_generation(pool, full, state, deadline=cg_end, max_iterations=max_iterations,
                             backend=backend, smoothing=smoothing, spread="both",
                             phase="(per server)", progress=progress)

@@ -177,16 +177,16 @@ def _solve_empty(lp: LinearProgram, backend: str) -> SolverResult:
 _HIGHS_THREADS: int | None = None  # None: HiGHS's default (joins the existing scheduler)
 
 
-def set_highs_threads(threads: int) -> None:
+def set_highs_threads(threads: int | None) -> None:
     """Set HiGHS's thread count for this process (once; it is process-global in HiGHS).
 
     Resets HiGHS's global scheduler so that the new count takes effect; every ``Highs`` this
-    module creates afterwards asks for the same count.
+    module creates afterwards asks for the same count. ``None`` returns to HiGHS's default.
     """
     import highspy
 
     global _HIGHS_THREADS
-    if threads < 1:
+    if threads is not None and threads < 1:
         raise ValueError(f"threads: must be >= 1, got {threads}")
     if _HIGHS_THREADS == threads:
         return
@@ -344,13 +344,19 @@ class IncrementalLP:
                             A.indices.astype(np.int32), A.data.astype(float))
             self.n_cols += n
 
-    def solve(self) -> tuple[str, float | None, np.ndarray | None, np.ndarray | None]:
-        """(status, objective, x, row duals) with the same conventions as ``solve_program``."""
+    def solve(self, time_limit: float | None = None
+              ) -> tuple[str, float | None, np.ndarray | None, np.ndarray | None]:
+        """(status, objective, x, row duals) with the same conventions as ``solve_program``;
+        status "time_limit" (and Nones) when ``time_limit`` seconds ran out."""
         import highspy
 
         if self.n_cols == 0:  # HiGHS answers "Empty" here; the optimum is x = () with value 0
             return "optimal", 0.0, np.zeros(0), np.zeros(self.n_rows)
+        self._h.setOptionValue("time_limit", math.inf if time_limit is None
+                               else max(float(time_limit), 1e-3))
         status = run_highs(self._h)
+        if status == highspy.HighsModelStatus.kTimeLimit:
+            return "time_limit", None, None, None
         if status != highspy.HighsModelStatus.kOptimal:
             return self._h.modelStatusToString(status), None, None, None
         sol = self._h.getSolution()

@@ -1,0 +1,235 @@
+"""The exact offline optimum of (1): MILP arrays vs Pyomo vs brute force, HiGHS vs CP-SAT.
+
+The brute force below is written independently of the MILP: per job, enumerate every minimal
+plan (a completion slot t_hat and integer workers k_t <= N_i in a_i..t_hat with k_{t_hat} >= 1
+and sum k_t = work_i exactly: any feasible plan contains one of these slot-wise, and fewer
+workers never make a slot less feasible, since they need no more PSs, ceil(k b / B)); then
+search over one option per job (or rejection), checking each slot by trying every placement of
+the workers on the worker servers and of the fewest PSs on the PS servers.
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from oasis_opt.model import DEFAULT_RESOURCES, Instance, Job, Server, Utility, validate
+from oasis_opt.offline.exact import OfflinePolicy, lp_bound
+from oasis_opt.offline.milp_arrays import build_milp, ps_ratio
+from oasis_opt.offline.milp_pyomo import solve_pyomo
+from oasis_opt.policies import get_policy, solve
+from oasis_opt.testing import instances
+
+
+# ---- brute force ------------------------------------------------------------------------------
+import numpy as np
+
+
+def _compositions(total: int, parts: int, cap: int):
+    """Tuples of ``parts`` integers in 0..cap summing to ``total``."""
+    if parts == 0:
+        if total == 0:
+            yield ()
+        return
+    for first in range(min(cap, total) + 1):
+        for rest in _compositions(total - first, parts - 1, cap):
+            yield (first,) + rest
+
+
+def job_options(inst, i: int) -> list[tuple[float, dict[int, int]]]:
+    """(utility, {slot: workers}) for every minimal plan of job i, best utility first."""
+    a, T, N, work = int(inst.arrival[i]), inst.horizon, int(inst.chunks[i]), int(inst.work[i])
+    out = []
+    for t_hat in range(a, T + 1):
+        n = t_hat - a + 1
+        for ks in _compositions(work, n, N):
+            if ks[-1] >= 1:
+                out.append((float(inst.utility_table[i, t_hat]),
+                            {a + s: k for s, k in enumerate(ks) if k}))
+    return sorted(out, key=lambda o: -o[0])
+
+
+def _fits(demands: list[tuple[np.ndarray, int]], capacity: np.ndarray) -> bool:
+    """Can containers (demand vector, count) be placed on servers with ``capacity`` (S, R)?"""
+    S = capacity.shape[0]
+
+    def place(n: int, free: np.ndarray) -> bool:
+        if n == len(demands):
+            return True
+        d, count = demands[n]
+        for split in _compositions(count, S, count):
+            use = np.outer(split, d)
+            if np.all(use <= free + 1e-9):
+                if place(n + 1, free - use):
+                    return True
+        return False
+
+    return place(0, capacity.astype(float))
+
+
+def brute_force(inst) -> float:
+    """The optimal total utility of ``inst`` by exhaustive search (tiny instances only)."""
+    b, B = inst.worker_bw, inst.ps_bw
+
+    @lru_cache(maxsize=None)
+    def slot_ok(load: tuple[tuple[int, int], ...]) -> bool:
+        workers, pss = [], []
+        for i, k in load:
+            z = max(1, math.ceil(k * b[i] / B[i] - 1e-9))
+            if z > k:
+                return False
+            workers.append((inst.worker_demand[i], k))
+            pss.append((inst.ps_demand[i], z))
+        return _fits(workers, inst.worker_capacity) and _fits(pss, inst.ps_capacity)
+
+    options = [job_options(inst, i) for i in range(inst.I)]
+    best_left = [0.0] * (inst.I + 1)  # optimistic utility of jobs i.. (for pruning)
+    for i in reversed(range(inst.I)):
+        best_left[i] = best_left[i + 1] + (options[i][0][0] if options[i] else 0.0)
+    best = 0.0
+    load: dict[int, list[tuple[int, int]]] = {}
+
+    def search(i: int, value: float) -> None:
+        nonlocal best
+        if value + best_left[i] <= best + 1e-12:
+            return
+        if i == inst.I:
+            best = value
+            return
+        for util, plan in options[i]:
+            if value + util + best_left[i + 1] <= best + 1e-12:
+                break  # options are sorted by utility
+            ok = True
+            for t, k in plan.items():
+                if not slot_ok(tuple(sorted(load.get(t, []) + [(i, k)]))):
+                    ok = False
+                    break
+            if ok:
+                for t, k in plan.items():
+                    load.setdefault(t, []).append((i, k))
+                search(i + 1, value + util)
+                for t in plan:
+                    load[t].pop()
+        search(i + 1, value)  # reject job i
+
+    search(0, 0.0)
+    return best
+
+
+
+# ---- properties -------------------------------------------------------------------------------
+tiny = instances(max_jobs=3, max_horizon=4, max_servers=2, max_work=8).filter(lambda i: i.I > 0)
+
+
+@settings(max_examples=60)
+@given(tiny)
+def test_highs_optimum_equals_brute_force_and_cpsat(inst):
+    truth = brute_force(inst)
+    h = OfflinePolicy().solve(inst)
+    c = get_policy("offline-cpsat").solve(inst)
+    for s in (h, c):
+        assert validate(inst, s).ok, validate(inst, s)
+        assert s.stats["status"] == "optimal" and s.stats["proven_optimal"]
+    assert h.total_utility == pytest.approx(truth, rel=1e-6, abs=1e-6)
+    # CP-SAT's objective is scaled to integers: the stated error bound covers the difference
+    assert abs(c.total_utility - truth) <= c.stats["objective_error"] + 1e-6
+    assert c.stats["objective_error"] < 1e-4
+    assert h.stats["bound"] >= truth - 1e-6 and h.stats["objective"] == pytest.approx(
+        h.total_utility)
+
+
+@settings(max_examples=25)
+@given(tiny)
+def test_pyomo_reference_model_agrees_with_the_array_model(inst):
+    ref = solve_pyomo(inst)
+    arrays = OfflinePolicy().solve(inst)
+    assert ref["objective"] == pytest.approx(arrays.total_utility, rel=1e-6, abs=1e-6)
+    relaxed = solve_pyomo(inst, relax=True)
+    # the array model is tighter (big-M k_i <= N_i, reduced index sets): its LP is no weaker
+    assert lp_bound(inst) <= relaxed["objective"] + 1e-6
+    assert lp_bound(inst) >= arrays.total_utility - 1e-6
+
+
+@settings(max_examples=200)
+@given(b=st.floats(0.1, 5.0), B=st.floats(5.0, 20.0), kmax=st.integers(1, 60))
+def test_ps_ratio_reproduces_the_ps_counts_of_constraint_6(b, B, kmax):
+    job = Job("j", 1, 1, kmax, 1.0, {"bw": b}, {"bw": B}, Utility.constant(1.0))
+    inst = Instance(2, DEFAULT_RESOURCES, (Server("w", {"bw": 100.0}),),
+                    (Server("p", {"bw": 100.0}),), (job,))
+    p, q = ps_ratio(inst, 0, kmax)
+    k = np.arange(1, kmax + 1)
+    np.testing.assert_array_equal(np.ceil(k * p / q - 1e-12), inst.ps_needed(0, k))
+
+
+# ---- edge cases -------------------------------------------------------------------------------
+def _cluster(jobs, T=3):
+    ws = (Server("w0", {"gpu": 2, "cpu": 8, "mem": 32, "storage": 100, "bw": 10}),)
+    ps = (Server("p0", {"cpu": 8, "mem": 32, "storage": 100, "bw": 20}),)
+    return Instance(T, DEFAULT_RESOURCES, ws, ps, tuple(jobs))
+
+
+def _job(name, arrival=1, chunks=2, epochs=1, chunk_time=1.0, gpu=1.0, value=10.0):
+    return Job(name, arrival, epochs, chunks, chunk_time,
+               {"gpu": gpu, "cpu": 1, "mem": 1, "storage": 1, "bw": 1},
+               {"cpu": 1, "mem": 1, "storage": 1, "bw": 5}, Utility.constant(value))
+
+
+@pytest.mark.parametrize("policy", ["offline", "offline-cpsat"])
+def test_empty_job_list_gives_an_empty_valid_schedule(policy):
+    inst = _cluster([])
+    s = solve(inst, policy)
+    assert validate(inst, s).ok and s.total_utility == 0.0 and len(s.allocations) == 0
+    assert s.stats["status"] == "optimal" and s.stats["proven_optimal"]
+
+
+@pytest.mark.parametrize("policy", ["offline", "offline-cpsat"])
+def test_jobs_that_cannot_run_are_excluded_with_a_reason(policy):
+    jobs = [_job("too-big", gpu=4.0),  # no worker server has 4 GPUs
+            _job("too-late", arrival=3, chunks=1, epochs=3),  # needs 3 slots from slot 3 of 3
+            _job("fine", value=7.0)]
+    inst = _cluster(jobs)
+    s = solve(inst, policy)
+    assert validate(inst, s).ok
+    assert s.total_utility == pytest.approx(7.0)
+    assert s.admitted == (False, False, True)
+    assert "4" not in s.stats["excluded"].get("fine", "")
+    assert set(s.stats["excluded"]) == {"too-big", "too-late"}
+    assert "room" in s.stats["excluded"]["too-big"]
+    assert "horizon" in s.stats["excluded"]["too-late"]
+
+
+def test_capacity_forces_a_choice_between_jobs():
+    # one server with 2 GPUs, two jobs of 2 GPU-workers each needing 3 worker-slots by slot 3
+    jobs = [_job("a", chunks=1, epochs=3, gpu=2.0, value=5.0),
+            _job("b", chunks=1, epochs=3, gpu=2.0, value=9.0)]
+    inst = _cluster(jobs)
+    s = OfflinePolicy().solve(inst)
+    assert validate(inst, s).ok and s.admitted == (False, True)
+    assert s.total_utility == pytest.approx(brute_force(inst)) == pytest.approx(9.0)
+
+
+def test_time_limit_returns_a_valid_incumbent_marked_not_optimal():
+    from oasis_opt.workloads import paper_fig5
+
+    inst = paper_fig5(0, servers=3, priority=(50.0, 100.0))  # a few seconds to prove optimal
+    s = OfflinePolicy().solve(inst, time_limit=0.05)
+    assert validate(inst, s).ok
+    if s.stats["status"] == "optimal":  # only on a much faster machine
+        assert s.stats["proven_optimal"]
+        return
+    assert s.stats["status"] == "time_limit" and not s.stats["proven_optimal"]
+    assert "NOT proven optimal" in s.stats["message"]
+    assert s.stats["bound"] >= s.total_utility - 1e-6
+    assert s.stats["objective"] == pytest.approx(s.total_utility)
+
+
+def test_model_size_is_reduced_to_arrival_and_room():
+    jobs = [_job("a", arrival=2), _job("too-big", gpu=4.0)]
+    m = build_milp(_cluster(jobs, T=4))
+    assert set(m.job.tolist()) == {0}
+    assert m.slot[m.kind == 2].min() == 2  # workers only from arrival on
+    assert m.slot[m.kind == 1].min() == 2  # completion no earlier than a + d_min - 1
