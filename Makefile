@@ -52,6 +52,7 @@ demo: $(STAMP)
 	$(foreach p,$(DEMO_POLICY),$(CLI) solve $(DEMO_INSTANCE) --policy $(p) --progress \
 	  --out $(OUT)/demo-$(p).json && $(CLI) validate $(DEMO_INSTANCE) $(OUT)/demo-$(p).json && ) true
 	$(CLI) summary $(DEMO_INSTANCE) $(foreach p,$(DEMO_POLICY),$(OUT)/demo-$(p).json)
+	$(CLI) reproduce all --quick --results $(OUT)/results --out $(OUT)/paper_figs_quick
 
 bench: $(STAMP)
 	@set -e; for f in $(sort $(wildcard benchmarks/*.py)); do \
