@@ -340,7 +340,9 @@ def column_generation(pool: ColumnPool, master: RestrictedMaster, state: CGState
     ``state.iterations`` reaching ``max_iterations``. Updates ``state``; returns the phase's
     last master value and whether it converged.
 
-    With ``smoothing`` > 0 (Wentges), pricing runs at ``alpha * center + (1 - alpha) * duals``;
+    With ``smoothing`` > 0 (Wentges), pricing runs at ``alpha * center + (1 - alpha) * duals``,
+    alpha starting at ``smoothing``, halving its distance to 1 after a round that did not improve
+    the bound and moving back towards ``smoothing`` after one that did;
     a column enters if its reduced cost at the master's own duals is positive; when none does
     ("mispricing") the same round prices at the duals themselves, so "no improving column" is
     always decided at the master's duals. Every priced point gives a valid bound.
@@ -356,6 +358,7 @@ def column_generation(pool: ColumnPool, master: RestrictedMaster, state: CGState
     finite = np.where(np.isfinite(inst.utility_table), inst.utility_table, 0.0)
     tol = RC_TOL * max(1.0, float(finite.max(initial=0.0)))
     value, converged = 0.0, inst.I == 0
+    weight = smoothing  # adaptive smoothing weight of the center
     bar = tqdm(desc=f"column generation {phase}".strip(), unit="it", disable=not progress,
                leave=False)
     t0 = time.perf_counter()
@@ -370,13 +373,17 @@ def column_generation(pool: ColumnPool, master: RestrictedMaster, state: CGState
                 break
             value, x, duals, mu = solved
             state.last_x = x
-            alpha = smoothing if state.center is not None else 0.0
+            alpha = weight if state.center is not None else 0.0
             while True:
                 prices = duals if alpha == 0 else alpha * state.center + (1 - alpha) * duals
                 plans = price_jobs(inst, prices, backend=backend)
                 bound = lagrangian_bound(pool, prices, plans)
                 if bound < state.best_bound:
                     state.best_bound, state.center = bound, prices
+                    if alpha > 0:  # the step paid off: trust the duals a little more
+                        weight = max(smoothing, 2 * weight - 1)
+                elif alpha > 0:  # no better bound: stay closer to the center next time
+                    weight = (1 + weight) / 2
                 cols = [c for c in (column_from_rows(inst, pl.job, pl.rows) for pl in plans
                                     if pl.completion is not None) if c is not None]
                 if spread:  # re-place on the least-loaded servers, this round's columns included
@@ -534,7 +541,8 @@ def bracket(instance, *, time_limit: float | None = 600.0, max_iterations: int |
                             max_iterations=max_iterations, backend=backend, spread="only",
                             phase="(pooled)", progress=progress)
     candidates = set(seed_cols) | set(state.last_x)
-    full = RestrictedMaster(pool)
+    import os
+    full = RestrictedMaster(pool, **({"solver": "ipm", "run_crossover": "off"} if os.environ.get("CG_IPM") else {}))
     full.sync(sorted(candidates))  # the pooled LP's support: a small, good start
     two = column_generation(pool, full, state, deadline=cg_end, max_iterations=max_iterations,
                             backend=backend, smoothing=smoothing, spread="both",
