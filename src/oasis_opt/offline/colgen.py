@@ -61,9 +61,11 @@ from .solver import IncrementalLP, LinearProgram, relative_gap, solve_program
 # reduced costs at or below this (relative to the largest utility) count as "no improving column"
 RC_TOL = 1e-9
 # share of the time limit for column generation (phases 1 and 2); the rest: integer schedule
-CG_SHARE = 0.8
+CG_SHARE = 0.7
 # share of the column-generation time phase 1 (pooled master) may use before phase 2 starts
-POOLED_SHARE = 0.5
+POOLED_SHARE = 0.4
+# columns with at least this LP value join the integer master's candidates
+CANDIDATE_X = 1e-3
 # weight of the best-bound prices in the smoothed pricing point of phase 2 (Wentges smoothing)
 SMOOTHING = 0.5
 # a phase stops once (best bound - master value) / master value is at most this
@@ -509,14 +511,16 @@ class Bracket:
 
 def bracket(instance, *, time_limit: float | None = 600.0, max_iterations: int | None = None,
             seed_policy: str = "oasis", backend: str = "numpy", cg_share: float = CG_SHARE,
-            pooled_share: float = POOLED_SHARE, smoothing: float = SMOOTHING, seed: int = 0,
-            progress: bool = False, policy_name: str = "offline-colgen") -> Bracket:
+            pooled_share: float = POOLED_SHARE, smoothing: float = SMOOTHING,
+            lp_solver: str = "ipm", seed: int = 0, progress: bool = False,
+            policy_name: str = "offline-colgen") -> Bracket:
     """[lower, upper] on OPT(1) by column generation, seeded with ``seed_policy``'s schedule.
 
     ``time_limit`` (seconds, None = no limit) covers everything: the seed policy, phase 1 (up
     to ``pooled_share`` of the column-generation time), phase 2 (until ``cg_share`` of the
     limit, or convergence) and the integer schedule (the rest). ``max_iterations`` caps the
     pricing rounds of both phases together. Stopped early, ``upper`` is still a valid bound.
+    ``lp_solver``: "ipm" (HiGHS interior point, no crossover) or "simplex" for phase 2.
     """
     from ..policies import get_policy
 
@@ -525,6 +529,8 @@ def bracket(instance, *, time_limit: float | None = 600.0, max_iterations: int |
     for name, v in (("cg_share", cg_share), ("pooled_share", pooled_share)):
         if not 0 < v <= 1:
             raise ValueError(f"{name}: must be in (0, 1], got {v}")
+    if lp_solver not in ("ipm", "simplex"):
+        raise ValueError(f"lp_solver: expected 'ipm' or 'simplex', got {lp_solver!r}")
     start = time.perf_counter()
     seed_schedule = get_policy(seed_policy).solve(instance)
     seed_s = time.perf_counter() - start
@@ -541,13 +547,15 @@ def bracket(instance, *, time_limit: float | None = 600.0, max_iterations: int |
                             max_iterations=max_iterations, backend=backend, spread="only",
                             phase="(pooled)", progress=progress)
     candidates = set(seed_cols) | set(state.last_x)
-    import os
-    full = RestrictedMaster(pool, **({"solver": "ipm", "run_crossover": "off"} if os.environ.get("CG_IPM") else {}))
+    # interior-point duals without crossover: faster on the big per-server master, and centred
+    # duals stabilise column generation (any prices give a valid bound)
+    full = RestrictedMaster(pool, **({"solver": "ipm", "run_crossover": "off"}
+                                     if lp_solver == "ipm" else {}))
     full.sync(sorted(candidates))  # the pooled LP's support: a small, good start
     two = column_generation(pool, full, state, deadline=cg_end, max_iterations=max_iterations,
                             backend=backend, smoothing=smoothing, spread="both",
                             phase="(per server)", progress=progress)
-    candidates |= set(state.last_x)
+    candidates |= {n for n, v in state.last_x.items() if v >= CANDIDATE_X}
     cg_s = time.perf_counter() - t_cg
 
     # integer schedule: seed, LP-guided greedy, then the MILP over the candidates
@@ -593,7 +601,7 @@ class ColgenPolicy:
     """Policy ``offline-colgen``: the best integer schedule found, with the bracket in ``stats``.
 
     Options: ``seed_policy`` ("oasis"), ``backend`` of the dual subroutine ("numpy"),
-    ``max_iterations``, ``cg_share``, ``pooled_share``, ``smoothing``, ``seed``.
+    ``max_iterations``, ``cg_share``, ``pooled_share``, ``smoothing``, ``lp_solver``, ``seed``.
     ``solve(instance, time_limit=None)`` runs to convergence (and an unlimited integer master)
     when no time limit is given.
     """
@@ -602,10 +610,12 @@ class ColgenPolicy:
 
     def __init__(self, seed_policy: str = "oasis", backend: str = "numpy",
                  max_iterations: int | None = None, cg_share: float = CG_SHARE,
-                 pooled_share: float = POOLED_SHARE, smoothing: float = SMOOTHING, seed: int = 0):
+                 pooled_share: float = POOLED_SHARE, smoothing: float = SMOOTHING,
+                 lp_solver: str = "ipm", seed: int = 0):
         self.options = {"seed_policy": seed_policy, "backend": backend,
                         "max_iterations": max_iterations, "cg_share": cg_share,
-                        "pooled_share": pooled_share, "smoothing": smoothing, "seed": seed}
+                        "pooled_share": pooled_share, "smoothing": smoothing,
+                        "lp_solver": lp_solver, "seed": seed}
 
     def solve(self, instance, *, time_limit: float | None = None, progress: bool = False,
               **_ignored) -> Schedule:

@@ -26,12 +26,12 @@ CP-SAT (``backend="cpsat"``) needs integers everywhere; see :func:`_scale_row` a
   objective is the *true* ``c.x*``, and the reported bound ``bound'/S + e`` is a valid bound.
   For the offline MILP (utilities <= 100, one completion binary per job) ``e <= 0.5 I 10^-7 T``.
 * **rows**: each row is scaled by the smallest ``10^k`` (k <= 9) that makes all its
-  coefficients integers (exact: bounds become ``ceil(S lo)``, ``floor(S up)``). A row whose
-  coefficients have more decimals (e.g. bandwidths drawn as arbitrary floats) is scaled to
-  magnitude ~2^30, rounded, and its bounds tightened by the largest rounding error over the
-  variable box, so every CP-SAT solution is feasible for the original row; the optimum is then
-  that of a problem tightened by ~1e-9 relative, ``info["rows_tightened"]`` counts such rows, and
-  ``proven_optimal`` is False for that run (the bound is not rigorous for the original program).
+  coefficients integers; bounds become ``floor(S up + tol)`` / ``ceil(S lo - tol)`` with the
+  feasibility tolerance ``tol`` = 1e-9 S max(1, |bound|) that HiGHS and the validator also allow.
+  A row whose coefficients have more decimals (bandwidths drawn as arbitrary floats) is scaled
+  by S large enough that its rounding error over the variable box is below half that tolerance,
+  so it still keeps every exactly feasible point and only points within the tolerance
+  (``info["rows_inexact"]`` counts such rows; CP-SAT is slower on their large coefficients).
 """
 from __future__ import annotations
 
@@ -54,6 +54,8 @@ FEAS_TOL = 1e-9
 CPSAT_MAX_DECIMALS = 9
 CPSAT_MAX_OBJECTIVE = 1e9
 CPSAT_ROW_MAGNITUDE = 2.0**30
+# row feasibility tolerance of the CP-SAT scaling (relative, as HiGHS's and the validator's)
+ROW_TOL = 1e-9
 
 
 @dataclass(frozen=True)
@@ -352,8 +354,9 @@ class IncrementalLP:
 
         if self.n_cols == 0:  # HiGHS answers "Empty" here; the optimum is x = () with value 0
             return "optimal", 0.0, np.zeros(0), np.zeros(self.n_rows)
+        # HiGHS compares time_limit with the object's run time summed over all runs
         self._h.setOptionValue("time_limit", math.inf if time_limit is None
-                               else max(float(time_limit), 1e-3))
+                               else self._h.getRunTime() + max(float(time_limit), 1e-3))
         status = run_highs(self._h)
         if status == highspy.HighsModelStatus.kTimeLimit:
             return "time_limit", None, None, None
@@ -375,7 +378,9 @@ def _decimal_scale(values: np.ndarray, max_decimals: int = CPSAT_MAX_DECIMALS) -
     for k in range(max_decimals + 1):
         s = 10.0**k
         sv = v * s
-        if np.all(np.abs(sv - np.round(sv)) <= 1e-9 * np.maximum(1.0, sv)) and sv.max() < 2**53:
+        # only float representation noise may separate S v from an integer
+        if np.all(np.abs(sv - np.round(sv)) <= np.maximum(1e-9, 16 * np.finfo(float).eps * sv)) \
+                and sv.max() < 2**53:
             return 10**k
     return None
 
@@ -383,17 +388,24 @@ def _decimal_scale(values: np.ndarray, max_decimals: int = CPSAT_MAX_DECIMALS) -
 def _scale_row(coef: np.ndarray, lo: float, up: float, box: np.ndarray):
     """Integer version of ``lo <= coef @ x <= up`` for integer x with ``|x_j| <= box_j``.
 
-    Returns (integer coefficients, integer lo or None, integer up or None, exact?). Exact when a
-    power of ten makes the coefficients integral; otherwise rounded at ~2^30 and the bounds
-    tightened by the worst rounding error, so that the integer row implies the original one.
+    Returns (integer coefficients, integer lo or None, integer up or None, exact?). Both
+    versions accept exactly the integer points that satisfy the row to within ``ROW_TOL``
+    (relative, the feasibility tolerance HiGHS and the validator use), up to points inside
+    that tolerance band: every point satisfying the row exactly is kept, and every kept point
+    satisfies it to within the tolerance. "Exact" rows are scaled by the power of ten that makes
+    their coefficients integers; the others by S large enough that the rounding error of
+    ``round(S coef) @ x`` (at most ``slack`` = sum_j 0.5 box_j) fits twice in the tolerance.
     """
     s = _decimal_scale(coef)
     if s is not None:
         a = np.round(coef * s).astype(np.int64)
-        slack = 0.0
-        exact = True
+        slack, exact = 0.0, True
     else:
-        s = CPSAT_ROW_MAGNITUDE / max(np.abs(coef).max(), 1e-300)
+        s = max((float(np.sum(box)) + 1.0) / ROW_TOL,
+                CPSAT_ROW_MAGNITUDE / max(np.abs(coef).max(), 1e-300))
+        if s * float(np.abs(coef) @ np.maximum(box, 1.0)) >= 2.0**62:
+            raise ValueError("A: a row's coefficients cannot be scaled to CP-SAT's 64-bit "
+                             "integers at the required precision")
         a = np.round(coef * s).astype(np.int64)
         slack = float(np.sum(np.abs(a - coef * s) * box))
         exact = False
@@ -401,19 +413,18 @@ def _scale_row(coef: np.ndarray, lo: float, up: float, box: np.ndarray):
     def edge(v, up_side):
         if not math.isfinite(v):
             return None
-        sv = v * s
-        tol = 1e-9 * max(1.0, abs(sv))  # the validator's capacity tolerance
-        return math.floor(sv - slack + tol) if up_side else math.ceil(sv + slack - tol)
+        tol = ROW_TOL * s * max(1.0, abs(v))
+        return math.floor(v * s + tol - slack) if up_side else math.ceil(v * s - tol + slack)
 
     return a, edge(lo, False), edge(up, True), exact
 
 
 def _objective_scale(c: np.ndarray) -> float:
-    """S = 10^k, the largest power of ten with max |S c| <= CPSAT_MAX_OBJECTIVE."""
+    """S = 10^k, the largest power of ten with max |S c| <= CPSAT_MAX_OBJECTIVE (k <= 15)."""
     cmax = float(np.abs(c).max()) if len(c) else 0.0
     if cmax == 0.0:
         return 1.0
-    return 10.0 ** math.floor(math.log10(CPSAT_MAX_OBJECTIVE / cmax))
+    return 10.0 ** min(15, math.floor(math.log10(CPSAT_MAX_OBJECTIVE) - math.log10(cmax)))
 
 
 def _solve_cpsat(lp, *, time_limit, seed, mip_gap, initial) -> SolverResult:
@@ -435,7 +446,7 @@ def _solve_cpsat(lp, *, time_limit, seed, mip_gap, initial) -> SolverResult:
     model = cp_model.CpModel()
     xs = [model.new_int_var(int(lo), int(up), f"x{j}") for j, (lo, up) in enumerate(zip(lo_b, up_b))]
     A = sp.csr_matrix(lp.A)
-    tightened = 0
+    inexact = 0
     for r in range(lp.n_rows):
         cols = A.indices[A.indptr[r]:A.indptr[r + 1]]
         vals = A.data[A.indptr[r]:A.indptr[r + 1]]
@@ -448,7 +459,7 @@ def _solve_cpsat(lp, *, time_limit, seed, mip_gap, initial) -> SolverResult:
                                     time.perf_counter() - t0, 0.0, "cpsat", {"reason": f"row {r}"})
             continue
         a, ilo, iup, exact = _scale_row(vals, lo, up, box[cols])
-        tightened += not exact
+        inexact += not exact
         expr = cp_model.LinearExpr.weighted_sum([xs[j] for j in cols], a.tolist())
         model.add_linear_constraint(expr, -(2**62) if ilo is None else ilo,
                                     2**62 if iup is None else iup)
@@ -476,7 +487,7 @@ def _solve_cpsat(lp, *, time_limit, seed, mip_gap, initial) -> SolverResult:
     st = solver.solve(model)
     solve_s = time.perf_counter() - t1
     info = {"cpsat_status": solver.status_name(st), "objective_scale": S,
-            "objective_error": 2 * err, "rows_tightened": tightened}
+            "objective_error": 2 * err, "rows_inexact": inexact}
     if st in (cp_model.INFEASIBLE,):
         return SolverResult("infeasible", False, None, None, None, None, None, build_s, solve_s,
                             "cpsat", info)
@@ -495,6 +506,6 @@ def _solve_cpsat(lp, *, time_limit, seed, mip_gap, initial) -> SolverResult:
         if objective is not None:
             bound = max(bound, objective) if lp.sense == "max" else min(bound, objective)
     gap = relative_gap(objective, bound)
-    proven = name == "optimal" and tightened == 0
+    proven = name == "optimal"
     return SolverResult(name, proven, x, objective, bound, gap, None, build_s, solve_s, "cpsat",
                         info)
