@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 
 from oasis_opt.model import DEFAULT_RESOURCES, Instance, Server, validate
+from oasis_opt.model.io import dumps, result_to_dict
 from oasis_opt.offline.colgen import (ColumnPool, CGState, RestrictedMaster, bracket,
                                       column_generation, columns_of, lagrangian_bound,
                                       price_jobs)
@@ -97,6 +98,12 @@ def test_time_limit_still_gives_a_valid_bracket():
     assert br.lower <= opt + TOL
     assert br.upper >= opt - TOL or math.isinf(br.upper)
     assert br.cg_s + br.mip_s + br.seed_s < 5.0  # the limit is honoured (loosely)
+    # no pricing round at all: the bound is the trivial one (every job at f_i(0)), still finite
+    # and valid, and the result is writable as JSON
+    none = bracket(inst, time_limit=1e-6)
+    assert none.iterations == 0 and math.isfinite(none.upper) and none.upper >= opt - TOL
+    assert validate(inst, none.schedule).ok
+    dumps(result_to_dict(inst, none.schedule))
 
 
 def test_policy_and_empty_instance():

@@ -582,7 +582,9 @@ def bracket(instance, *, time_limit: float | None = 600.0, max_iterations: int |
         builder.add_array(pool.columns[n].rows)
     schedule = builder.build(policy_name, {})
     lower = schedule.total_utility
-    upper = 0.0 if instance.I == 0 else state.best_bound
+    # every job at its best utility f_i(0) also bounds OPT: the bound before any pricing round
+    trivial = float(sum(instance.utility_table[i, instance.arrival[i]] for i in range(instance.I)))
+    upper = min(state.best_bound, trivial)
     upper = max(upper, lower)  # the bound is proven; only float noise could invert them
     gap = 0.0 if upper <= 0 else (upper - lower) / upper
     out = Bracket(lower, upper, gap, two["value"], two["converged"], one["converged"],
