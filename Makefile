@@ -11,21 +11,24 @@ STAMP := $(VENV)/.installed-stamp
 EXTRAS ?= dev,dist,notebooks
 PYTEST_ARGS ?=
 
-# the demo: one paper-sim instance, each policy of DEMO_POLICY (a space-separated list) solved,
-# validated and compared in one table
-DEMO_POLICY ?= oasis
+# the demo: one paper-sim instance; OASiS priced with U and L estimated on a past instance of the
+# same workload (seed DEMO_HISTORY_SEED), then each policy of DEMO_POLICY (a space-separated list,
+# default pricing) solved, validated and compared in one table
+DEMO_POLICY ?= oasis drf
 DEMO_PRESET ?= paper-sim
 DEMO_JOBS ?= 100
 DEMO_HORIZON ?= 300
 DEMO_SEED ?= 1
+DEMO_HISTORY_SEED ?= 1000
 OUT ?= out
 DEMO_INSTANCE := $(OUT)/demo-instance.json
+DEMO_HISTORY := $(OUT)/demo-history.json
 CLI := $(BIN)/oasis-opt
 
 .PHONY: help install test demo bench clean distclean
 
 help:
-	@echo "make demo   - install into $(VENV) if needed, then generate, solve ($(DEMO_POLICY)), validate, summarise"
+	@echo "make demo   - install into $(VENV) if needed, then generate, estimate OASiS's pricing, solve (oasis + $(DEMO_POLICY)), validate, summarise, quick figures"
 	@echo "make test   - install into $(VENV) if needed, then run pytest (PYTEST_ARGS='...' passes options)"
 	@echo "make bench  - run benchmarks/*.py"
 	@echo "make clean  - remove generated outputs and caches (distclean also removes $(VENV))"
@@ -49,9 +52,16 @@ test: $(STAMP)
 demo: $(STAMP)
 	$(CLI) generate --preset $(DEMO_PRESET) --jobs $(DEMO_JOBS) --horizon $(DEMO_HORIZON) \
 	  --seed $(DEMO_SEED) --out $(DEMO_INSTANCE)
+	$(CLI) generate --preset $(DEMO_PRESET) --jobs $(DEMO_JOBS) --horizon $(DEMO_HORIZON) \
+	  --seed $(DEMO_HISTORY_SEED) --out $(DEMO_HISTORY)
+	$(CLI) estimate-pricing $(DEMO_HISTORY) --out $(OUT)/demo-pricing.json
+	$(CLI) solve $(DEMO_INSTANCE) --policy oasis --pricing $(OUT)/demo-pricing.json --progress \
+	  --out $(OUT)/demo-oasis-estimated.json
+	$(CLI) validate $(DEMO_INSTANCE) $(OUT)/demo-oasis-estimated.json
 	$(foreach p,$(DEMO_POLICY),$(CLI) solve $(DEMO_INSTANCE) --policy $(p) --progress \
 	  --out $(OUT)/demo-$(p).json && $(CLI) validate $(DEMO_INSTANCE) $(OUT)/demo-$(p).json && ) true
-	$(CLI) summary $(DEMO_INSTANCE) $(foreach p,$(DEMO_POLICY),$(OUT)/demo-$(p).json)
+	$(CLI) summary $(DEMO_INSTANCE) $(OUT)/demo-oasis-estimated.json \
+	  $(foreach p,$(DEMO_POLICY),$(OUT)/demo-$(p).json)
 	$(CLI) reproduce all --quick --results $(OUT)/results --out $(OUT)/paper_figs_quick
 
 bench: $(STAMP)

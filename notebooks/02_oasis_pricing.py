@@ -208,3 +208,32 @@ for mix in ((1.0, 0.0, 0.0), (0.10, 0.55, 0.35)):
     p = oracle_pricing(paper_sim(seed=5, jobs=30, horizon=60, worker_servers=4, ps_servers=4,
                                  class_mix=mix))
     print(f"class mix {mix}: L1 = {p.L_worker:.1e}, alpha = {p.alpha:.0f}")
+
+# %% [markdown]
+# ## Estimating U and L from past instances
+# The paper runs OASiS on U and L "estimated from past experience". `estimate_pricing` takes
+# past instances of the workload (here three other seeds, never the instance we evaluate on),
+# computes U by eqs. (23)-(24) over their jobs, and picks the floor L (L1 = L2) of a grid at
+# which OASiS earns the most on that history. We then price OASiS with it on the instance above,
+# this time with the paper's class mix, and compare with the oracle constants.
+
+# %%
+from oasis_opt.online.estimate import estimate_pricing
+
+params = dict(jobs=30, horizon=60, worker_servers=4, ps_servers=4)
+history = [paper_sim(seed=s, **params) for s in (1000, 1001, 1002)]
+doc, calibration = estimate_pricing(history)
+target = paper_sim(seed=5, **params)
+estimated = OasisPolicy(pricing=doc).solve(target)
+oracle = OasisPolicy().solve(target)
+assert validate(target, estimated).ok and validate(target, oracle).ok
+print(f"chosen L = {calibration.chosen:.1e}; total utility on seed 5: estimated "
+      f"{estimated.total_utility:.1f}, oracle {oracle.total_utility:.1f}")
+
+fig, ax = plt.subplots(figsize=(6, 3.4))
+ax.plot(calibration.grid, calibration.mean, marker="o", label="mean utility on the history")
+ax.axvline(calibration.chosen, color="grey", ls=":", label="chosen L")
+ax.set(xscale="log", xlabel="floor price L", ylabel="OASiS total utility",
+       title="calibrating L on past instances")
+ax.legend(fontsize=8)
+fig.tight_layout()

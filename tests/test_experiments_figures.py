@@ -13,7 +13,10 @@ from oasis_opt.cli import main
 from oasis_opt.experiments import fig5 as offline_fig5
 from oasis_opt.experiments.figures import FIGURE_NAMES, fig3, fig4, fig6, get_figure, testbed
 from oasis_opt.experiments.figures.common import PAPER_POLICIES, box_stats, display, read_reference
+from oasis_opt.experiments.calibration import calibration_specs, resolve_all
 from oasis_opt.experiments.reproduce import figure_names, lpt_makespan, reproduce
+from oasis_opt.experiments.runner import run_sweep
+from oasis_opt.online.estimate import FloorCalibration, pricing_document
 
 RUNNER_FIGURES = list(FIGURE_NAMES)
 
@@ -47,19 +50,32 @@ def test_quick_figures_are_drawn_and_resume(tiny, tmp_path):
     for name in RUNNER_FIGURES:
         check_outputs(written[name], name)
     n_runs = len(list(results.glob("*.json")))
-    expected = {s.key for f in RUNNER_FIGURES for s in get_figure(f).runs(True)}
-    assert n_runs == len(expected)  # fig3 and fig6 share the plain OASiS runs
+    estimates = {e.key: e for f in RUNNER_FIGURES if get_figure(f).estimates is not None
+                 for e in get_figure(f).estimates(True)}
+    cal = run_sweep(calibration_specs(estimates.values()), results, workers=1, progress=False)
+    assert not cal.computed  # every calibration run was stored by reproduce
+    estimated = resolve_all(estimates.values(), cal.records)
+    expected = {s.key for f in RUNNER_FIGURES for s in get_figure(f).runs(True, estimated)}
+    # fig3 and fig6 share the plain OASiS runs; calibration runs are stored like any run
+    assert n_runs == len(expected | set(cal.records))
     log = written["reproduce"][0].read_text()
-    assert f"{n_runs} computed now" in log
-    # Fig. 5 rebuilt from the runner's two stored runs = the offline track's one-call row
+    assert f"{len(expected)} computed now" in log and "Calibration" in log
+    for name in ("fig3", "fig4", "fig5", "testbed"):
+        text = next(p for p in written[name] if p.suffix == ".md").read_text()
+        assert "chosen L" in text and "OASiS (oracle U, L)" in text
+    # Fig. 5 rebuilt from the runner's stored runs = the offline track's one-call row, for
+    # OASiS with the estimated pricing and with the oracle's
     from oasis_opt.experiments.figures import fig5
-    from oasis_opt.experiments.runner import run_sweep
 
-    specs = fig5.runs(True)
-    (row,) = fig5.rows(specs, run_sweep(specs, results, workers=1, progress=False).records)
-    direct = offline_fig5.fig5_row(0, 3, (50.0, 100.0))
-    for k in ("opt", "oasis", "ratio", "jobs", "opt_admitted", "oasis_admitted", "proven_optimal"):
-        assert row[k] == pytest.approx(direct[k], rel=1e-9), k
+    specs = fig5.runs(True, estimated)
+    records = run_sweep(specs, results, workers=1, progress=False).records
+    doc = estimated[fig5.estimate(3, (50.0, 100.0), True).key][0]
+    for series, options in (("oasis", {"pricing": doc}), ("oasis-oracle", None)):
+        (row,) = fig5.rows(specs, records, series)
+        direct = offline_fig5.fig5_row(0, 3, (50.0, 100.0), oasis_options=options)
+        for k in ("opt", "oasis", "ratio", "jobs", "opt_admitted", "oasis_admitted",
+                  "proven_optimal"):
+            assert row[k] == pytest.approx(direct[k], rel=1e-9), (series, k)
     again = reproduce(RUNNER_FIGURES, quick=True, workers=1, results=results, out=out,
                       progress=False)
     assert "0 computed now" in again["reproduce"][0].read_text()
@@ -76,21 +92,43 @@ def test_cli_reproduce(tiny, tmp_path, capsys):
     assert "unknown figure 'fig9'" in capsys.readouterr().err
 
 
+def given_floor(estimates, floor=1e-3):
+    """Pricing documents at a given floor for ``estimates`` (the specs' shape, not a result)."""
+    calibration = FloorCalibration((floor,), ((0.0,),))
+    return {e.key: (pricing_document(e.u, floor), calibration) for e in estimates}
+
+
 def test_figure_specs_and_names():
     assert figure_names(["all"]) == list(FIGURE_NAMES)
     assert figure_names(["testbed", "fig3"]) == ["fig3", "testbed"]
     with pytest.raises(ValueError, match="unknown figure"):
         figure_names(["fig7"])
+    with pytest.raises(ValueError, match="no calibration"):
+        fig3.runs(True)
     for quick in (True, False):
-        s3 = {s.key for s in fig3.runs(quick) if s.policy == "oasis"}
-        s6 = {s.key for s in fig6.runs(quick) if s.tags["pct"] == 100}
-        assert s3 == s6  # the 100% bar of Fig. 6 is Fig. 3's OASiS run
-        keys = [s.key for s in fig3.runs(quick)]
+        estimated = given_floor(fig3.estimates(quick))
+        s3 = {s.key for s in fig3.runs(quick, estimated)
+              if s.policy == "oasis" and s.tags.get("series") is None}
+        s6 = {s.key for s in fig6.runs(quick, estimated) if s.tags["pct"] == 100}
+        assert s3 == s6  # the 100% bars of Fig. 6 are Fig. 3's OASiS runs
+        keys = [s.key for s in fig3.runs(quick, estimated)]
         assert len(keys) == len(set(keys))
-    full = fig3.runs(False)
+        # history seeds never overlap the evaluated ones
+        assert all(set(e.seeds).isdisjoint(fig3.settings(quick)["seeds"])
+                   for e in fig3.estimates(quick))
+    full = fig3.runs(False, estimated)
     assert {s.tags["jobs"] for s in full} == {100, 200, 300, 400}
     assert all(s.params["horizon"] == 300 and s.params["worker_servers"] == 50 for s in full)
-    assert {s.options.get("u_scale", 1.0) for s in fig6.runs(False)} == {0.2, 0.5, 1.0, 3, 5, 10}
+    oracle = [s for s in full if s.tags.get("series") == "oasis-oracle"]
+    assert len(oracle) == 12 and all(s.options == {} for s in oracle)
+    # Fig. 6: every price scaled by kappa ("both"), or U only
+    for s in fig6.runs(False, estimated):
+        base = estimated[fig3.estimate(s.tags["jobs"], False).key][0]
+        kappa = s.tags["pct"] / 100
+        doc = s.options["pricing"]
+        assert doc["U_worker"]["gpu"] == pytest.approx(kappa * base["U_worker"]["gpu"])
+        l_kappa = kappa if s.tags["scaling"] == "both" else 1.0
+        assert doc["L_worker"] == doc["L_ps"] == pytest.approx(l_kappa * base["L_worker"])
 
 
 def test_paper_reference_values_are_complete():

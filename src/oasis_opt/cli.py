@@ -83,6 +83,26 @@ def positive_seconds(text: str) -> float:
     return v
 
 
+def floor_grid(text: str) -> tuple[float, ...]:
+    """``--grid``: comma-separated floor prices, checked by ``estimate.check_grid``."""
+    from .online.estimate import check_grid  # light: numpy and the pricing module only
+
+    values = []
+    for n, item in enumerate(text.split(",") if text.strip() else []):
+        try:
+            values.append(float(item))
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected comma-separated numbers, got {item.strip()!r} at position {n}") from None
+    try:
+        return check_grid(values)
+    except ValueError as e:  # "grid[n]: ..." / "grid: ...": say it as this option's values
+        where, _, message = str(e).partition(": ")
+        at = where[len("grid["):-1] if where.startswith("grid[") else None
+        raise argparse.ArgumentTypeError(message + ("" if at is None else f" at position {at}")
+                                         ) from None
+
+
 def existing_file(text: str) -> str:
     if not Path(text).is_file():
         raise argparse.ArgumentTypeError(f"no such file: {text!r}")
@@ -177,12 +197,12 @@ def load_result(instance, path: str):
         raise _located(e, path) from None
 
 
-def write(path: str, save: Callable, *what) -> None:
-    """``save(*what, path)``; an unwritable destination is bad input on the ``--out`` field."""
+def write(path: str, save: Callable, *what, field: str = "--out") -> None:
+    """``save(*what, path)``; an unwritable destination is bad input on ``field``."""
     try:
         save(*what, path)
     except OSError as e:
-        raise CliError("--out", f"cannot write {path}: {e.strerror or e}") from None
+        raise CliError(field, f"cannot write {path}: {e.strerror or e}") from None
 
 
 def parse_option(text: str) -> tuple[str, Any]:
@@ -397,6 +417,63 @@ def cmd_solve(args: argparse.Namespace) -> int:
     if not report.ok:
         print(report, file=sys.stderr)
         return EXIT_INVALID
+    return EXIT_OK
+
+
+@command("estimate-pricing", "estimate OASiS's U and L from past instances (paper p.6) and "
+         "write a pricing file for `solve --pricing`",
+         arg("history", nargs="+", metavar="HISTORY",
+             help="instance JSON files of past workload (not the instances to be evaluated)"),
+         arg("--grid", type=floor_grid, metavar="L1,L2,...",
+             help="floor prices L to try, comma-separated (default: 1e-7 to 1e-1 in half "
+                  "decades)"),
+         arg("--backend", choices=("numpy", "jax", "reference"), default="numpy",
+             help="OASiS kernel backend for the calibration runs"),
+         arg("--progress", action="store_true", help="show a progress bar"),
+         arg("--report", metavar="FILE",
+             help="also write the calibration table (oasis-opt/floor-calibration@1 JSON)"),
+         arg("--out", required=True, metavar="PRICING", help="pricing JSON to write"))
+def cmd_estimate_pricing(args: argparse.Namespace) -> int:
+    from .model.io import write_json_atomic
+    from .online.estimate import DEFAULT_FLOOR_GRID, estimate_pricing
+
+    history = [load_instance(path) for path in args.history]
+    for path, inst in zip(args.history[1:], history[1:]):
+        # one pricing file prices every history run: the resource names must agree
+        if tuple(inst.resources) != tuple(history[0].resources):
+            raise CliError(path, f"resources {', '.join(inst.resources)} differ from "
+                           f"{args.history[0]}'s ({', '.join(history[0].resources)})")
+    grid = DEFAULT_FLOOR_GRID if args.grid is None else args.grid
+    bar = None
+    if args.progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(grid) * len(history), desc="floor calibration", unit="run")
+    try:
+        doc, calibration = estimate_pricing(
+            history, grid, backend=args.backend,
+            progress=None if bar is None else lambda done, total: bar.update(done - bar.n))
+    except ValueError as e:
+        raise blame(e, {"history": "HISTORY", "grid": "--grid"}, "HISTORY") from None
+    finally:
+        if bar is not None:
+            bar.close()
+    def save(document, path):  # write()'s argument order: save(*what, path)
+        write_json_atomic(path, document)
+
+    write(args.out, save, doc)
+    if args.report is not None:
+        report = {"format": "oasis-opt/floor-calibration@1", "history": list(args.history),
+                  **calibration.to_dict()}
+        write(args.report, save, report, field="--report")
+    rows = [[f"{L:.3g}", mean, "<- chosen" if n == calibration.index else ""]
+            for n, (L, mean) in enumerate(zip(calibration.grid, calibration.mean))]
+    print(format_table(["L", "mean utility", ""], rows))
+    jobs = sum(inst.I for inst in history)
+    print(f"chosen L = {calibration.chosen:.6g} (U from {jobs} history jobs) -> {args.out}")
+    if calibration.at_edge:
+        print(f"{PROG}: warning: the best floor is an end of the grid; widen --grid",
+              file=sys.stderr)
     return EXIT_OK
 
 

@@ -1,8 +1,9 @@
 """``reproduce``: run the paper's figures (all runs in one sweep) and draw them.
 
-The runs of every requested figure go through one ``run_sweep`` (so Ray starts once and the
-runs shared by Figs. 3 and 6 are computed once), then each figure is drawn into ``out`` as PNG,
-PDF and a markdown table, and ``out/reproduce.md`` records what was run and how long it took.
+Two sweeps: first the calibration runs of every figure that prices OASiS with estimated U and L
+(``Figure.estimates``), then the runs of every requested figure in one ``run_sweep`` (so the
+runs shared by Figs. 3 and 6 are computed once). Each figure is drawn into ``out`` as PNG, PDF
+and a markdown table, and ``out/reproduce.md`` records what was run and how long it took.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from .calibration import calibration_specs, resolve_all
 from .figures import FIGURE_NAMES, get_figure
 from .figures.common import fmt, markdown_table
 from .runner import run_sweep, unique_specs
@@ -48,20 +50,30 @@ def reproduce(figures: Sequence[str] = ("all",), *, quick: bool = False,
     names = figure_names(figures)
     out = Path(out) if out is not None else default_out(quick)
     figs = [get_figure(n) for n in names]
-    specs = {f.name: f.runs(quick) for f in figs if f.runs is not None}
+    suffix = " (quick)" if quick else ""
+    estimates = {e.key: e for f in figs if f.estimates is not None for e in f.estimates(quick)}
+    calibration = run_sweep(calibration_specs(estimates.values()), results, workers=workers,
+                            address=address, progress=progress,
+                            desc=f"calibration{suffix}") if estimates else None
+    estimated = resolve_all(estimates.values(), calibration.records) if estimates else {}
+    specs = {f.name: (f.runs(quick, estimated) if f.estimates is not None else f.runs(quick))
+             for f in figs if f.runs is not None}
     sweep = run_sweep([s for v in specs.values() for s in v], results, workers=workers,
                       address=address, progress=progress,
-                      desc=f"{'+'.join(specs)}{' (quick)' if quick else ''}") if specs else None
+                      desc=f"{'+'.join(specs)}{suffix}") if specs else None
     written: dict[str, list[Path]] = {}
     for f in figs:
         if f.compute is not None:
             data = f.compute(quick=quick, results=Path(results), workers=workers,
                              address=address, progress=progress)
             written[f.name] = f.render(data, out, reference_dir, quick)
+        elif f.estimates is not None:
+            written[f.name] = f.render(specs[f.name], sweep.records, out, reference_dir, quick,
+                                       estimated=estimated)
         else:
             written[f.name] = f.render(specs[f.name], sweep.records, out, reference_dir, quick)
     written["reproduce"] = [write_log(out, names, specs, sweep, quick,
-                                      time.perf_counter() - t0)]
+                                      time.perf_counter() - t0, calibration)]
     return written
 
 
@@ -74,7 +86,8 @@ def lpt_makespan(durations: Sequence[float], workers: int) -> float:
     return max(loads)
 
 
-def write_log(out: Path, names, specs, sweep, quick: bool, wall_s: float) -> Path:
+def write_log(out: Path, names, specs, sweep, quick: bool, wall_s: float,
+              calibration=None) -> Path:
     """``out/reproduce.md``: figures, runs computed / reused, wall time, solve time per policy."""
     from .runner import versions
 
@@ -82,6 +95,10 @@ def write_log(out: Path, names, specs, sweep, quick: bool, wall_s: float) -> Pat
     lines = [f"# oasis-opt reproduce{' --quick' if quick else ''}", "",
              f"Figures: {', '.join(names)}. Total wall time {wall_s:.1f} s. Code: oasis-opt "
              f"{v.get('oasis-opt', '?')}, git {v.get('git', 'unknown')} (drawing)."]
+    if calibration is not None:
+        lines += ["", f"Calibration of OASiS's estimated U and L: {len(calibration.records)} "
+                  f"runs, {len(calibration.computed)} computed now, {len(calibration.skipped)} "
+                  f"loaded; wall time {calibration.wall_s:.1f} s."]
     if sweep is not None:
         runs = unique_specs(s for v in specs.values() for s in v)
         lines += ["", f"Runner: {len(runs)} runs, {len(sweep.computed)} computed now, "

@@ -4,12 +4,16 @@
 ``dual``: the dual subroutine (Alg. 2) ``best_schedule`` and its ``Plan``; backends in
 ``dual_reference`` (plain loops), ``dual_numpy`` (default) and ``dual_jax`` (imports jax).
 ``oasis``: the policy ``OasisPolicy`` (Alg. 1), registered as ``"oasis"``.
+``estimate``: U and L estimated from past instances (``estimate_pricing``, a pricing document).
 """
 from .dual import BACKENDS, GRANULARITIES, Plan, best_schedule
+from .estimate import (DEFAULT_FLOOR_GRID, FloorCalibration, estimate_pricing, history_u,
+                       pricing_document)
 from .oasis import OasisPolicy
 from .pricing import (PRICING_FORMAT, Pricing, oracle_pricing, price_function,
                       read_pricing_file, resolve_pricing, save_pricing)
 
-__all__ = ["BACKENDS", "GRANULARITIES", "PRICING_FORMAT", "OasisPolicy", "Plan", "Pricing",
-           "best_schedule", "oracle_pricing", "price_function", "read_pricing_file",
-           "resolve_pricing", "save_pricing"]
+__all__ = ["BACKENDS", "DEFAULT_FLOOR_GRID", "GRANULARITIES", "PRICING_FORMAT",
+           "FloorCalibration", "OasisPolicy", "Plan", "Pricing", "best_schedule",
+           "estimate_pricing", "history_u", "oracle_pricing", "price_function",
+           "pricing_document", "read_pricing_file", "resolve_pricing", "save_pricing"]

@@ -173,11 +173,24 @@ def worst_case_utility(instance) -> np.ndarray:
     return instance.utility_table[np.arange(instance.I), instance.horizon].astype(float)
 
 
+def oracle_u(instance) -> tuple[np.ndarray, np.ndarray]:
+    """U1^r, U2^r of eqs. (23)-(24), shape (R,) each; ``nan`` where no job demands r on that
+    pool (unpriced). Needs no L, so it is defined even where ``oracle_pricing`` is not."""
+    best = best_case_utility(instance)
+
+    def one(demand: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(demand > 0, best[:, None] / demand, -np.inf)  # (I, R)
+        U = ratio.max(axis=0)
+        return np.where(np.isfinite(U), U, np.nan)
+
+    return one(instance.worker_demand), one(instance.ps_demand)
+
+
 def oracle_pricing(instance, u_scale: float = 1.0) -> Pricing:
     """U, L and eta from the whole instance (eqs. 23-26 with the choices of A5/A6)."""
     if instance.I == 0:
         raise ValueError("pricing: an instance without jobs has no oracle pricing")
-    best = best_case_utility(instance)
     worst = worst_case_utility(instance)
     work = instance.work.astype(float)
     T = instance.horizon
@@ -189,18 +202,15 @@ def oracle_pricing(instance, u_scale: float = 1.0) -> Pricing:
                          "(eqs. 25-26) are undefined; give an explicit pricing file")
     excluded = tuple(i for i, k in zip(ids, keep) if not k)
 
-    def pool(demand: np.ndarray, capacity: np.ndarray):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(demand > 0, best[:, None] / demand, -np.inf)  # (I, R)
-        U = ratio.max(axis=0)
-        U = np.where(np.isfinite(U), U, np.nan)  # nobody demands r: unpriced
+    def floor(demand: np.ndarray, capacity: np.ndarray):
         per_job = work * demand.sum(axis=1)  # W_i sum_r w_i^r
         eta = max(1.0, float(np.max(T * capacity.sum() / per_job[keep])))
         log_L = float(np.min(np.log(worst[keep]) - np.log(per_job[keep]))) - math.log(4 * eta)
-        return U, log_L, eta
+        return log_L, eta
 
-    Uw, logLw, etaw = pool(instance.worker_demand, instance.worker_capacity)
-    Up, logLp, etap = pool(instance.ps_demand, instance.ps_capacity)
+    Uw, Up = oracle_u(instance)
+    logLw, etaw = floor(instance.worker_demand, instance.worker_capacity)
+    logLp, etap = floor(instance.ps_demand, instance.ps_capacity)
     pricing = Pricing(tuple(instance.resources), Uw, Up, logLw, logLp, "oracle", 1.0, etaw, etap,
                       excluded)
     return pricing.scaled(u_scale) if u_scale != 1.0 else pricing

@@ -17,11 +17,15 @@ import numpy as np
 from ..spec import RunSpec
 
 # Display names and colours of the policies, in the paper's legend order.
-DISPLAY = {"oasis": "OASiS", "fifo": "FIFO", "drf": "DRF", "rrh": "RRH", "dorm": "Dorm",
+DISPLAY = {"oasis": "OASiS", "oasis-oracle": "OASiS (oracle U, L)", "fifo": "FIFO", "drf": "DRF", "rrh": "RRH", "dorm": "Dorm",
            "tiresias": "Tiresias", "optimus": "Optimus", "offline": "Offline", "greedy": "Greedy"}
-COLOURS = {"oasis": "#1f77b4", "fifo": "#ff7f0e", "drf": "#2ca02c", "rrh": "#d62728",
+COLOURS = {"oasis": "#1f77b4", "oasis-oracle": "#aec7e8", "fifo": "#ff7f0e", "drf": "#2ca02c", "rrh": "#d62728",
            "dorm": "#9467bd", "tiresias": "#8c564b", "optimus": "#e377c2", "greedy": "#7f7f7f"}
 PAPER_POLICIES = ("oasis", "fifo", "drf", "rrh", "dorm")
+# OASiS priced with the literal oracle constants of eqs. (23)-(26), drawn beside the paper's
+# policies; "oasis" itself is priced with U and L estimated on a history (``calibration``).
+ORACLE = "oasis-oracle"
+SERIES = PAPER_POLICIES + (ORACLE,)
 CLASSES = ("time-critical", "time-sensitive")  # the two classes of Figs. 4 and 9
 PAPER_MARKER = dict(marker="D", color="black", markersize=5, linestyle="none", zorder=5)
 
@@ -38,13 +42,63 @@ class Figure:
     ``compute``, when set, replaces the runner for figures whose computation lives elsewhere
     (Fig. 5): ``compute(quick, results_dir, workers, address, progress) -> data`` and
     ``render(data, out_dir, reference_dir, quick)``.
+    ``estimates``, when set, lists the ``calibration.FloorEstimate``s whose pricing OASiS uses:
+    they are computed first, then ``runs(quick, estimated)`` gets ``estimated[estimate.key] =
+    (pricing document, FloorCalibration)`` and ``render`` gets the same as ``estimated=``.
     """
 
     name: str
     title: str
-    runs: Callable[[bool], list[RunSpec]] | None
+    runs: Callable[..., list[RunSpec]] | None
     render: Callable[..., list[Path]]
     compute: Callable[..., Any] | None = None
+    estimates: Callable[[bool], list] | None = None
+
+
+def series(spec: RunSpec) -> str:
+    """The curve a run belongs to: its ``series`` tag (e.g. ``ORACLE``), else its policy."""
+    return spec.tags.get("series", spec.policy)
+
+
+def estimated_pricing(estimated, estimate) -> dict:
+    """The pricing document of ``estimate``; a clear error when its calibration was not run."""
+    if not estimated or estimate.key not in estimated:
+        raise ValueError(f"estimated: no calibration for {estimate.generator} "
+                         f"{dict(estimate.params)} (run the figure's estimates first, e.g. "
+                         "through `reproduce`)")
+    return estimated[estimate.key][0]
+
+
+def oasis_runs(estimate, estimated, params: dict, metrics=("total_utility",),
+               tags: dict | None = None) -> list[RunSpec]:
+    """OASiS on one instance twice: priced with the estimate (``oasis``) and with the oracle."""
+    tags = dict(tags or {})
+    return [RunSpec(estimate.generator, params, "oasis",
+                    {"pricing": estimated_pricing(estimated, estimate)}, metrics, tags=tags),
+            RunSpec(estimate.generator, params, "oasis", {}, metrics,
+                    tags={**tags, "series": ORACLE})]
+
+
+def calibration_markdown(rows: Sequence[tuple[str, Any]]) -> str:
+    """Which floor L each estimate chose: ``rows`` = (label, FloorCalibration)."""
+    if not rows:
+        return ""
+    lines = []
+    for label, c in rows:
+        ranked = sorted(range(len(c.grid)), key=lambda j: -c.mean[j])
+        runner_up = (f"{c.grid[ranked[1]]:.2g} ({c.mean[ranked[1]]:.0f})" if len(ranked) > 1
+                     else "—")
+        lines.append([label, len(c.scores[0]), f"{c.chosen:.2g}", f"{c.mean[c.index]:.0f}",
+                      runner_up, "yes" if c.at_edge else "no"])
+    grid = rows[0][1].grid
+    return ("**Pricing.** \"OASiS\" is priced with U and L estimated on history instances of the "
+            "same workload (seeds disjoint from the evaluated ones): U by eqs. (23)-(24) over the "
+            f"history's jobs, L1 = L2 = the floor in {grid[0]:.0e} … {grid[-1]:.0e} (half decades) "
+            "with the best mean utility on the history (`oasis_opt.online.estimate`). \"OASiS "
+            "(oracle U, L)\" uses eqs. (23)-(26) computed on the evaluated instance itself.\n\n"
+            + markdown_table(["workload", "history instances", "chosen L",
+                              "mean history utility at L", "runner-up L (utility)",
+                              "at grid edge"], lines))
 
 
 def display(policy: str) -> str:

@@ -6,6 +6,10 @@ instance that every policy solves. Metric (§12): sum of f_i(t_hat_i - a_i) over
 The quick variant keeps the load per server-slot (jobs / (H T)) of the full one with 5 + 5
 servers and a tenth of the jobs. Runs are listed largest first, Dorm (the slowest) first, so
 the pool starts the long runs early (longest-processing-time-first balances the workers).
+
+OASiS is priced with U and L estimated on history instances of the same size (seeds 1000-1002,
+``calibration.FloorEstimate``); the literal oracle constants are drawn beside it
+("OASiS (oracle U, L)", see ``online.estimate`` for why they are not the headline).
 """
 from __future__ import annotations
 
@@ -13,10 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ..calibration import FloorEstimate, history_seeds
 from ..spec import RunSpec
-from .common import (COLOURS, PAPER_POLICIES, Figure, checks_markdown, display, fmt,
-                     grouped_bars, markdown_table, mean_sd, new_figure, number, ratio,
-                     read_reference, save, write_markdown)
+from .common import (COLOURS, PAPER_POLICIES, SERIES, Figure, calibration_markdown,
+                     checks_markdown, display, fmt, grouped_bars, markdown_table, mean_sd,
+                     new_figure, number, oasis_runs, ratio, read_reference, save, series,
+                     write_markdown)
 
 FULL = {"jobs": (100, 200, 300, 400), "horizon": 300, "servers": 50, "seeds": (0, 1, 2)}
 QUICK = {"jobs": (10, 20, 30, 40), "horizon": 300, "servers": 5, "seeds": (0,)}
@@ -37,12 +43,30 @@ def sim_params(jobs: int, seed: int, quick: bool) -> dict:
 SLOWEST_FIRST = ("dorm", "drf", "oasis", "fifo", "rrh")
 
 
-def runs(quick: bool) -> list[RunSpec]:
+def estimate(jobs: int, quick: bool) -> FloorEstimate:
+    """OASiS's U and L for ``jobs`` jobs, estimated on history instances of that size."""
+    params = sim_params(jobs, 0, quick)
+    del params["seed"]
+    return FloorEstimate("paper_sim", params, history_seeds(quick))
+
+
+def estimates(quick: bool) -> list[FloorEstimate]:
+    return [estimate(n, quick) for n in sorted(settings(quick)["jobs"], reverse=True)]
+
+
+def runs(quick: bool, estimated=None) -> list[RunSpec]:
     s = settings(quick)
-    return [RunSpec("paper_sim", sim_params(n, seed, quick), policy,
-                    tags={"jobs": n, "seed": seed})
-            for n in sorted(s["jobs"], reverse=True) for policy in SLOWEST_FIRST
-            for seed in s["seeds"]]
+    out = []
+    for n in sorted(s["jobs"], reverse=True):
+        for policy in SLOWEST_FIRST:
+            for seed in s["seeds"]:
+                tags = {"jobs": n, "seed": seed}
+                if policy == "oasis":
+                    out += oasis_runs(estimate(n, quick), estimated, sim_params(n, seed, quick),
+                                      tags=tags)
+                else:
+                    out.append(RunSpec("paper_sim", sim_params(n, seed, quick), policy, tags=tags))
+    return out
 
 
 def paper_values(reference_dir=None) -> dict[tuple[int, str], float]:
@@ -55,7 +79,7 @@ def paper_values(reference_dir=None) -> dict[tuple[int, str], float]:
 def collect(specs, records) -> dict[tuple[int, str], list[float]]:
     out: dict[tuple[int, str], list[float]] = {}
     for s in specs:
-        out.setdefault((s.tags["jobs"], s.policy), []).append(
+        out.setdefault((s.tags["jobs"], series(s)), []).append(
             records[s.key]["metrics"]["total_utility"])
     return out
 
@@ -74,7 +98,8 @@ def claims(ours: dict[tuple[int, str], tuple[float, float]], jobs) -> list[tuple
     ]
 
 
-def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = False) -> list[Path]:
+def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = False,
+           estimated=None) -> list[Path]:
     s = settings(quick)
     jobs = list(s["jobs"])
     values = collect(specs, records)
@@ -83,11 +108,11 @@ def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = Fals
     # In the quick variant the job counts are scaled; the paper's bars sit at the same position.
     paper_at = {(n, p): paper.get((pn, p), np.nan)
                 for n, pn in zip(jobs, PAPER_JOBS) for p in PAPER_POLICIES}
-    labels = {p: display(p) for p in PAPER_POLICIES}
+    labels = {p: display(p) for p in SERIES}
 
     fig, ax = new_figure(2, 1, width=6.2)
     # quick: our values are about a tenth of the paper's scale, so no paper markers in (a)
-    grouped_bars(ax[0, 0], jobs, PAPER_POLICIES, ours, {} if quick else paper_at, COLOURS,
+    grouped_bars(ax[0, 0], jobs, SERIES, ours, {} if quick else paper_at, COLOURS,
                  labels, scale=1 if quick else 1e4)
     ax[0, 0].set(xlabel="number of jobs",
                  ylabel="total utility" + ("" if quick else " (×10⁴)"),
@@ -97,7 +122,7 @@ def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = Fals
                 for k, (m, sd) in ours.items()}
     rel_paper = {(n, p): ratio(paper_at[(n, p)], paper_at[(n, "oasis")])
                  for n in jobs for p in PAPER_POLICIES}
-    grouped_bars(ax[0, 1], jobs, PAPER_POLICIES, rel_ours, rel_paper, COLOURS, labels)
+    grouped_bars(ax[0, 1], jobs, SERIES, rel_ours, rel_paper, COLOURS, labels)
     ax[0, 1].set(xlabel="number of jobs" + (" (paper: 100-400)" if quick else ""),
                  ylabel="utility / OASiS utility", title="(b) relative to OASiS; ◆ = paper")
     fig.suptitle(f"Fig. 3 — total utility vs jobs, T = {s['horizon']}, "
@@ -106,10 +131,10 @@ def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = Fals
 
     rows = []
     for n, pn in zip(jobs, PAPER_JOBS):
-        for p in PAPER_POLICIES:
+        for p in SERIES:
             m, sd = ours[(n, p)]
-            rows.append([n, display(p), f"{m:.0f} ± {sd:.0f}", fmt(paper[(pn, p)], 0),
-                         fmt(rel_ours[(n, p)][0], 2), fmt(rel_paper[(n, p)], 2)])
+            rows.append([n, display(p), f"{m:.0f} ± {sd:.0f}", fmt(paper.get((pn, p), np.nan), 0),
+                         fmt(rel_ours[(n, p)][0], 2), fmt(rel_paper.get((n, p), np.nan), 2)])
     text = (f"# Fig. 3 — total utility vs number of jobs{' (quick)' if quick else ''}\n\n"
             f"T = {s['horizon']}, {s['servers']} worker + {s['servers']} PS servers, seeds "
             f"{list(s['seeds'])}; ours = mean ± sd over seeds."
@@ -118,8 +143,12 @@ def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = Fals
             + "\n\n"
             + markdown_table(["jobs", "policy", "ours", "paper", "ours / OASiS", "paper / OASiS"],
                              rows)
-            + "\n" + checks_markdown(claims(ours, jobs)))
+            + "\n" + checks_markdown(claims(ours, jobs))
+            + "\n" + calibration_markdown(
+                [(f"{n} jobs", estimated[estimate(n, quick).key][1]) for n in jobs]
+                if estimated else []))
     return paths + [write_markdown(out_dir, "fig3", text)]
 
 
-FIGURE = Figure("fig3", "Total utility vs number of jobs (T = 300)", runs, render)
+FIGURE = Figure("fig3", "Total utility vs number of jobs (T = 300)", runs, render,
+                estimates=estimates)

@@ -5,6 +5,8 @@ Setting (paper §13): 200 jobs, half time-sensitive and half time-critical (``cl
 plots per class and policy, pooled over seeds. The paper plots completed jobs; the RRH median of
 about 98 at T = 100 suggests it counted unfinished jobs as completing at T (A7), so both
 conventions are drawn: completed jobs only (top) and unfinished jobs counted at T (bottom).
+OASiS is priced with U and L estimated on history instances of this workload (as in Fig. 3);
+the oracle-priced OASiS is drawn beside it.
 """
 from __future__ import annotations
 
@@ -12,10 +14,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ..calibration import FloorEstimate, history_seeds
 from ..spec import RunSpec
-from .common import (CLASSES, COLOURS, PAPER_MARKER, PAPER_POLICIES, Figure, box_stats,
-                     checks_markdown, display, fmt, markdown_table, new_figure, number,
-                     read_reference, save, write_markdown)
+from .common import (CLASSES, COLOURS, PAPER_MARKER, PAPER_POLICIES, SERIES, Figure, box_stats,
+                     calibration_markdown, checks_markdown, display, fmt, markdown_table,
+                     new_figure, number, oasis_runs, read_reference, save, series,
+                     write_markdown)
 
 FULL = {"jobs": 200, "horizon": 100, "servers": 50, "seeds": (0, 1, 2)}
 QUICK = {"jobs": 20, "horizon": 100, "servers": 5, "seeds": (0, 1)}
@@ -28,14 +32,30 @@ def settings(quick: bool) -> dict:
     return QUICK if quick else FULL
 
 
-def runs(quick: bool) -> list[RunSpec]:
+def workload(quick: bool) -> dict:
+    """``paper_sim`` arguments of Fig. 4's instances, without the seed."""
     s = settings(quick)
-    return [RunSpec("paper_sim", {"seed": seed, "jobs": s["jobs"], "horizon": s["horizon"],
-                                  "worker_servers": s["servers"], "ps_servers": s["servers"],
-                                  "calibration": "calibrated", "arrivals": "uniform",
-                                  "class_mix": CLASS_MIX},
-                    policy, metrics=("timeliness",), tags={"seed": seed})
-            for seed in s["seeds"] for policy in PAPER_POLICIES]
+    return {"jobs": s["jobs"], "horizon": s["horizon"], "worker_servers": s["servers"],
+            "ps_servers": s["servers"], "calibration": "calibrated", "arrivals": "uniform",
+            "class_mix": CLASS_MIX}
+
+
+def estimates(quick: bool) -> list[FloorEstimate]:
+    return [FloorEstimate("paper_sim", workload(quick), history_seeds(quick))]
+
+
+def runs(quick: bool, estimated=None) -> list[RunSpec]:
+    out = []
+    for seed in settings(quick)["seeds"]:
+        params = {**workload(quick), "seed": seed}
+        for policy in PAPER_POLICIES:
+            if policy == "oasis":
+                out += oasis_runs(estimates(quick)[0], estimated, params, ("timeliness",),
+                                  {"seed": seed})
+            else:
+                out.append(RunSpec("paper_sim", params, policy, metrics=("timeliness",),
+                                   tags={"seed": seed}))
+    return out
 
 
 def collect(specs, records) -> dict[tuple[str, str, str], list[float]]:
@@ -45,9 +65,9 @@ def collect(specs, records) -> dict[tuple[str, str, str], list[float]]:
         tl = records[s.key]["metrics"]["timeliness"]
         for c in CLASSES:
             done, cens = tl["completed"].get(c, []), tl["censored"].get(c, [])
-            out.setdefault(("completed", c, s.policy), []).extend(done)
-            out.setdefault(("with_unfinished", c, s.policy), []).extend(done + cens)
-            out.setdefault(("unfinished", c, s.policy), []).extend(cens)
+            out.setdefault(("completed", c, series(s)), []).extend(done)
+            out.setdefault(("with_unfinished", c, series(s)), []).extend(done + cens)
+            out.setdefault(("unfinished", c, series(s)), []).extend(cens)
     return out
 
 
@@ -68,18 +88,20 @@ def claims(values) -> list[tuple[str, bool, str]]:
             out.append((f"OASiS is closest to its targets ({c}, {CONVENTIONS[conv]})",
                         best == "oasis",
                         "|median|: " + ", ".join(f"{display(p)} {fmt(m, 1)}" for p, m in med.items())))
-    c = "with_unfinished"
-    spread = {(cl, p): (lambda b: b["q3"] - b["q1"])(box_stats(values[(c, cl, p)]))
-              for cl in CLASSES for p in PAPER_POLICIES}
-    smallest = all(min(PAPER_POLICIES, key=lambda p: (np.nan_to_num(spread[(cl, p)], nan=np.inf), p))
-                   == "oasis" for cl in CLASSES)
-    out.append(("OASiS has the smallest spread (IQR, unfinished counted at T)", smallest,
-                "; ".join(f"{cl}: " + ", ".join(f"{display(p)} {fmt(spread[(cl, p)], 1)}"
-                                              for p in PAPER_POLICIES) for cl in CLASSES)))
+    for conv in ("with_unfinished", "completed"):
+        spread = {(cl, p): (lambda b: b["q3"] - b["q1"])(box_stats(values[(conv, cl, p)]))
+                  for cl in CLASSES for p in PAPER_POLICIES}
+        smallest = all(min(PAPER_POLICIES, key=lambda p: (np.nan_to_num(spread[(cl, p)],
+                                                                         nan=np.inf), p))
+                       == "oasis" for cl in CLASSES)
+        out.append((f"OASiS has the smallest spread (IQR, {CONVENTIONS[conv]})", smallest,
+                    "; ".join(f"{cl}: " + ", ".join(f"{display(p)} {fmt(spread[(cl, p)], 1)}"
+                                                  for p in PAPER_POLICIES) for cl in CLASSES)))
     return out
 
 
-def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = False) -> list[Path]:
+def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = False,
+           estimated=None) -> list[Path]:
     s = settings(quick)
     values = collect(specs, records)
     paper = paper_values(reference_dir)
@@ -87,22 +109,23 @@ def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = Fals
     for row, conv in enumerate(CONVENTIONS):
         for col, c in enumerate(CLASSES):
             ax = axes[row, col]
-            data = [values[(conv, c, p)] for p in PAPER_POLICIES]
-            pos = np.arange(len(PAPER_POLICIES))
+            data = [values[(conv, c, p)] for p in SERIES]
+            pos = np.arange(len(SERIES))
             bp = ax.boxplot([d if d else [np.nan] for d in data], positions=pos, widths=0.55,
                             patch_artist=True, showfliers=True, flierprops={"markersize": 2})
-            for patch, p in zip(bp["boxes"], PAPER_POLICIES):
+            for patch, p in zip(bp["boxes"], SERIES):
                 patch.set_facecolor(COLOURS[p])
                 patch.set_alpha(0.6)
-            med = [paper.get((c, p), {}).get("median", np.nan) for p in PAPER_POLICIES]
+            med = [paper.get((c, p), {}).get("median", np.nan) for p in SERIES]
             ax.plot(pos + 0.3, med, **PAPER_MARKER, label="paper median")
             lo, hi = paper.get((c, "oasis"), {}).get("lo"), paper.get((c, "oasis"), {}).get("hi")
             if lo is not None and np.isfinite(lo):
                 ax.vlines(0.3, lo, hi, color="black", lw=0.8, label="paper OASiS whiskers")
             ax.axhline(0, color="grey", lw=0.6, ls=":")
-            n_unf = [len(values[("unfinished", c, p)]) for p in PAPER_POLICIES]
-            ax.set_xticks(pos, [f"{display(p)}\n({u} unf.)" if conv == "completed" else display(p)
-                                for p, u in zip(PAPER_POLICIES, n_unf)], fontsize=8)
+            n_unf = [len(values[("unfinished", c, p)]) for p in SERIES]
+            names = [display(p).replace(" (oracle U, L)", "\n(oracle)") for p in SERIES]
+            ax.set_xticks(pos, [f"{d}\n({u} unf.)" if conv == "completed" else d
+                                for d, u in zip(names, n_unf)], fontsize=7)
             ax.set(ylabel="actual − target (slots)", title=f"{c}: {CONVENTIONS[conv]}")
             if row == 0 and col == 0:
                 ax.legend(fontsize=7)
@@ -113,7 +136,7 @@ def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = Fals
 
     rows = []
     for c in CLASSES:
-        for p in PAPER_POLICIES:
+        for p in SERIES:
             b = box_stats(values[("completed", c, p)])
             bu = box_stats(values[("with_unfinished", c, p)])
             rows.append([c, display(p), len(values[("completed", c, p)]),
@@ -127,8 +150,12 @@ def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = Fals
             f"{list(s['seeds'])}, pooled. Slots; negative = earlier than the target.\n\n"
             + markdown_table(["class", "policy", "completed", "unfinished", "median", "box (q1…q3)",
                               "whiskers", "median, unfinished at T", "paper median"], rows)
-            + "\n" + checks_markdown(claims(values)))
+            + "\n" + checks_markdown(claims(values))
+            + "\n" + calibration_markdown(
+                [(f"{s['jobs']} jobs, T = {s['horizon']}", estimated[e.key][1])
+                 for e in estimates(quick)] if estimated else []))
     return paths + [write_markdown(out_dir, "fig4", text)]
 
 
-FIGURE = Figure("fig4", "Actual minus target completion time (T = 100)", runs, render)
+FIGURE = Figure("fig4", "Actual minus target completion time (T = 100)", runs, render,
+                estimates=estimates)

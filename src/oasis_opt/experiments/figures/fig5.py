@@ -5,6 +5,10 @@ table are the offline track's ``oasis_opt.experiments.fig5``. Here each instance
 runs, the exact MILP (policy ``offline``) and ``oasis``, so they spread over the workers, are
 stored and resumed like every other run, and both schedules pass the validator. ``rows``
 rebuilds the rows ``fig5.fig5_row`` would return from the two stored records.
+
+OASiS is priced with U and L estimated on history instances of each group (servers x gamma1
+range; 10 instances of 10 jobs, seeds 1000-1009); the ratio with the oracle-priced OASiS is
+reported beside it.
 """
 from __future__ import annotations
 
@@ -14,39 +18,65 @@ from pathlib import Path
 import numpy as np
 
 from .. import fig5 as offline_fig5
+from ..calibration import FloorEstimate, history_seeds
 from ..spec import RunSpec
-from .common import (PAPER_MARKER, Figure, checks_markdown, new_figure, save, write_markdown)
+from .common import (ORACLE, PAPER_MARKER, Figure, calibration_markdown, checks_markdown,
+                     new_figure, oasis_runs, save, series, write_markdown)
 
 POLICIES = ("offline", "oasis")  # the MILP first: the longer runs start early
 _STATS = ("proven_optimal", "status", "bound", "gap", "build_s", "handoff_s", "solve_s",
           "columns", "rows")
 
 
-def runs(quick: bool) -> list[RunSpec]:
+def estimate(servers: int, priority, quick: bool) -> FloorEstimate:
+    return FloorEstimate("paper_fig5", {"servers": servers, "priority": list(priority)},
+                         history_seeds(quick, small=True))
+
+
+def estimates(quick: bool) -> list[FloorEstimate]:
     s = offline_fig5.settings(quick)
-    return [RunSpec("paper_fig5", {"seed": seed, "servers": n, "priority": list(pr)}, policy,
-                    tags={"servers": n, "priority": list(pr), "seed": seed})
-            for policy in POLICIES for n in s["servers"] for pr in s["priorities"]
-            for seed in s["seeds"]]
+    return [estimate(n, pr, quick) for n in s["servers"] for pr in s["priorities"]]
 
 
-def rows(specs, records) -> list[dict]:
-    """One row per instance, with the keys of ``offline_fig5.fig5_row``."""
+def runs(quick: bool, estimated=None) -> list[RunSpec]:
+    s = offline_fig5.settings(quick)
+    out = []
+    for policy in POLICIES:
+        for n in s["servers"]:
+            for pr in s["priorities"]:
+                for seed in s["seeds"]:
+                    params = {"seed": seed, "servers": n, "priority": list(pr)}
+                    tags = {"servers": n, "priority": list(pr), "seed": seed}
+                    if policy == "oasis":
+                        out += oasis_runs(estimate(n, pr, quick), estimated, params, tags=tags)
+                    else:
+                        out.append(RunSpec("paper_fig5", params, policy, tags=tags))
+    return out
+
+
+def _ratio(u_opt: float, u_oasis: float) -> float:
+    return u_opt / u_oasis if u_oasis > 0 else (math.inf if u_opt > 0 else 1.0)
+
+
+def rows(specs, records, oasis: str = "oasis") -> list[dict]:
+    """One row per instance, with the keys of ``offline_fig5.fig5_row``; ``oasis`` names the
+    OASiS series the ratio is taken against ("oasis": estimated pricing, ``ORACLE``)."""
     by_instance: dict[tuple, dict[str, dict]] = {}
     for s in specs:
         inst = (s.tags["servers"], tuple(s.tags["priority"]), s.tags["seed"])
-        by_instance.setdefault(inst, {})[s.policy] = records[s.key]
+        by_instance.setdefault(inst, {})[series(s)] = records[s.key]
     out = []
     for (n, (lo, hi), seed), rec in by_instance.items():
-        opt, oasis = rec["offline"], rec["oasis"]
-        u_opt, u_oasis = opt["metrics"]["total_utility"], oasis["metrics"]["total_utility"]
-        ratio = (u_opt / u_oasis if u_oasis > 0 else (math.inf if u_opt > 0 else 1.0))
+        opt, oasis_rec = rec["offline"], rec[oasis]
+        u_opt, u_oasis = opt["metrics"]["total_utility"], oasis_rec["metrics"]["total_utility"]
+        ratio = _ratio(u_opt, u_oasis)
         out.append({"servers": n, "priority_lo": lo, "priority_hi": hi, "seed": seed,
                     "jobs": opt["summary"]["jobs"], "opt": u_opt, "oasis": u_oasis,
                     "ratio": ratio, "opt_admitted": opt["summary"]["admitted"],
-                    "oasis_admitted": oasis["summary"]["admitted"],
+                    "oasis_admitted": oasis_rec["summary"]["admitted"],
                     **{k: opt["stats"].get(k) for k in _STATS},
-                    "oasis_s": oasis["timing"]["solve_s"], "backend": opt["stats"].get("backend")})
+                    "oasis_s": oasis_rec["timing"]["solve_s"],
+                    "backend": opt["stats"].get("backend")})
     return out
 
 
@@ -60,11 +90,13 @@ def claims(summary) -> list[tuple[str, bool, str]]:
              f"longest MILP {max(s['max_solve_s'] for s in summary):.1f} s")]
 
 
-def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = False) -> list[Path]:
+def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = False,
+           estimated=None) -> list[Path]:
     from matplotlib import colormaps
 
     s = offline_fig5.settings(quick)
     summary = offline_fig5.summarize(rows(specs, records))
+    oracle = offline_fig5.summarize(rows(specs, records, ORACLE))
     paper = offline_fig5.paper_ratios(reference_dir)
     by = {(x["servers"], (x["priority_lo"], x["priority_hi"])): x for x in summary}
     servers, prios = list(s["servers"]), [tuple(p) for p in s["priorities"]]
@@ -92,10 +124,17 @@ def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = Fals
     paths = save(fig, out_dir, "fig5")
     text = (f"# Fig. 5 — performance ratio OPT / OASiS{' (quick)' if quick else ''}\n\n"
             f"`paper_fig5(seed, servers=n, priority=γ₁ range)`, seeds {list(s['seeds'])}; OPT = "
-            "exact MILP (policy `offline`), OASiS with the oracle pricing. Table from "
-            "`oasis_opt.experiments.fig5.markdown`.\n\n"
-            + offline_fig5.markdown(summary, paper) + "\n" + checks_markdown(claims(summary)))
+            "exact MILP (policy `offline`), OASiS with U and L estimated on history instances of "
+            "each group. Tables from `oasis_opt.experiments.fig5.markdown`.\n\n"
+            + offline_fig5.markdown(summary, paper) + "\n" + checks_markdown(claims(summary))
+            + "\n## OPT / OASiS with the oracle U, L (eqs. 23-26)\n\n"
+            + offline_fig5.markdown(oracle, paper) + "\n"
+            + calibration_markdown(
+                [(f"{e.params['servers']} servers, γ₁ ∈ [{e.params['priority'][0]:g}, "
+                  f"{e.params['priority'][1]:g}]", estimated[e.key][1])
+                 for e in estimates(quick)] if estimated else []))
     return paths + [write_markdown(out_dir, "fig5", text)]
 
 
-FIGURE = Figure("fig5", "Performance ratio OPT / OASiS (10 jobs, T = 10)", runs, render)
+FIGURE = Figure("fig5", "Performance ratio OPT / OASiS (10 jobs, T = 10)", runs, render,
+                estimates=estimates)

@@ -4,7 +4,8 @@
 is the total utility (paper axis x10^2), Fig. 9 the actual minus target completion time of every
 job (all classes pooled, as the paper shows one box per policy). The paper reports one run;
 ours are pooled over seeds (bars: mean ± sd). As in Fig. 4, completed jobs only, and (hatched)
-with unfinished jobs counted as completing at T.
+with unfinished jobs counted as completing at T. OASiS is priced with U and L estimated on
+history testbed instances (seeds 1000-1009), the oracle-priced OASiS is drawn beside it.
 """
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ..calibration import FloorEstimate, history_seeds
 from ..spec import RunSpec
-from .common import (COLOURS, PAPER_MARKER, PAPER_POLICIES, Figure, box_stats, checks_markdown,
-                     display, fmt, markdown_table, mean_sd, new_figure, number, read_reference,
-                     save, write_markdown)
+from .common import (COLOURS, PAPER_MARKER, PAPER_POLICIES, SERIES, Figure, box_stats,
+                     calibration_markdown, checks_markdown, display, fmt, markdown_table, mean_sd,
+                     new_figure, number, oasis_runs, read_reference, save, series,
+                     write_markdown)
 
 FULL = {"seeds": tuple(range(10))}
 QUICK = {"seeds": (0, 1, 2)}
@@ -25,10 +28,24 @@ def settings(quick: bool) -> dict:
     return QUICK if quick else FULL
 
 
-def runs(quick: bool) -> list[RunSpec]:
-    return [RunSpec("testbed", {"seed": seed}, policy, metrics=("total_utility", "timeliness"),
-                    tags={"seed": seed})
-            for seed in settings(quick)["seeds"] for policy in PAPER_POLICIES]
+METRICS = ("total_utility", "timeliness")
+
+
+def estimates(quick: bool) -> list[FloorEstimate]:
+    return [FloorEstimate("testbed", {}, history_seeds(quick, small=True))]
+
+
+def runs(quick: bool, estimated=None) -> list[RunSpec]:
+    out = []
+    for seed in settings(quick)["seeds"]:
+        for policy in PAPER_POLICIES:
+            if policy == "oasis":
+                out += oasis_runs(estimates(quick)[0], estimated, {"seed": seed}, METRICS,
+                                  {"seed": seed})
+            else:
+                out.append(RunSpec("testbed", {"seed": seed}, policy, metrics=METRICS,
+                                   tags={"seed": seed}))
+    return out
 
 
 def paper_values(reference_dir=None) -> dict[str, dict[str, float]]:
@@ -46,9 +63,11 @@ def collect(specs, records):
     unf: dict[str, list[float]] = {}
     for s in specs:
         m = records[s.key]["metrics"]
-        util.setdefault(s.policy, []).append(m["total_utility"])
-        done.setdefault(s.policy, []).extend(v for vs in m["timeliness"]["completed"].values() for v in vs)
-        unf.setdefault(s.policy, []).extend(v for vs in m["timeliness"]["censored"].values() for v in vs)
+        util.setdefault(series(s), []).append(m["total_utility"])
+        done.setdefault(series(s), []).extend(v for vs in m["timeliness"]["completed"].values()
+                                              for v in vs)
+        unf.setdefault(series(s), []).extend(v for vs in m["timeliness"]["censored"].values()
+                                             for v in vs)
     return util, done, unf
 
 
@@ -64,35 +83,39 @@ def claims(util, done, unf) -> list[tuple[str, bool, str]]:
     ]
 
 
-def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = False) -> list[Path]:
+def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = False,
+           estimated=None) -> list[Path]:
     util, done, unf = collect(specs, records)
     paper = paper_values(reference_dir)
+    paper = {p: paper.get(p, dict.fromkeys(("utility", "median", "q1", "q3"), np.nan))
+             for p in SERIES}
     seeds = settings(quick)["seeds"]
-    pos = np.arange(len(PAPER_POLICIES))
+    pos = np.arange(len(SERIES))
+    names = [display(p).replace(" (oracle U, L)", "\n(oracle)") for p in SERIES]
     fig, ax = new_figure(2, 1, width=5.6)
-    ms = [mean_sd(util[p]) for p in PAPER_POLICIES]
+    ms = [mean_sd(util[p]) for p in SERIES]
     ax[0, 0].bar(pos, [m / 100 for m, _ in ms], 0.6, yerr=[sd / 100 for _, sd in ms],
-                 color=[COLOURS[p] for p in PAPER_POLICIES], capsize=3)
-    ax[0, 0].plot(pos, [paper[p]["utility"] / 100 for p in PAPER_POLICIES], **PAPER_MARKER,
+                 color=[COLOURS[p] for p in SERIES], capsize=3)
+    ax[0, 0].plot(pos, [paper[p]["utility"] / 100 for p in SERIES], **PAPER_MARKER,
                   label="paper")
-    ax[0, 0].set_xticks(pos, [display(p) for p in PAPER_POLICIES])
+    ax[0, 0].set_xticks(pos, names, fontsize=7)
     ax[0, 0].set(ylabel="total utility (×10²)", title="Fig. 8 — total utility")
     ax[0, 0].legend(fontsize=7)
     a = ax[0, 1]
     for k, (data, hatch, shift) in enumerate(((done, None, -0.18), ({p: done[p] + unf[p] for p in
-                                              PAPER_POLICIES}, "//", 0.18))):
-        bp = a.boxplot([data[p] or [np.nan] for p in PAPER_POLICIES], positions=pos + shift,
+                                              SERIES}, "//", 0.18))):
+        bp = a.boxplot([data[p] or [np.nan] for p in SERIES], positions=pos + shift,
                        widths=0.3, patch_artist=True, flierprops={"markersize": 2})
-        for patch, p in zip(bp["boxes"], PAPER_POLICIES):
+        for patch, p in zip(bp["boxes"], SERIES):
             patch.set_facecolor(COLOURS[p])
             patch.set_alpha(0.6)
             patch.set_hatch(hatch)
-    a.plot(pos + 0.4, [paper[p]["median"] for p in PAPER_POLICIES], **PAPER_MARKER,
+    a.plot(pos + 0.4, [paper[p]["median"] for p in SERIES], **PAPER_MARKER,
            label="paper median")
-    a.vlines(pos + 0.4, [paper[p]["q1"] for p in PAPER_POLICIES],
-             [paper[p]["q3"] for p in PAPER_POLICIES], color="black", lw=1.5, label="paper box")
+    a.vlines(pos + 0.4, [paper[p]["q1"] for p in SERIES],
+             [paper[p]["q3"] for p in SERIES], color="black", lw=1.5, label="paper box")
     a.axhline(0, color="grey", lw=0.6, ls=":")
-    a.set_xticks(pos, [display(p) for p in PAPER_POLICIES])
+    a.set_xticks(pos, names, fontsize=7)
     a.set(ylabel="actual − target (slots)",
           title="Fig. 9 — actual − target (hatched: unfinished at T)")
     a.legend(fontsize=6, loc="lower left")
@@ -100,7 +123,7 @@ def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = Fals
     paths = save(fig, out_dir, "testbed")
 
     rows = []
-    for p in PAPER_POLICIES:
+    for p in SERIES:
         m, sd = mean_sd(util[p])
         b, bu = box_stats(done[p]), box_stats(done[p] + unf[p])
         rows.append([display(p), f"{m:.0f} ± {sd:.0f}", fmt(paper[p]["utility"], 0), len(done[p]),
@@ -112,8 +135,11 @@ def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = Fals
             + markdown_table(["policy", "utility", "paper utility", "completed", "unfinished",
                               "median", "box (q1…q3)", "median, unfinished at T", "paper median"],
                              rows)
-            + "\n" + checks_markdown(claims(util, done, unf)))
+            + "\n" + checks_markdown(claims(util, done, unf))
+            + "\n" + calibration_markdown(
+                [("testbed", estimated[e.key][1]) for e in estimates(quick)] if estimated else []))
     return paths + [write_markdown(out_dir, "testbed", text)]
 
 
-FIGURE = Figure("testbed", "Testbed scenario, simulated (Figs. 8-9)", runs, render)
+FIGURE = Figure("testbed", "Testbed scenario, simulated (Figs. 8-9)", runs, render,
+                estimates=estimates)

@@ -1,0 +1,151 @@
+"""OASiS's U and L "estimated from past experience" (paper p.6): calibration on a job history.
+
+Why this exists: the oracle constants of eqs. (23)-(26) are exact but, with the paper's sigmoid
+utilities, the floor price L is the minimum over jobs of f_i(T - a_i), the utility of a
+time-critical job (decay 4-6) finishing hundreds of slots past its target: about e^-750 on
+paper-sim. Prices then stay ~0 until a server is almost full, and OASiS admits plans worth ~0
+that hold capacity later jobs need (reference A6; ``experiments/oasis_floor_price.py``). The
+paper itself runs on *estimated* U and L. This module estimates them from past instances
+(``history``: other traces of the same workload, never the instance being evaluated):
+
+* **U** (eqs. 23-24): per resource and pool, the largest oracle U over the history, i.e. the
+  formula applied to the past jobs.
+* **L** (one floor for both pools, L1 = L2): the value of ``grid`` under which OASiS, priced with
+  that U, earns the largest mean total utility on the history (ties: the smaller L, the one
+  closer to the theory's conservative floor). If the best L is an end of ``grid`` the result is
+  flagged ``at_edge``: widen the grid.
+
+The result is an ordinary ``oasis-opt/pricing@1`` document for ``OasisPolicy(pricing=...)`` or
+``oasis-opt solve --pricing``. OASiS's 2 alpha bound (Theorem 4) assumes L at most the oracle
+floor; an estimated L above it trades that worst-case guarantee for the typical case, and
+``Pricing.alpha`` reports the alpha of whatever constants are used.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from .pricing import PRICING_FORMAT, oracle_u
+
+# 1e-7 ... 1e-1 in half decades: the floors worth trying for utilities of the paper's scale
+# (gamma1 <= 100 per job, a few to a few hundred resource units per job and slot).
+DEFAULT_FLOOR_GRID: tuple[float, ...] = tuple(10.0 ** (k / 2) for k in range(-14, -1))
+
+
+def history_u(history: Iterable[Any]) -> dict[str, dict[str, float]]:
+    """``{"U_worker": {r: U}, "U_ps": {r: U}}``: eqs. (23)-(24) over every history job.
+
+    A resource no history job demands on a pool is left out (unpriced); an instance that later
+    demands it is refused by the pricing reader with the resource named.
+    """
+    out: dict[str, dict[str, float]] = {"U_worker": {}, "U_ps": {}}
+    count = 0
+    for inst in history:
+        count += 1
+        if inst.I == 0:
+            continue
+        for key, U in zip(("U_worker", "U_ps"), oracle_u(inst)):
+            for r, u in zip(inst.resources, U):
+                if not math.isnan(u):
+                    out[key][r] = max(out[key].get(r, 0.0), float(u))
+    if count == 0:
+        raise ValueError("history: no instances to estimate U and L from")
+    if not out["U_worker"] and not out["U_ps"]:
+        raise ValueError("history: no job in the history demands any resource")
+    return out
+
+
+def pricing_document(u: dict[str, dict[str, float]], floor: float) -> dict:
+    """An ``oasis-opt/pricing@1`` document with the given U and L1 = L2 = ``floor``."""
+    if isinstance(floor, bool) or not (isinstance(floor, (int, float)) and math.isfinite(floor)
+                                       and floor > 0):
+        raise ValueError(f"floor: must be a finite number > 0, got {floor!r}")
+    return {"format": PRICING_FORMAT, "U_worker": dict(u["U_worker"]), "U_ps": dict(u["U_ps"]),
+            "L_worker": float(floor), "L_ps": float(floor)}
+
+
+def check_grid(grid: Sequence[float]) -> tuple[float, ...]:
+    """The grid as increasing floats; ``ValueError`` on an empty grid, a value <= 0 or a repeat."""
+    values = []
+    for n, g in enumerate(grid):
+        if isinstance(g, bool) or not isinstance(g, (int, float)) or not math.isfinite(g) or g <= 0:
+            raise ValueError(f"grid[{n}]: must be a finite number > 0, got {g!r}")
+        values.append(float(g))
+    if not values:
+        raise ValueError("grid: needs at least one floor price")
+    if len(set(values)) != len(values):
+        raise ValueError("grid: values must be distinct")
+    return tuple(sorted(values))
+
+
+@dataclass(frozen=True)
+class FloorCalibration:
+    """How L was chosen: ``scores[j][n]`` is OASiS's total utility on history instance n at
+    ``grid[j]``; ``chosen`` = ``grid[index]`` maximises the mean over the history."""
+
+    grid: tuple[float, ...]
+    scores: tuple[tuple[float, ...], ...]
+
+    def __post_init__(self):
+        if len(self.scores) != len(self.grid) or not self.scores or not all(
+                len(row) == len(self.scores[0]) and row for row in self.scores):
+            raise ValueError("scores: one non-empty row per grid value, all of one length")
+
+    @property
+    def mean(self) -> tuple[float, ...]:
+        return tuple(float(np.mean(row)) for row in self.scores)
+
+    @property
+    def index(self) -> int:
+        """argmax of the mean; ``np.argmax`` returns the first maximum, i.e. the smallest L."""
+        return int(np.argmax(self.mean))
+
+    @property
+    def chosen(self) -> float:
+        return self.grid[self.index]
+
+    @property
+    def at_edge(self) -> bool:
+        """The best L is an end of a grid of more than one value: the optimum may lie beyond."""
+        return len(self.grid) > 1 and self.index in (0, len(self.grid) - 1)
+
+    def to_dict(self) -> dict:
+        return {"grid": list(self.grid), "mean_utility": list(self.mean),
+                "utility": [list(r) for r in self.scores], "chosen": self.chosen,
+                "at_edge": self.at_edge}
+
+
+def estimate_pricing(history: Sequence[Any], grid: Sequence[float] = DEFAULT_FLOOR_GRID, *,
+                     backend: str = "numpy",
+                     progress: Callable[[int, int], None] | None = None,
+                     ) -> tuple[dict, FloorCalibration]:
+    """Estimate OASiS's U and L on ``history`` (past instances); see the module docstring.
+
+    Runs OASiS ``len(grid) * len(history)`` times in this process; every schedule is validated
+    (a calibration on invalid schedules would be meaningless). ``progress(done, total)`` is
+    called after each run. Returns the pricing document and the calibration table.
+    (``oasis_opt.experiments.calibration`` does the same runs in parallel through the runner.)
+    """
+    from ..model.validate import assert_valid
+    from .oasis import OasisPolicy
+
+    history = list(history)
+    grid = check_grid(grid)
+    u = history_u(history)
+    total, done = len(grid) * len(history), 0
+    scores = []
+    for floor in grid:
+        row = []
+        for inst in history:
+            schedule = OasisPolicy(backend=backend, pricing=pricing_document(u, floor)).solve(inst)
+            assert_valid(inst, schedule)
+            row.append(float(schedule.total_utility))
+            done += 1
+            if progress is not None:
+                progress(done, total)
+        scores.append(tuple(row))
+    calibration = FloorCalibration(grid, tuple(scores))
+    return pricing_document(u, calibration.chosen), calibration
