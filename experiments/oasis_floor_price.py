@@ -29,12 +29,13 @@ from oasis_opt.experiments.spec import RunSpec
 from oasis_opt.online.estimate import pricing_document
 
 
-def sweep_specs(quick: bool) -> list[RunSpec]:
-    """OASiS on every evaluated instance at every floor of the grid, with the history U."""
+def sweep_specs(quick: bool, estimates) -> list[RunSpec]:
+    """OASiS on every evaluated instance at every floor of the grid, with the history U
+    (``estimates``: Fig. 3's, one per size, whose U is computed once)."""
     s = fig3.settings(quick)
     out = []
-    for n in s["jobs"]:
-        est = fig3.estimate(n, quick)
+    for est in estimates:
+        n = est.params["jobs"]
         for L in est.grid:
             for seed in s["seeds"]:
                 out.append(RunSpec("paper_sim", fig3.sim_params(n, seed, quick), "oasis",
@@ -56,7 +57,7 @@ def main(argv=None) -> None:
     cal = run_sweep(calibration_specs(estimates), args.results, workers=args.workers,
                     desc="calibration")
     estimated = resolve_all(estimates, cal.records)
-    base, grid_runs = fig3.runs(quick, estimated), sweep_specs(quick)
+    base, grid_runs = fig3.runs(quick, estimated), sweep_specs(quick, estimates)
     rep = run_sweep(base + grid_runs, args.results, workers=args.workers, desc="floor sweep")
     jobs = sorted(fig3.settings(quick)["jobs"])
     grid = estimates[0].grid

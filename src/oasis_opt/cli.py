@@ -458,6 +458,7 @@ def cmd_estimate_pricing(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
+
     def save(document, path):  # write()'s argument order: save(*what, path)
         write_json_atomic(path, document)
 

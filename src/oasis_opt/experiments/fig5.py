@@ -30,6 +30,11 @@ def settings(quick: bool) -> dict:
     return QUICK if quick else FULL
 
 
+def performance_ratio(u_opt: float, u_oasis: float) -> float:
+    """OPT / OASiS; infinite when OASiS earns nothing and OPT something, 1 when both earn 0."""
+    return u_opt / u_oasis if u_oasis > 0 else (math.inf if u_opt > 0 else 1.0)
+
+
 def fig5_row(seed: int, servers: int, priority: tuple[float, float], *, backend: str = "highs",
              time_limit: float | None = None, oasis_options: dict | None = None) -> dict:
     """OPT and OASiS on one Fig. 5 instance: utilities, ratio and the MILP's solve record."""
@@ -43,8 +48,7 @@ def fig5_row(seed: int, servers: int, priority: tuple[float, float], *, backend:
     oasis_s = time.perf_counter() - t0
     opt = OfflinePolicy(backend=backend).solve(inst, time_limit=time_limit)
     st = opt.stats
-    ratio = (opt.total_utility / oasis.total_utility if oasis.total_utility > 0
-             else (math.inf if opt.total_utility > 0 else 1.0))
+    ratio = performance_ratio(opt.total_utility, oasis.total_utility)
     return {"servers": servers, "priority_lo": priority[0], "priority_hi": priority[1],
             "seed": seed, "jobs": inst.I, "horizon": inst.horizon, "opt": opt.total_utility,
             "oasis": oasis.total_utility, "ratio": ratio, "opt_admitted": int(sum(opt.admitted)),

@@ -12,7 +12,6 @@ reported beside it.
 """
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
@@ -54,10 +53,6 @@ def runs(quick: bool, estimated=None) -> list[RunSpec]:
     return out
 
 
-def _ratio(u_opt: float, u_oasis: float) -> float:
-    return u_opt / u_oasis if u_oasis > 0 else (math.inf if u_opt > 0 else 1.0)
-
-
 def rows(specs, records, oasis: str = "oasis") -> list[dict]:
     """One row per instance, with the keys of ``offline_fig5.fig5_row``; ``oasis`` names the
     OASiS series the ratio is taken against ("oasis": estimated pricing, ``ORACLE``)."""
@@ -69,7 +64,7 @@ def rows(specs, records, oasis: str = "oasis") -> list[dict]:
     for (n, (lo, hi), seed), rec in by_instance.items():
         opt, oasis_rec = rec["offline"], rec[oasis]
         u_opt, u_oasis = opt["metrics"]["total_utility"], oasis_rec["metrics"]["total_utility"]
-        ratio = _ratio(u_opt, u_oasis)
+        ratio = offline_fig5.performance_ratio(u_opt, u_oasis)
         out.append({"servers": n, "priority_lo": lo, "priority_hi": hi, "seed": seed,
                     "jobs": opt["summary"]["jobs"], "opt": u_opt, "oasis": u_oasis,
                     "ratio": ratio, "opt_admitted": opt["summary"]["admitted"],
