@@ -137,6 +137,11 @@ INSTANCE_CORPUS = {
     "duplicate-server-id": (_set(["worker_servers", 1, "id"], "w0"), "worker_servers[1].id"),
     "duplicate-job-id": (_set(["jobs", 1, "id"], "j0"), "jobs[1].id"),
     "no-ps-servers": (_set(["ps_servers"], []), "ps_servers"),
+    "every-worker-server-without-bandwidth": (
+        lambda d: [s["capacity"].__setitem__("bw", 0.0) for s in d["worker_servers"]],
+        "worker_servers"),
+    "every-ps-server-without-bandwidth": (_delete(["ps_servers", 0, "capacity", "bw"]),
+                                          "ps_servers"),
 }
 
 

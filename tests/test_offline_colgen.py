@@ -113,7 +113,7 @@ def test_policy_and_empty_instance():
     st = s.stats
     assert st["lower"] == pytest.approx(s.total_utility) and st["upper"] >= st["lower"]
     assert st["bound"] == st["upper"] and "gap" in st and st["seed_policy"] == "oasis"
-    empty = Instance(3, DEFAULT_RESOURCES, (Server("w", {"gpu": 1.0}),),
+    empty = Instance(3, DEFAULT_RESOURCES, (Server("w", {"gpu": 1.0, "bw": 10.0}),),
                      (Server("p", {"bw": 10.0}),), ())
     e = solve(empty, "offline-colgen")
     assert validate(empty, e).ok and e.total_utility == 0.0

@@ -270,7 +270,9 @@ def test_bad_arguments_are_rejected():
 
 
 def test_job_without_work_completes_on_arrival():
-    inst = _one_job_instance(chunk_time=0.0, arrival=2)
+    # chunk_time must be > 0, but E N x below the float slack rounds to no whole worker-slot
+    inst = _one_job_instance(chunk_time=1e-12, arrival=2)
+    assert inst.work[0] == 0
     plan = best_schedule(inst, 0, *_empty_prices(inst))
     assert plan.completion == 2 and plan.cost == 0 and plan.payoff == plan.utility > 0
 

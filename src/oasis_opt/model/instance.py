@@ -2,16 +2,24 @@
 
 Object views (``Job``, ``Server``) are for reading; solvers use the array properties of
 ``Instance`` (cached, read-only numpy arrays). Symbols follow Bao et al., INFOCOM 2018.
+
+Building an ``Instance`` checks it, exactly as reading an instance file does (the reader builds
+the instance through this constructor): a bad value raises ``FormatError`` (a ``ValueError``)
+naming the field by its path in the instance document, e.g. ``jobs[3].worker.bw: bandwidth must
+be > 0``. ``Job`` and ``Server`` are checked there, where their index and the resource names are
+known; a ``Utility`` checks itself when built.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Mapping
 
 import numpy as np
 
+from . import checks
+from .checks import FormatError
 from .utility import Utility, utility_table
 
 DEFAULT_RESOURCES = ("gpu", "cpu", "mem", "storage", "bw")
@@ -20,6 +28,7 @@ BANDWIDTH = "bw"
 WORK_EPS = 1e-9
 
 JOB_CLASSES = ("time-insensitive", "time-sensitive", "time-critical")
+PROGRESS_MODES = ("chunk-time", "placement")
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -93,6 +102,10 @@ class Instance:
     topology: Any = None  # oasis_opt.model.topology.Topology or None (default built on demand)
     progress: str = "chunk-time"  # or "placement" (placement-aware cost model, see costmodel)
     meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        for name, value in _checked(self).items():
+            object.__setattr__(self, name, value)
 
     # ---- sizes and lookups -------------------------------------------------------------
     @property
@@ -221,7 +234,123 @@ class Instance:
 
         return Topology.from_racks(self)
 
+    @cached_property
+    def fingerprint(self) -> str:
+        """sha256 of the canonical instance JSON, as 64 hex digits: the document
+        ``save_instance`` writes (fixed key order, exact floats), with compact separators.
+
+        Results carry it (``instance_sha256``) so that a result is never checked against
+        another instance. Two instances have the same fingerprint iff they write the same file.
+        """
+        import hashlib
+        import json
+
+        from .io import instance_to_dict
+
+        text = json.dumps(instance_to_dict(self), separators=(",", ":"), allow_nan=False)
+        return hashlib.sha256(text.encode()).hexdigest()
+
     def with_jobs(self, jobs) -> "Instance":
         """A copy with another job list (used by experiments that sub-sample jobs)."""
         return Instance(self.horizon, self.resources, self.worker_servers, self.ps_servers,
                         tuple(jobs), self.topology, self.progress, dict(self.meta))
+
+
+# ---- the checks run by Instance(...) ------------------------------------------------------------
+def _checked(inst: Instance) -> dict[str, Any]:
+    """Every field of ``inst`` checked and in canonical form; ``FormatError`` names the first bad
+    one by its path in the instance document."""
+    horizon = checks.integer(inst.horizon, "horizon", minimum=1)
+    if isinstance(inst.resources, (str, bytes)) or not isinstance(inst.resources, (list, tuple)):
+        raise FormatError("resources", "expected a list of resource names")
+    resources = tuple(checks.text(r, f"resources[{n}]") for n, r in enumerate(inst.resources))
+    if len(set(resources)) != len(resources):
+        raise FormatError("resources", "duplicate resource name")
+    if BANDWIDTH not in resources:
+        raise FormatError("resources", f"must include the bandwidth resource {BANDWIDTH!r}")
+    seen: set[str] = set()
+    pools = {name: _servers(getattr(inst, name), resources, name, seen)
+             for name in ("worker_servers", "ps_servers")}
+    jobs = _sequence(inst.jobs, "jobs")
+    jobs = tuple(_job(j, f"jobs[{n}]", resources, horizon) for n, j in enumerate(jobs))
+    first: dict[str, int] = {}
+    for n, j in enumerate(jobs):
+        if first.setdefault(j.id, n) != n:
+            raise FormatError(f"jobs[{n}].id", f"duplicate job id {j.id!r} (also jobs[{first[j.id]}])")
+    if inst.topology is not None:
+        from .topology import Topology
+
+        if not isinstance(inst.topology, Topology):
+            raise FormatError("topology", f"expected a Topology, got {type(inst.topology).__name__}")
+        inst.topology.check(seen, "topology")
+    progress = checks.choice(inst.progress, PROGRESS_MODES, "progress", "progress mode")
+    return {"horizon": horizon, "resources": resources, **pools, "jobs": jobs,
+            "progress": progress, "meta": checks.free_form(inst.meta, "meta")}
+
+
+def _sequence(v: Any, path: str) -> tuple:
+    if isinstance(v, (str, bytes, Mapping)) or not hasattr(v, "__iter__"):
+        raise FormatError(path, "expected a list")
+    return tuple(v)
+
+
+def _servers(v: Any, resources: tuple[str, ...], path: str, seen: set[str]) -> tuple[Server, ...]:
+    out = []
+    for n, s in enumerate(_sequence(v, path)):
+        p = f"{path}[{n}]"
+        if not isinstance(s, Server):
+            raise FormatError(p, f"expected a Server, got {type(s).__name__}")
+        sid = checks.text(s.id, f"{p}.id")
+        if sid in seen:
+            raise FormatError(f"{p}.id", f"duplicate server id {sid!r}")
+        seen.add(sid)
+        fields = {"capacity": checks.amounts(s.capacity, resources, f"{p}.capacity"),
+                  "rack": checks.optional_text(s.rack, f"{p}.rack"),
+                  "kind": checks.optional_text(s.kind, f"{p}.kind")}
+        out.append(_canonical(s, fields))
+    if not out:
+        raise FormatError(path, f"need at least one {'worker' if path == 'worker_servers' else 'PS'}"
+                          " server")
+    if all(s.capacity.get(BANDWIDTH, 0.0) <= 0 for s in out):
+        raise FormatError(path, f"every server has zero bandwidth ({BANDWIDTH!r}), so no job "
+                          "could ever run (every job needs bandwidth > 0)")
+    return tuple(out)
+
+
+def _job(j: Any, p: str, resources: tuple[str, ...], horizon: int) -> Job:
+    if not isinstance(j, Job):
+        raise FormatError(p, f"expected a Job, got {type(j).__name__}")
+    fields: dict[str, Any] = {"id": checks.text(j.id, f"{p}.id"),
+                              "arrival": checks.integer(j.arrival, f"{p}.arrival", minimum=1)}
+    if fields["arrival"] > horizon:
+        raise FormatError(f"{p}.arrival", f"must lie in 1..{horizon}, got {fields['arrival']}")
+    fields["epochs"] = checks.integer(j.epochs, f"{p}.epochs", minimum=1)
+    fields["chunks"] = checks.integer(j.chunks, f"{p}.chunks", minimum=1)
+    fields["chunk_time"] = checks.number(j.chunk_time, f"{p}.chunk_time", strict=True)
+    for name in ("worker", "ps"):
+        dem = fields[name] = checks.amounts(getattr(j, name), resources, f"{p}.{name}")
+        if dem.get(BANDWIDTH, 0.0) <= 0:
+            raise FormatError(f"{p}.{name}.{BANDWIDTH}", "bandwidth must be > 0")
+    if not isinstance(j.utility, Utility):
+        raise FormatError(f"{p}.utility", f"expected a Utility, got {type(j.utility).__name__}")
+    if j.job_class is not None:
+        checks.choice(j.job_class, JOB_CLASSES, f"{p}.class", "job class")
+    if j.provenance is not None:
+        fields["provenance"] = checks.free_form(j.provenance, f"{p}.provenance")
+    return _canonical(j, fields)
+
+
+def _canonical(obj, fields: dict[str, Any]):
+    """``obj`` itself when its fields already are ``fields`` (same values and types), else a copy
+    with them: the reader's objects pass through, code's numpy scalars become plain numbers."""
+    def same(a, b) -> bool:
+        if type(a) is not type(b):
+            return False
+        if type(a) is dict:
+            return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+        return a == b
+
+    if all(same(getattr(obj, k), v) for k, v in fields.items()):
+        return obj
+    return replace(obj, **fields)
+

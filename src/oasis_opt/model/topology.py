@@ -13,6 +13,8 @@ from functools import cached_property
 
 import networkx as nx
 
+from .checks import FormatError, number
+
 NODE_KINDS = ("core", "pod", "rack", "server")
 DEFAULT_RACK = "rack-0"
 CORE = "core"
@@ -73,6 +75,35 @@ class Topology:
                     g.add_node(server, kind="server")
                     g.add_edge(server, rack, bandwidth=racks.edges[server, rack]["bandwidth"])
         return Topology(g, CORE)
+
+    def check(self, server_ids: set[str], path: str = "topology") -> None:
+        """``FormatError`` unless this is a tree with one core, known node kinds, links of finite
+        bandwidth > 0, and exactly the instance's servers (``server_ids``) as server nodes.
+        Fields are named as in the instance file: ``topology.nodes[n].id``, ``topology.links[n]``.
+        """
+        g = self.graph
+        for n, (nid, kind) in enumerate(g.nodes(data="kind")):
+            p = f"{path}.nodes[{n}]"
+            if not isinstance(nid, str) or not nid:
+                raise FormatError(f"{p}.id", f"expected a non-empty string, got {nid!r}")
+            if kind not in NODE_KINDS:
+                raise FormatError(f"{p}.kind", f"unknown node kind {kind!r} "
+                                  f"(known: {', '.join(NODE_KINDS)})")
+            if kind == "server" and nid not in server_ids:
+                raise FormatError(f"{p}.id", f"unknown server id {nid!r}")
+        for n, (_, _, bw) in enumerate(g.edges(data="bandwidth")):
+            number(bw, f"{path}.links[{n}].bandwidth", strict=True)
+        cores = [n for n, k in g.nodes(data="kind") if k == "core"]
+        if len(cores) != 1:
+            raise FormatError(f"{path}.nodes", f"need exactly one core node, found {len(cores)}")
+        if self.root != cores[0]:
+            raise FormatError(f"{path}.root", f"{self.root!r} is not the core node {cores[0]!r}")
+        if not nx.is_tree(g):
+            raise FormatError(f"{path}.links", "the topology must be a connected tree")
+        missing = server_ids - {n for n, k in g.nodes(data="kind") if k == "server"}
+        if missing:
+            raise FormatError(f"{path}.nodes", f"server {sorted(missing)[0]!r} is not in the "
+                              "topology")
 
     def to_json(self) -> dict:
         return {

@@ -12,7 +12,11 @@ from typing import Any
 
 import numpy as np
 
+from .checks import FormatError, choice, number
+
 KINDS = ("sigmoid", "constant")
+# the parameters each kind reads (the others must stay at their default 0)
+PARAMETERS = {"sigmoid": ("priority", "decay", "target"), "constant": ("value",)}
 
 
 @dataclass(frozen=True)
@@ -22,6 +26,10 @@ class Utility:
     ``kind="sigmoid"``: ``priority / (1 + exp(decay * (d - target)))``; ``decay = 0`` gives the
     time-insensitive constant ``priority / 2`` exactly as the paper's sigmoid does.
     ``kind="constant"``: ``value`` whatever ``d``.
+
+    Checked when built (``FormatError`` naming the field, e.g. ``kind: unknown utility kind
+    'linear'``): a known kind, finite numbers, ``priority``, ``decay`` and ``value`` >= 0 (so f is
+    non-negative and non-increasing), and no parameter of the other kind.
     """
 
     kind: str
@@ -29,6 +37,15 @@ class Utility:
     decay: float = 0.0
     target: float = 0.0
     value: float = 0.0
+
+    def __post_init__(self):
+        choice(self.kind, KINDS, "kind", "utility kind")
+        for name in ("priority", "decay", "target", "value"):
+            v = number(getattr(self, name), name, minimum=None if name == "target" else 0.0)
+            if v and name not in PARAMETERS[self.kind]:
+                raise FormatError(name, f"not a parameter of a {self.kind} utility "
+                                  f"(it takes: {', '.join(PARAMETERS[self.kind])})")
+            object.__setattr__(self, name, v)
 
     def __call__(self, d: Any) -> Any:
         """Evaluate at a scalar or array duration; numerically stable for any decay."""
