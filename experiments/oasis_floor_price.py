@@ -77,7 +77,7 @@ def main(argv=None) -> None:
     rows = []
     for k, n in enumerate(jobs):
         colour = cmap(k / max(1, len(jobs) - 1))
-        calibration = estimated[fig3.estimate(n, quick).key][1]
+        calibration = estimated[fig3.estimate(n, quick).key].calibration
         a.plot(grid, [ev[(n, L)] for L in grid], marker="o", color=colour,
                label=f"{n} jobs, evaluated seeds")
         a.plot(grid, calibration.mean, ls="--", color=colour, alpha=0.7,

@@ -214,7 +214,8 @@ for mix in ((1.0, 0.0, 0.0), (0.10, 0.55, 0.35)):
 # The paper runs OASiS on U and L "estimated from past experience". `estimate_pricing` takes
 # past instances of the workload (here three other seeds, never the instance we evaluate on),
 # computes U by eqs. (23)-(24) over their jobs, and picks the floor L (L1 = L2) of a grid at
-# which OASiS earns the most on that history. We then price OASiS with it on the instance above,
+# which OASiS earns the most on that history. Its result is the pricing document itself (pass it
+# as `pricing=`), with the calibration table as `.calibration`. We then price OASiS with it on the instance above,
 # this time with the paper's class mix, and compare with the oracle constants.
 
 # %%
@@ -222,9 +223,10 @@ from oasis_opt.online.estimate import estimate_pricing
 
 params = dict(jobs=30, horizon=60, worker_servers=4, ps_servers=4)
 history = [paper_sim(seed=s, **params) for s in (1000, 1001, 1002)]
-doc, calibration = estimate_pricing(history)
+pricing = estimate_pricing(history)
+calibration = pricing.calibration
 target = paper_sim(seed=5, **params)
-estimated = OasisPolicy(pricing=doc).solve(target)
+estimated = OasisPolicy(pricing=pricing).solve(target)
 oracle = OasisPolicy().solve(target)
 assert validate(target, estimated).ok and validate(target, oracle).ok
 print(f"chosen L = {calibration.chosen:.1e}; total utility on seed 5: estimated "

@@ -21,12 +21,13 @@ def test_runner_calibration_equals_in_process_estimate(tmp_path):
     specs = est.specs()
     assert len(specs) == len(GRID) * 2 and {s.policy for s in specs} == {"oasis"}
     sweep = run_sweep(specs, tmp_path, workers=1, progress=False)  # validated, stored
-    doc, calibration = est.resolve(sweep.records)
-    direct_doc, direct = estimate_pricing([paper_sim(**WORKLOAD, seed=s) for s in (1000, 1001)],
-                                          GRID)
-    assert doc == direct_doc
-    assert calibration.scores == direct.scores and calibration.chosen == direct.chosen
-    assert resolve_all([est], sweep.records)[est.key][0] == doc
+    doc = est.resolve(sweep.records)
+    direct = estimate_pricing([paper_sim(**WORKLOAD, seed=s) for s in (1000, 1001)], GRID)
+    assert doc == direct
+    calibration = doc.calibration
+    assert calibration.scores == direct.calibration.scores
+    assert calibration.chosen == direct.calibration.chosen
+    assert resolve_all([est], sweep.records)[est.key] == doc
     assert calibration_specs([est, est]) == specs + specs
 
 

@@ -106,7 +106,7 @@ def test_history_u_of_an_instance_whose_floor_underflows():
     best = critical(int(inst.min_duration[0]) - 1)
     assert history_u([inst]) == {"U_worker": {"gpu": best / 1, "cpu": best / 2, "bw": best / 4},
                                  "U_ps": {"cpu": best / 1, "bw": best / 5}}
-    _, cal = estimate_pricing([inst], (1e-3, 1e-1))
+    cal = estimate_pricing([inst], (1e-3, 1e-1)).calibration
     assert cal.scores[0][0] == pytest.approx(best)  # an empty cluster admits the job (A5)
 
 
@@ -155,9 +155,50 @@ def test_pricing_document(history):
             pricing_document(u, bad)
 
 
+def test_a_floor_above_some_u_is_refused(history):
+    u = history_u(history)
+    lowest = min(min(u["U_worker"].values()), min(u["U_ps"].values()))
+    with pytest.raises(ValueError, match=r"^grid\[1\]: floor price .* exceeds U_"):
+        estimate_pricing(history, (1e-3, lowest * 2))
+    doc = pricing_document(u, lowest)  # L = U is allowed (a flat price)
+    assert parse_pricing(doc)["L_worker"] == lowest
+    for pool in ("worker", "ps"):
+        bad = {**doc, f"L_{pool}": max(u[f"U_{pool}"].values()) * 1.5}
+        with pytest.raises(FormatError) as err:
+            parse_pricing(bad)
+        assert err.value.field == f"L_{pool}" and "exceeds U_" in err.value.message
+
+
+# ---- the estimate is a pricing ---------------------------------------------------------------------
+def test_the_estimate_is_usable_as_pricing_and_saved_as_a_file(tmp_path, history, estimated):
+    """The README's call: ``estimate_pricing``'s result goes straight to ``pricing=`` and to
+    ``save_pricing``; the calibration rides along as an attribute."""
+    from oasis_opt import get_policy
+    from oasis_opt.online import EstimatedPricing, read_pricing_file, save_pricing
+
+    assert isinstance(estimated, EstimatedPricing) and isinstance(estimated, dict)
+    assert estimated.calibration.chosen == estimated["L_worker"]
+    evaluation = _paper(7)
+    direct = get_policy("oasis", pricing=estimated).solve(evaluation)
+    save_pricing(estimated, tmp_path / "p.json")
+    assert read_pricing_file(tmp_path / "p.json") == parse_pricing(dict(estimated))
+    from_file = get_policy("oasis", pricing=str(tmp_path / "p.json")).solve(evaluation)
+    assert validate(evaluation, direct).ok
+    assert direct.total_utility == from_file.total_utility and direct.admitted == from_file.admitted
+    assert json.loads(json.dumps(estimated)) == dict(estimated)
+    import copy
+    import pickle
+
+    for again in (pickle.loads(pickle.dumps(estimated)), copy.deepcopy(estimated)):
+        assert again == estimated and again.calibration == estimated.calibration
+    with pytest.raises(FormatError) as err:  # save_pricing checks a document like a file
+        save_pricing({**estimated, "L_ps": -1.0}, tmp_path / "bad.json")
+    assert err.value.field == "L_ps" and not (tmp_path / "bad.json").exists()
+
+
 # ---- the floor calibration -----------------------------------------------------------------------
 def test_calibration_recomputed_run_by_run(history, estimated):
-    doc, cal = estimated
+    doc, cal = estimated, estimated.calibration
     u = history_u(history)
     scores = [[float(_oasis(inst, pricing_document(u, L)).total_utility) for inst in history]
               for L in GRID]
@@ -177,7 +218,7 @@ def test_calibration_recomputed_run_by_run(history, estimated):
 
 
 def test_estimated_pricing_runs_on_an_evaluation_instance(estimated):
-    doc, _ = estimated
+    doc = estimated
     evaluation = _paper(7)
     schedule = _oasis(evaluation, doc)
     # L is kept as ln L inside Pricing, so it comes back to within rounding
@@ -189,7 +230,7 @@ def test_estimated_pricing_runs_on_an_evaluation_instance(estimated):
 def test_estimate_is_deterministic(history, estimated):
     again = estimate_pricing(history, GRID)
     assert again == estimated
-    assert json.dumps(again[1].to_dict()) == json.dumps(estimated[1].to_dict())
+    assert json.dumps(again.calibration.to_dict()) == json.dumps(estimated.calibration.to_dict())
 
 
 def test_progress_counts_every_run(history):
@@ -203,8 +244,8 @@ def test_progress_counts_every_run(history):
 def test_backends_agree_on_the_calibration():
     history = [paper_sim(seed=3, jobs=6, horizon=20, worker_servers=2, ps_servers=2)]
     grid = (1e-4, 1e-2)
-    _, numpy_cal = estimate_pricing(history, grid, backend="numpy")
-    _, reference_cal = estimate_pricing(history, grid, backend="reference")
+    numpy_cal = estimate_pricing(history, grid, backend="numpy").calibration
+    reference_cal = estimate_pricing(history, grid, backend="reference").calibration
     np.testing.assert_allclose(reference_cal.scores, numpy_cal.scores, rtol=1e-9)
     assert reference_cal.chosen == numpy_cal.chosen
 
@@ -243,8 +284,10 @@ def test_floor_calibration_rejects_bad_tables(grid, scores):
 @given(instances(), instances())
 def test_estimated_pricing_is_valid_and_replays_its_score(past, other):
     assume(past.I > 0)
-    grid = (1e-3, 1e-1, 10.0)
-    doc, cal = estimate_pricing([past], grid)
+    lowest_u = min(u for key in ("U_worker", "U_ps") for u in history_u([past])[key].values())
+    grid = tuple(lowest_u * f for f in (1e-4, 1e-2, 1.0))  # L <= every U
+    doc = estimate_pricing([past], grid)
+    cal = doc.calibration
     # history == evaluation: the same OASiS run as the calibration's at the chosen L
     assert _oasis(past, doc).total_utility == cal.scores[cal.index][0]
     # another instance: valid, unless it demands a resource no history job did (refused, named)
@@ -289,7 +332,7 @@ def test_cli_estimate_then_solve(tmp_path, capsys, history, history_files, estim
     code, out, err = run(["estimate-pricing", *history_files, "--grid", grid, "--out", pricing,
                           "--report", report], capsys)
     assert code == 0, err
-    doc, cal = estimated
+    doc, cal = estimated, estimated.calibration
     assert read_pricing_file(pricing) == {k: v for k, v in doc.items() if k != "format"}
     rep = json.loads(report.read_text())
     assert rep == {"format": "oasis-opt/floor-calibration@1",
@@ -314,12 +357,12 @@ def test_cli_estimate_then_solve(tmp_path, capsys, history, history_files, estim
 
 
 def test_cli_warns_when_the_best_floor_is_an_edge(tmp_path, capsys, history_files):
-    # floors far above every U: nothing is ever admitted, all tie at 0, the smallest wins
-    code, out, err = run(["estimate-pricing", history_files[0], "--grid", "1e6,1e7",
+    # of two floors, either is an end of the grid
+    code, out, err = run(["estimate-pricing", history_files[0], "--grid", "1e-6,1e-5",
                           "--out", tmp_path / "p.json"], capsys)
     assert code == 0
     assert err == "oasis-opt: warning: the best floor is an end of the grid; widen --grid\n"
-    assert read_pricing_file(tmp_path / "p.json")["L_worker"] == 1e6
+    assert read_pricing_file(tmp_path / "p.json")["L_worker"] in (1e-6, 1e-5)
     # a single floor is no edge
     code, out, err = run(["estimate-pricing", history_files[0], "--grid", "1e-3", "--out",
                           tmp_path / "q.json", "--progress"], capsys)

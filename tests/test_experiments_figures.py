@@ -16,7 +16,7 @@ from oasis_opt.experiments.figures.common import PAPER_POLICIES, box_stats, disp
 from oasis_opt.experiments.calibration import calibration_specs, resolve_all
 from oasis_opt.experiments.reproduce import figure_names, lpt_makespan, reproduce
 from oasis_opt.experiments.runner import run_sweep
-from oasis_opt.online.estimate import FloorCalibration, pricing_document
+from oasis_opt.online.estimate import EstimatedPricing, FloorCalibration, pricing_document
 
 RUNNER_FIGURES = list(FIGURE_NAMES)
 
@@ -69,7 +69,7 @@ def test_quick_figures_are_drawn_and_resume(tiny, tmp_path):
 
     specs = fig5.runs(True, estimated)
     records = run_sweep(specs, results, workers=1, progress=False).records
-    doc = estimated[fig5.estimate(3, (50.0, 100.0), True).key][0]
+    doc = estimated[fig5.estimate(3, (50.0, 100.0), True).key]
     for series, options in (("oasis", {"pricing": doc}), ("oasis-oracle", None)):
         (row,) = fig5.rows(specs, records, series)
         direct = offline_fig5.fig5_row(0, 3, (50.0, 100.0), oasis_options=options)
@@ -95,7 +95,7 @@ def test_cli_reproduce(tiny, tmp_path, capsys):
 def given_floor(estimates, floor=1e-3):
     """Pricing documents at a given floor for ``estimates`` (the specs' shape, not a result)."""
     calibration = FloorCalibration((floor,), ((0.0,),))
-    return {e.key: (pricing_document(e.u, floor), calibration) for e in estimates}
+    return {e.key: EstimatedPricing(pricing_document(e.u, floor), calibration) for e in estimates}
 
 
 def test_figure_specs_and_names():
@@ -123,7 +123,7 @@ def test_figure_specs_and_names():
     assert len(oracle) == 12 and all(s.options == {} for s in oracle)
     # Fig. 6: every price scaled by kappa ("both"), or U only
     for s in fig6.runs(False, estimated):
-        base = estimated[fig3.estimate(s.tags["jobs"], False).key][0]
+        base = estimated[fig3.estimate(s.tags["jobs"], False).key]
         kappa = s.tags["pct"] / 100
         doc = s.options["pricing"]
         assert doc["U_worker"]["gpu"] == pytest.approx(kappa * base["U_worker"]["gpu"])

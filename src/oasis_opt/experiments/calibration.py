@@ -6,7 +6,8 @@ every seed a figure evaluates on (``HISTORY_SEEDS``). Its calibration runs (OASi
 instance at each floor of the grid) are ordinary ``RunSpec``s, so they run in parallel on Ray,
 are validated and stored like any run, and a killed sweep resumes. ``resolve`` then applies the
 same selection rule as ``online.estimate.estimate_pricing`` (``FloorCalibration``) to the stored
-utilities and returns the pricing document the figure's OASiS runs use.
+utilities and returns what it returns: the pricing document the figure's OASiS runs use, with its
+calibration (``EstimatedPricing``).
 """
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Mapping
 
-from ..online.estimate import (DEFAULT_FLOOR_GRID, FloorCalibration, check_grid, history_u,
-                               pricing_document)
+from ..online.estimate import (DEFAULT_FLOOR_GRID, EstimatedPricing, FloorCalibration, check_grid,
+                               check_floors, history_u, pricing_document)
 from .spec import RunSpec, canonical, canonical_json, resolve_generator
 
 # Seeds of the "past" instances; every figure evaluates on seeds below 1000. A workload of about
@@ -67,28 +68,29 @@ class FloorEstimate:
 
     def specs(self, tags: Mapping[str, Any] | None = None) -> list[RunSpec]:
         """One OASiS run per (floor, history seed)."""
+        check_floors(self.u, self.grid)
         return [RunSpec(self.generator, {**self.params, "seed": s}, "oasis",
                         {"pricing": pricing_document(self.u, L)},
                         tags={**(tags or {}), "calibration": self.key, "L": L, "seed": s})
                 for L in self.grid for s in self.seeds]
 
-    def resolve(self, records: Mapping[str, dict]) -> tuple[dict, FloorCalibration]:
-        """The pricing document at the best floor, and the calibration table, from the stored
+    def resolve(self, records: Mapping[str, dict]) -> EstimatedPricing:
+        """The pricing document at the best floor, with its calibration table, from the stored
         records of ``specs()`` (``KeyError`` if one is missing)."""
         specs = self.specs()
         n = len(self.seeds)
         utility = [records[s.key]["metrics"]["total_utility"] for s in specs]
         scores = tuple(tuple(utility[j * n:(j + 1) * n]) for j in range(len(self.grid)))
         calibration = FloorCalibration(self.grid, scores)
-        return pricing_document(self.u, calibration.chosen), calibration
+        return EstimatedPricing(pricing_document(self.u, calibration.chosen), calibration)
 
 
 def calibration_specs(estimates) -> list[RunSpec]:
     return [s for e in estimates for s in e.specs()]
 
 
-def resolve_all(estimates, records) -> dict[str, tuple[dict, FloorCalibration]]:
-    """``estimate.key -> (pricing document, calibration)`` for every estimate."""
+def resolve_all(estimates, records) -> dict[str, EstimatedPricing]:
+    """``estimate.key -> pricing document with its calibration`` for every estimate."""
     return {e.key: e.resolve(records) for e in estimates}
 
 

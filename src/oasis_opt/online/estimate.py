@@ -15,8 +15,9 @@ paper itself runs on *estimated* U and L. This module estimates them from past i
   closer to the theory's conservative floor). If the best L is an end of ``grid`` the result is
   flagged ``at_edge``: widen the grid.
 
-The result is an ordinary ``oasis-opt/pricing@1`` document for ``OasisPolicy(pricing=...)`` or
-``oasis-opt solve --pricing``. OASiS's 2 alpha bound (Theorem 4) assumes L at most the oracle
+The result, ``EstimatedPricing``, is the ``oasis-opt/pricing@1`` document itself (a dict) for
+``OasisPolicy(pricing=...)``, ``save_pricing`` (then ``oasis-opt solve --pricing``) or
+``json.dump``, with the calibration table as its ``calibration`` attribute. OASiS's 2 alpha bound (Theorem 4) assumes L at most the oracle
 floor; an estimated L above it trades that worst-case guarantee for the typical case, and
 ``Pricing.alpha`` reports the alpha of whatever constants are used.
 """
@@ -118,15 +119,46 @@ class FloorCalibration:
                 "at_edge": self.at_edge}
 
 
+class EstimatedPricing(dict):
+    """An ``oasis-opt/pricing@1`` document (this dict) and the ``calibration`` that chose its L.
+
+    Usable wherever a pricing document is: ``OasisPolicy(pricing=est)``,
+    ``get_policy("oasis", pricing=est)``, ``save_pricing(est, path)``, ``json.dump(est, f)``.
+    """
+
+    def __init__(self, document: dict, calibration: FloorCalibration):
+        super().__init__(document)
+        self.calibration = calibration
+
+    def __reduce__(self):  # pickle / copy (Ray) keep the calibration
+        return type(self), (dict(self), self.calibration)
+
+    def __repr__(self) -> str:
+        return (f"EstimatedPricing(L={self['L_worker']:.3g}, U_worker={self['U_worker']}, "
+                f"U_ps={self['U_ps']}, grid of {len(self.calibration.grid)})")
+
+
+def check_floors(u: dict[str, dict[str, float]], grid: Sequence[float]) -> None:
+    """``ValueError`` naming the first floor of ``grid`` above some U: a price must rise from L
+    (empty server) to U (full), so a pricing document refuses L > U."""
+    for key in ("U_worker", "U_ps"):
+        for r, value in u[key].items():
+            for n, floor in enumerate(grid):
+                if floor > value:
+                    raise ValueError(f"grid[{n}]: floor price {floor:g} exceeds {key}.{r} = "
+                                     f"{value:g} estimated on the history")
+
+
 def estimate_pricing(history: Sequence[Any], grid: Sequence[float] = DEFAULT_FLOOR_GRID, *,
                      backend: str = "numpy",
                      progress: Callable[[int, int], None] | None = None,
-                     ) -> tuple[dict, FloorCalibration]:
+                     ) -> EstimatedPricing:
     """Estimate OASiS's U and L on ``history`` (past instances); see the module docstring.
 
     Runs OASiS ``len(grid) * len(history)`` times in this process; every schedule is validated
     (a calibration on invalid schedules would be meaningless). ``progress(done, total)`` is
-    called after each run. Returns the pricing document and the calibration table.
+    called after each run. Returns the pricing document with the calibration table as its
+    ``calibration`` (``EstimatedPricing``; pass it as ``pricing=``).
     (``oasis_opt.experiments.calibration`` does the same runs in parallel through the runner.)
     """
     from ..model.validate import assert_valid
@@ -135,6 +167,7 @@ def estimate_pricing(history: Sequence[Any], grid: Sequence[float] = DEFAULT_FLO
     history = list(history)
     grid = check_grid(grid)
     u = history_u(history)
+    check_floors(u, grid)
     total, done = len(grid) * len(history), 0
     scores = []
     for floor in grid:
@@ -148,4 +181,4 @@ def estimate_pricing(history: Sequence[Any], grid: Sequence[float] = DEFAULT_FLO
                 progress(done, total)
         scores.append(tuple(row))
     calibration = FloorCalibration(grid, tuple(scores))
-    return pricing_document(u, calibration.chosen), calibration
+    return EstimatedPricing(pricing_document(u, calibration.chosen), calibration)

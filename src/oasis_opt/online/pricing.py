@@ -45,8 +45,9 @@ An explicit pricing file (``"format": "oasis-opt/pricing@1"``)::
      "U_worker": {"gpu": 25.0, "cpu": 10.0, ...}, "U_ps": {"cpu": 10.0, ...},
      "L_worker": 1e-4, "L_ps": 1e-4}
 
-Every value must be a finite number > 0; a resource some job demands on that pool must have a U;
-a resource nobody demands may be omitted (it is then unpriced as above).
+Every value must be a finite number > 0 and every U at least its pool's L (the price rises from
+L on an empty server to U on a full one); a resource some job demands on that pool must have a
+U; a resource nobody demands may be omitted (it is then unpriced as above).
 """
 from __future__ import annotations
 
@@ -250,6 +251,12 @@ def parse_pricing(doc: Any) -> dict:
         if key not in doc:
             raise FormatError(key, "missing field")
         out[key] = _positive(doc[key], key)
+    for pool in ("worker", "ps"):
+        floor = out[f"L_{pool}"]
+        for r, u in out[f"U_{pool}"].items():
+            if u < floor:
+                raise FormatError(f"L_{pool}", f"{floor:g} exceeds U_{pool}.{r} = {u:g}; the "
+                                  "price must rise from L (empty server) to U (full), so L <= U")
     return out
 
 
@@ -301,14 +308,18 @@ def resolve_pricing(spec: Any, instance, u_scale: float = 1.0) -> Pricing:
     return pricing.scaled(u_scale) if u_scale != 1.0 else pricing
 
 
-def save_pricing(pricing: Pricing, path: str | Path) -> None:
-    """Write ``pricing`` as an ``oasis-opt/pricing@1`` file (e.g. the oracle, for Fig. 6 runs).
+def save_pricing(pricing: Pricing | Mapping[str, Any], path: str | Path) -> None:
+    """Write ``pricing`` as an ``oasis-opt/pricing@1`` file: a ``Pricing`` (e.g. the oracle, for
+    Fig. 6 runs) or a pricing document (e.g. ``estimate_pricing``'s), checked as a file is read.
 
     Raises ``ValueError`` when L underflows float64 (ln L < -745): the file format holds L
     itself, which would read back as 0.
     """
     from ..model.io import write_json_atomic
 
+    if not isinstance(pricing, Pricing):
+        write_json_atomic(path, {"format": PRICING_FORMAT, **parse_pricing(dict(pricing))})
+        return
     for name in ("L_worker", "L_ps"):
         if getattr(pricing, name) <= 0:
             raise ValueError(f"{name}: exp({getattr(pricing, 'log_' + name):.1f}) underflows "

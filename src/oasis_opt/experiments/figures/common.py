@@ -44,7 +44,8 @@ class Figure:
     ``render(data, out_dir, reference_dir, quick)``.
     ``estimates``, when set, lists the ``calibration.FloorEstimate``s whose pricing OASiS uses:
     they are computed first, then ``runs(quick, estimated)`` gets ``estimated[estimate.key] =
-    (pricing document, FloorCalibration)`` and ``render`` gets the same as ``estimated=``.
+    EstimatedPricing`` (the pricing document, its ``calibration``) and ``render`` gets the same as
+    ``estimated=``.
     """
 
     name: str
@@ -66,7 +67,7 @@ def estimated_pricing(estimated, estimate) -> dict:
         raise ValueError(f"estimated: no calibration for {estimate.generator} "
                          f"{dict(estimate.params)} (run the figure's estimates first, e.g. "
                          "through `reproduce`)")
-    return estimated[estimate.key][0]
+    return estimated[estimate.key]
 
 
 def oasis_runs(estimate, estimated, params: dict, metrics=("total_utility",),

@@ -145,7 +145,7 @@ def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = Fals
                              rows)
             + "\n" + checks_markdown(claims(ours, jobs))
             + "\n" + calibration_markdown(
-                [(f"{n} jobs", estimated[estimate(n, quick).key][1]) for n in jobs]
+                [(f"{n} jobs", estimated[estimate(n, quick).key].calibration) for n in jobs]
                 if estimated else []))
     return paths + [write_markdown(out_dir, "fig3", text)]
 

@@ -152,7 +152,7 @@ def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = Fals
                               "whiskers", "median, unfinished at T", "paper median"], rows)
             + "\n" + checks_markdown(claims(values))
             + "\n" + calibration_markdown(
-                [(f"{s['jobs']} jobs, T = {s['horizon']}", estimated[e.key][1])
+                [(f"{s['jobs']} jobs, T = {s['horizon']}", estimated[e.key].calibration)
                  for e in estimates(quick)] if estimated else []))
     return paths + [write_markdown(out_dir, "fig4", text)]
 

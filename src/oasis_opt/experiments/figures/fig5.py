@@ -126,7 +126,7 @@ def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = Fals
             + offline_fig5.markdown(oracle, paper) + "\n"
             + calibration_markdown(
                 [(f"{e.params['servers']} servers, γ₁ ∈ [{e.params['priority'][0]:g}, "
-                  f"{e.params['priority'][1]:g}]", estimated[e.key][1])
+                  f"{e.params['priority'][1]:g}]", estimated[e.key].calibration)
                  for e in estimates(quick)] if estimated else []))
     return paths + [write_markdown(out_dir, "fig5", text)]
 

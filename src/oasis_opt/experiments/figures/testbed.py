@@ -137,7 +137,7 @@ def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = Fals
                              rows)
             + "\n" + checks_markdown(claims(util, done, unf))
             + "\n" + calibration_markdown(
-                [("testbed", estimated[e.key][1]) for e in estimates(quick)] if estimated else []))
+                [("testbed", estimated[e.key].calibration) for e in estimates(quick)] if estimated else []))
     return paths + [write_markdown(out_dir, "testbed", text)]
 
 
