@@ -367,10 +367,12 @@ def test_summary_table(tmp_path, capsys, solved):
     from oasis_opt.sim import summarize
 
     inst = load_instance(instance_file)
-    for line, path in zip(lines[2:4], (result, other)):
+    # rows are labelled by policy and options: two greedy results are told apart
+    for line, path, label in zip(lines[2:4], (result, other),
+                                 ("greedy", "greedy(placement=round-robin)")):
         m = summarize(inst, load_result(inst, path))
         cells = line.split()
-        assert cells[0] == path.name and cells[1] == "greedy"
+        assert cells[0] == path.name and cells[1] == label == m["label"]
         assert cells[2] == f"{m['total_utility']:.2f}"
         assert cells[3:7] == [str(m[k]) for k in ("admitted", "rejected", "completed",
                                                    "unfinished")]

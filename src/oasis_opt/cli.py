@@ -1,7 +1,10 @@
 """The ``oasis-opt`` command: a thin layer over the library.
 
 Exit codes: 0 success; 1 a schedule is invalid (the violations are listed); 2 bad input, reported
-as ONE line ``oasis-opt: error: <field>: <message>`` on stderr, never a traceback.
+as ONE line ``oasis-opt: error: <field>: <message>`` on stderr, never a traceback (an instance too
+big to solve within ``--max-work``, a result written for another instance, included); 3 a failure
+inside (a bug, an exhausted machine, runs of ``reproduce`` that failed), also one line on stderr
+(``OASIS_OPT_TRACEBACK=1`` prints the traceback too). Never 1 for anything but an invalid schedule.
 
 Adding a subcommand is one function plus its parser lines::
 
@@ -21,6 +24,7 @@ import argparse
 import inspect
 import json
 import math
+import os
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -28,7 +32,7 @@ from typing import Any, Callable
 from .model.io import FormatError
 
 PROG = "oasis-opt"
-EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT, EXIT_FAILURE = 0, 1, 2, 3
 
 
 class CliError(Exception):
@@ -103,6 +107,17 @@ def floor_grid(text: str) -> tuple[float, ...]:
                                          ) from None
 
 
+def work_limit(text: str) -> float:
+    """``--max-work``: a number > 0 of slot-server-jobs (``inf``: no limit)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if math.isnan(v) or v <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number > 0 (or inf), got {text!r}")
+    return v
+
+
 def existing_file(text: str) -> str:
     if not Path(text).is_file():
         raise argparse.ArgumentTypeError(f"no such file: {text!r}")
@@ -134,7 +149,7 @@ def _argparse_field(message: str) -> tuple[str, str]:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Schedule distributed ML training jobs on shared "
                      "clusters: generate instances, run policies, validate and compare schedules.",
-                     epilog="exit codes: 0 ok, 1 invalid schedule, 2 bad input")
+                     epilog="exit codes: 0 ok, 1 invalid schedule, 2 bad input, 3 failure")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (fn, help_text, arguments) in _COMMANDS.items():
@@ -164,6 +179,18 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
+    except MemoryError:
+        print(f"{PROG}: failure: out of memory (a smaller instance, or --max-work, bounds it)",
+              file=sys.stderr)
+        return EXIT_FAILURE
+    except Exception as e:  # a bug: one line, exit 3, never 1 (reserved for invalid schedules)
+        if os.environ.get("OASIS_OPT_TRACEBACK"):
+            import traceback
+
+            traceback.print_exc()
+        print(f"{PROG}: failure: internal error {type(e).__name__}: {_one_line(str(e))} "
+              "(OASIS_OPT_TRACEBACK=1 shows the traceback)", file=sys.stderr)
+        return EXIT_FAILURE
 
 
 def _one_line(text: str) -> str:
@@ -188,13 +215,41 @@ def load_instance(path: str):
         raise _located(e, path) from None
 
 
-def load_result(instance, path: str):
+def load_result(instance, path: str, instance_path: str = "INSTANCE"):
+    from .model.io import InstanceMismatch
     from .model.io import load_result as load
 
     try:
         return load(instance, path)
+    except InstanceMismatch as e:  # the pair is wrong, not a field: say so of the file
+        raise CliError(str(path), f"this result belongs to another instance, not to "
+                       f"{instance_path} (written for sha256 {e.theirs[:12]}..., "
+                       f"{instance_path} is {e.ours[:12]}...)") from None
     except FormatError as e:
         raise _located(e, path) from None
+
+
+def check_size(estimate, max_work: float | None, where: str) -> None:
+    """Refuse work beyond ``--max-work`` (field ``--max-work``) or the machine's memory
+    (field ``where``: the instance)."""
+    from .sizing import DEFAULT_MAX_WORK, TooMuchWork, check_work
+
+    try:
+        check_work(estimate, DEFAULT_MAX_WORK if max_work is None else max_work)
+    except TooMuchWork as e:
+        raise CliError("--max-work" if e.field == "max_work" else where, e.message) from None
+
+
+def show_progress(args: argparse.Namespace) -> bool:
+    """``--progress`` / ``--no-progress``; by default a bar when stderr is a terminal."""
+    return sys.stderr.isatty() if args.progress is None else args.progress
+
+
+MAX_WORK = arg("--max-work", type=work_limit, metavar="N",
+               help="refuse instances whose estimated work T x (H+K) x I exceeds N "
+                    "slot-server-jobs (default 1e10, minutes to an hour; inf: no limit)")
+PROGRESS = arg("--progress", action=argparse.BooleanOptionalAction, default=None,
+               help="progress bar on stderr (default: when stderr is a terminal)")
 
 
 def write(path: str, save: Callable, *what, field: str = "--out") -> None:
@@ -280,6 +335,9 @@ def make_policy(name: str, options: dict[str, tuple[Any, str]]):
     try:
         return factory(**{k: v for k, (v, _) in options.items()})
     except (ValueError, TypeError) as e:
+        given = options.get("pricing", (None,))[0]
+        if isinstance(e, FormatError) and isinstance(given, str):  # the pricing file is bad
+            raise _located(e, given) from None
         raise blame(e, {k: field for k, (_, field) in options.items()}, f"--policy {name}") from None
 
 
@@ -290,31 +348,6 @@ def blame(err: Exception, fields: dict[str, str], default: str) -> CliError:
     if sep and name in fields:
         return CliError(fields[name], rest)
     return CliError(default, str(err))
-
-
-def format_table(headers: list[str], rows: list[list[Any]]) -> str:
-    """Plain-text table; numbers right-aligned, text left-aligned."""
-    cells = [[_cell(v) for v in row] for row in rows]
-    widths = [max(len(h), *(len(r[c]) for r in cells)) if cells else len(h)
-              for c, h in enumerate(headers)]
-    numeric = [all(isinstance(r[c], (int, float)) or r[c] is None for r in rows) and bool(rows)
-               for c in range(len(headers))]
-
-    def line(values):
-        return "  ".join(v.rjust(w) if num else v.ljust(w)
-                         for v, w, num in zip(values, widths, numeric)).rstrip()
-
-    return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in cells])
-
-
-def _cell(v: Any) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, bool):
-        return "yes" if v else "NO"
-    if isinstance(v, float):
-        return f"{v:.2f}"
-    return str(v)
 
 
 # ---- subcommands -------------------------------------------------------------------------------
@@ -336,6 +369,7 @@ def _cell(v: Any) -> str:
          arg("--calibration", choices=("calibrated", "literal"),
              help="job-size calibration (ambiguity A2; preset default: calibrated)"),
          arg("--seed", type=non_negative_int, required=True, metavar="S", help="random seed"),
+         MAX_WORK,
          arg("--out", required=True, metavar="FILE", help="instance JSON to write"))
 def cmd_generate(args: argparse.Namespace) -> int:
     from .model.io import save_instance
@@ -358,6 +392,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         given = {k: f"--{k.replace('_', '-')}" for k, v in vars(args).items()
                  if v is not None and k not in ("command", "func")}
         raise blame(e, given, f"--preset {args.preset}") from None
+    _check_generated(inst, args)
     write(args.out, save_instance, inst)
     print(f"wrote {args.out}: preset {args.preset}, seed {args.seed}, {inst.I} jobs, "
           f"T={inst.horizon}, {inst.H} worker + {inst.K} PS servers")
@@ -379,10 +414,18 @@ def _generate_trace(args: argparse.Namespace) -> int:
         raise
     except ValueError as e:
         raise CliError(f"--trace {args.trace}", str(e)) from None
+    _check_generated(inst, args)
     write(args.out, save_instance, inst)
     print(f"wrote {args.out}: Philly trace from {args.start} for {args.days:g} days, {inst.I} jobs, "
           f"T={inst.horizon}, {inst.H} worker + {inst.K} PS servers")
     return EXIT_OK
+
+
+def _check_generated(inst, args: argparse.Namespace) -> None:
+    """Refuse to write an instance no policy could solve within ``--max-work``."""
+    from .sizing import estimate_work
+
+    check_size(estimate_work(inst), args.max_work, "--horizon")
 
 
 @command("solve", "run a policy on an instance, validate the schedule and write the result",
@@ -396,15 +439,26 @@ def _generate_trace(args: argparse.Namespace) -> int:
              help="pricing parameters file (policy option pricing=...)"),
          arg("--option", action="append", default=[], metavar="KEY=VALUE",
              help="policy option, VALUE parsed as JSON when possible (repeatable)"),
-         arg("--progress", action="store_true", help="show a progress bar"),
+         PROGRESS, MAX_WORK,
          arg("--out", required=True, metavar="RESULT", help="result JSON to write"))
 def cmd_solve(args: argparse.Namespace) -> int:
     from .model.io import save_result
     from .model.validate import validate
+    from .policies import record_options
+    from .sizing import estimate_work
 
     inst = load_instance(args.instance)
-    policy = make_policy(args.policy, policy_options(args))
-    sched = policy.solve(inst, time_limit=args.time_limit, progress=args.progress)
+    options = policy_options(args)
+    policy = make_policy(args.policy, options)
+    check_size(estimate_work(inst, args.policy), args.max_work, args.instance)
+    try:
+        sched = policy.solve(inst, time_limit=args.time_limit, progress=show_progress(args))
+    except FormatError:
+        raise
+    except ValueError as e:  # the library's "<parameter>: <message>" for this instance
+        raise blame(e, {k: field for k, (_, field) in options.items()},
+                    f"--policy {args.policy}") from None
+    sched = record_options(sched, {k: v for k, (v, _) in options.items()})
     report = validate(inst, sched)
     write(args.out, save_result, inst, sched)
     done = int(sched.completed.sum())
@@ -429,13 +483,16 @@ def cmd_solve(args: argparse.Namespace) -> int:
                   "decades)"),
          arg("--backend", choices=("numpy", "jax", "reference"), default="numpy",
              help="OASiS kernel backend for the calibration runs"),
-         arg("--progress", action="store_true", help="show a progress bar"),
+         PROGRESS, MAX_WORK,
          arg("--report", metavar="FILE",
              help="also write the calibration table (oasis-opt/floor-calibration@1 JSON)"),
          arg("--out", required=True, metavar="PRICING", help="pricing JSON to write"))
 def cmd_estimate_pricing(args: argparse.Namespace) -> int:
     from .model.io import write_json_atomic
     from .online.estimate import DEFAULT_FLOOR_GRID, estimate_pricing
+    from .online.pricing import save_pricing
+    from .sim.report import format_table
+    from .sizing import estimate_work
 
     history = [load_instance(path) for path in args.history]
     for path, inst in zip(args.history[1:], history[1:]):
@@ -444,13 +501,15 @@ def cmd_estimate_pricing(args: argparse.Namespace) -> int:
             raise CliError(path, f"resources {', '.join(inst.resources)} differ from "
                            f"{args.history[0]}'s ({', '.join(history[0].resources)})")
     grid = DEFAULT_FLOOR_GRID if args.grid is None else args.grid
+    check_size(estimate_work(history, "oasis", runs=len(grid)), args.max_work, "HISTORY")
     bar = None
-    if args.progress:
+    if show_progress(args):
         from tqdm import tqdm
 
-        bar = tqdm(total=len(grid) * len(history), desc="floor calibration", unit="run")
+        bar = tqdm(total=len(grid) * len(history), desc="floor calibration", unit="run",
+                   leave=False)
     try:
-        doc, calibration = estimate_pricing(
+        pricing = estimate_pricing(
             history, grid, backend=args.backend,
             progress=None if bar is None else lambda done, total: bar.update(done - bar.n))
     except ValueError as e:
@@ -459,14 +518,13 @@ def cmd_estimate_pricing(args: argparse.Namespace) -> int:
         if bar is not None:
             bar.close()
 
-    def save(document, path):  # write()'s argument order: save(*what, path)
-        write_json_atomic(path, document)
-
-    write(args.out, save, doc)
+    calibration = pricing.calibration
+    write(args.out, save_pricing, pricing)
     if args.report is not None:
         report = {"format": "oasis-opt/floor-calibration@1", "history": list(args.history),
                   **calibration.to_dict()}
-        write(args.report, save, report, field="--report")
+        write(args.report, lambda doc, path: write_json_atomic(path, doc), report,
+              field="--report")
     rows = [[f"{L:.3g}", mean, "<- chosen" if n == calibration.index else ""]
             for n, (L, mean) in enumerate(zip(calibration.grid, calibration.mean))]
     print(format_table(["L", "mean utility", ""], rows))
@@ -485,7 +543,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from .model.validate import validate
 
     inst = load_instance(args.instance)
-    report = validate(inst, load_result(inst, args.result))
+    report = validate(inst, load_result(inst, args.result, args.instance))
     print(report)
     return EXIT_OK if report.ok else EXIT_INVALID
 
@@ -511,36 +569,18 @@ def cmd_presets(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-@command("summary", "compare results on one instance: utility, admissions, timeliness "
-         "(exit 1 when one is invalid)",
+@command("summary", "compare results on one instance: policy and options, utility, admissions, "
+         "validity, solver status, timeliness (exit 1 when one is invalid)",
          arg("instance", metavar="INSTANCE", help="instance JSON"),
          arg("results", nargs="+", metavar="RESULT", help="result JSON files"))
 def cmd_summary(args: argparse.Namespace) -> int:
-    from .model.instance import JOB_CLASSES
-    from .model.validate import validate
-    from .sim import summarize
+    from .sim.report import compare
 
     inst = load_instance(args.instance)
-    rows, medians, all_valid = [], [], True
-    for path in args.results:
-        sched = load_result(inst, path)
-        m = summarize(inst, sched)
-        valid = validate(inst, sched).ok
-        all_valid &= valid
-        rows.append([Path(path).name, m["policy"], m["total_utility"], m["admitted"],
-                     m["rejected"], m["completed"], m["unfinished"], valid])
-        medians.append(m["completion_minus_target_median"])
-    seen = {c for m in medians for c in m}
-    classes = [c for c in JOB_CLASSES if c in seen] + sorted(seen - set(JOB_CLASSES))
-    headers = ["result", "policy", "total utility", "admitted", "rejected", "completed",
-               "unfinished", "valid"] + [f"c-t {c.removeprefix('time-')}" for c in classes]
-    for row, m in zip(rows, medians):
-        row.extend(m.get(c) for c in classes)
-    print(format_table(headers, rows))
-    if classes:
-        print("c-t <class>: median of (completion - arrival) - target over the completed jobs "
-              "of the class, in slots (paper Figs. 4, 9)")
-    return EXIT_OK if all_valid else EXIT_INVALID
+    schedules = [load_result(inst, path, args.instance) for path in args.results]
+    table = compare(inst, schedules, [Path(path).name for path in args.results])
+    print(table)
+    return EXIT_OK if table.ok else EXIT_INVALID
 
 
 @command("reproduce", "run the paper's experiments and draw its figures beside the paper's values",
@@ -576,9 +616,10 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     try:
         written = reproduce(names, quick=args.quick, workers=args.workers, address=args.address,
                             results=args.results, out=args.out)
-    except SweepError as e:
-        print(f"{PROG}: {e}\n(tracebacks in {Path(args.results) / 'failed'})", file=sys.stderr)
-        return EXIT_INVALID
+    except SweepError as e:  # runs failed (their schedules are never written): a failure, not 1
+        print(f"{PROG}: failure: {e}\n(tracebacks in {Path(args.results) / 'failed'})",
+              file=sys.stderr)
+        return EXIT_FAILURE
     finally:
         signal.signal(signal.SIGTERM, previous)
     for name, paths in written.items():

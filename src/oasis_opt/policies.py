@@ -63,6 +63,40 @@ def get_policy(name: str, **options: Any):
     return policy_factory(name)(**options)
 
 
-def solve(instance, policy: str = "oasis", *, options: dict | None = None, **run_options):
-    """Run ``policy`` on ``instance`` and return its ``Schedule``."""
-    return get_policy(policy, **(options or {})).solve(instance, **run_options)
+def solve(instance, policy: str = "oasis", *, options: dict | None = None,
+          max_work: float | None = None, **run_options):
+    """Run ``policy`` on ``instance`` and return its ``Schedule``, with ``options`` recorded in
+    ``stats["options"]`` (``summarize`` labels the schedule by them).
+
+    Refuses (``oasis_opt.sizing.TooMuchWork``, a ``ValueError``) an instance whose estimated work
+    exceeds ``max_work`` (default ``sizing.DEFAULT_MAX_WORK``; ``math.inf`` for no limit) or whose
+    tables would not fit in memory.
+    """
+    from .sizing import DEFAULT_MAX_WORK, check_work, estimate_work
+
+    check_work(estimate_work(instance, policy), DEFAULT_MAX_WORK if max_work is None else max_work)
+    options = dict(options or {})
+    return record_options(get_policy(policy, **options).solve(instance, **run_options), options)
+
+
+def record_options(schedule, options: dict):
+    """``schedule`` with ``stats["options"]`` = the policy's options as JSON data (a pricing
+    object as its document, a path as a string)."""
+    from dataclasses import replace
+
+    return replace(schedule, stats={**schedule.stats,
+                                    "options": {k: _json_value(v) for k, v in options.items()}})
+
+
+def _json_value(v: Any) -> Any:
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, dict):
+        return {str(k): _json_value(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_json_value(x) for x in v]
+    if hasattr(v, "to_dict"):  # e.g. online.pricing.Pricing
+        return _json_value(v.to_dict())
+    if hasattr(v, "item"):  # numpy scalar
+        return v.item()
+    return str(v)  # a path, an enum ...

@@ -2,8 +2,10 @@
 from .core import OnlinePolicy, PolicyError, chunk_time_progress, simulate
 from .metrics import completion_minus_target, summarize, utilisation
 from .placement import FirstFit, Placement, RoundRobin, get_placement
+from .report import Summary, SummaryTable, compare
 from .state import ClusterState
 
 __all__ = ["OnlinePolicy", "PolicyError", "chunk_time_progress", "simulate", "summarize",
+           "Summary", "SummaryTable", "compare",
            "completion_minus_target", "utilisation", "FirstFit", "Placement", "RoundRobin",
            "get_placement", "ClusterState"]

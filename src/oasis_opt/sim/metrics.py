@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.schedule import WORKER
+from .report import Summary, policy_label, solver_stats
 
 
 def completion_minus_target(instance, schedule) -> dict[str, list[float]]:
@@ -34,13 +35,23 @@ def utilisation(instance, schedule) -> dict[str, dict[str, float]]:
             "ps": dict(zip(instance.resources, up.tolist()))}
 
 
-def summarize(instance, schedule) -> dict:
-    """The metrics the paper reports, plus admission counts and utilisation."""
+def summarize(instance, schedule) -> Summary:
+    """The metrics the paper reports, plus admission counts and utilisation, as a ``Summary``:
+    a dict whose ``str`` is the one-row table ``oasis-opt summary`` prints.
+
+    ``label`` is the policy with the options recorded in ``stats["options"]`` (by
+    ``oasis_opt.solve`` and ``oasis-opt solve``); ``solver`` the solver's ``status``,
+    ``proven_optimal``, ``objective``, ``bound``, ``gap`` and ``message`` for offline policies
+    (None for the others).
+    """
     admitted = np.array(schedule.admitted, dtype=bool)  # bool even with no jobs
     completed = schedule.completed
     cmt = completion_minus_target(instance, schedule)
-    return {
+    options = schedule.stats.get("options") or {}
+    return Summary({
         "policy": schedule.policy,
+        "options": options,
+        "label": policy_label(schedule.policy, options),
         "total_utility": schedule.total_utility,
         "jobs": instance.I,
         "admitted": int(admitted.sum()),
@@ -49,4 +60,5 @@ def summarize(instance, schedule) -> dict:
         "unfinished": int((admitted & ~completed).sum()),
         "completion_minus_target_median": {k: float(np.median(v)) for k, v in cmt.items()},
         "utilisation": utilisation(instance, schedule),
-    }
+        "solver": solver_stats(schedule.stats),
+    })
