@@ -38,7 +38,8 @@ def _frozen(a: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Server:
-    """A physical server of one pool. ``capacity`` maps resource -> amount (missing = 0)."""
+    """A physical server of one pool. ``capacity`` maps resource -> amount (missing = 0).
+    Checked by the ``Instance`` it is put in (``worker_servers[n]`` / ``ps_servers[n]``)."""
 
     id: str
     capacity: Mapping[str, float]
@@ -53,6 +54,7 @@ class Job:
     ``chunk_time``: x_i = M_i (tau_i + 2 e_i / b_i), worker-slots to train one data chunk.
     ``chunks``: N_i, data chunks, also the cap on concurrent workers (constraint (3)).
     ``worker`` / ``ps``: per-container demands w_i^r / s_i^r; their "bw" are b_i / B_i.
+    Checked (and made canonical) by the ``Instance`` it is put in, where ``jobs[n]`` names it.
     """
 
     id: str
