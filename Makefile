@@ -8,7 +8,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
-EXTRAS ?= dev,dist,notebooks
+EXTRAS ?= dev,dist,notebooks,automl
 PYTEST_ARGS ?=
 
 # the demo: one paper-sim instance; OASiS priced with U and L estimated on a past instance of the
