@@ -150,9 +150,12 @@ def read_csv(path: str | Path, columns: Sequence[str],
     for n, fields in enumerate(lines[1:], start=2):
         if not fields or (len(fields) == 1 and not fields[0].strip()):
             continue  # blank line
-        if len(fields) != len(columns):
-            raise FormatError(f"{path.name} row {n}",
-                              f"expected {len(columns)} fields, got {len(fields)}")
+        if len(fields) < len(columns):
+            raise FormatError(f"{path.name} row {n} column {columns[len(fields)]}",
+                              f"missing (expected {len(columns)} fields, got {len(fields)})")
+        if len(fields) > len(columns):
+            raise FormatError(f"{path.name} row {n}", f"extra field after column {columns[-1]} "
+                              f"(expected {len(columns)} fields, got {len(fields)})")
         row: dict = {"_row": n}
         for col, v in zip(columns, fields):
             try:
