@@ -47,6 +47,12 @@ class CliError(Exception):
 _COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str, tuple]] = {}
 
 
+# command groups: a command registered as "group leaf" is ``oasis-opt group leaf``
+_GROUPS: dict[str, str] = {
+    "automl": "AutoML: real training tasks and their learning curves",
+}
+
+
 def arg(*flags: str, **kwargs: Any) -> tuple[tuple[str, ...], dict]:
     """One ``add_argument`` call, kept for ``command``."""
     return flags, kwargs
@@ -152,8 +158,17 @@ def build_parser() -> argparse.ArgumentParser:
                      epilog="exit codes: 0 ok, 1 invalid schedule, 2 bad input, 3 failure")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    groups: dict[str, Any] = {}
     for name, (fn, help_text, arguments) in _COMMANDS.items():
-        p = sub.add_parser(name, help=help_text, description=help_text)
+        target = sub
+        group, _, leaf = name.partition(" ")
+        if leaf:  # "group leaf": a subcommand of the command group ``group`` (see _GROUPS)
+            if group not in groups:
+                g = sub.add_parser(group, help=_GROUPS[group], description=_GROUPS[group])
+                groups[group] = g.add_subparsers(dest="subcommand", metavar="SUBCOMMAND",
+                                                 required=True)
+            target, name = groups[group], leaf
+        p = target.add_parser(name, help=help_text, description=help_text)
         for flags, kwargs in arguments:
             p.add_argument(*flags, **kwargs)
         p.set_defaults(func=fn)
@@ -624,6 +639,51 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, previous)
     for name, paths in written.items():
         print(f"{name}: {', '.join(str(p) for p in paths)}")
+    return EXIT_OK
+
+
+@command("automl tasks", "list the training tasks and their hyperparameter search spaces")
+def cmd_automl_tasks(args: argparse.Namespace) -> int:
+    from .automl.tasks import TASKS
+
+    for task in TASKS.values():
+        print(f"{task.name}: {task.description}")
+        for name, space in task.space.describe().items():
+            print(f"  {name}: {space}")
+    return EXIT_OK
+
+
+@command("automl curves", "train random-search trials of a task for real and write their "
+         "learning curves as CSV (an existing file is extended)",
+         arg("--task", required=True, metavar="NAME", help="training task (see `automl tasks`)"),
+         arg("--trials", type=positive_int, required=True, metavar="N",
+             help="trials in the study; a file holding fewer of them gets the missing ones"),
+         arg("--epochs", type=positive_int, required=True, metavar="E", help="epochs per trial"),
+         arg("--seed", type=non_negative_int, default=0, metavar="S",
+             help="study seed: data split, configurations, weights (default 0)"),
+         arg("--study", metavar="NAME", help="study name in the CSV (default: the task's name)"),
+         arg("--progress", action="store_true", help="show a progress bar"),
+         arg("--out", required=True, metavar="FILE", help="curves CSV to write or extend"))
+def cmd_automl_curves(args: argparse.Namespace) -> int:
+    from .automl.study import generate_curves
+    from .automl.tasks import get_task
+
+    try:
+        task = get_task(args.task)
+    except ValueError as e:
+        raise CliError("--task", str(e).partition(": ")[2]) from None
+    try:
+        run = generate_curves(task, args.trials, args.epochs, args.seed, args.out,
+                              study=args.study, progress=args.progress)
+    except FormatError as e:
+        raise _located(e, args.out) from None
+    except ValueError as e:
+        raise blame(e, {"trials": "--trials", "epochs": "--epochs", "seed": "--seed",
+                        "study": "--study", "out": "--out"}, "--out") from None
+    except OSError as e:
+        raise CliError("--out", f"cannot write {args.out}: {e.strerror or e}") from None
+    print(f"{run.study}: {run.existing} trials were in {args.out}, {run.added} trained now "
+          f"({run.seconds:.1f} s) -> {args.out}")
     return EXIT_OK
 
 
