@@ -10,7 +10,7 @@ object). Every task's space has the same six hyperparameters (their ranges diffe
 | ``width`` | choice | hidden units (MLP) or convolution channels (CNN) |
 | ``depth`` | choice | hidden layers (MLP) or convolution layers (CNN) |
 | ``batch_size`` | choice | examples per gradient step |
-| ``optimizer`` | choice | ``sgd``, ``momentum`` (0.9), ``adam`` (L2 added to the gradient), ``adamw`` |
+| ``optimizer`` | choice | ``sgd``, ``momentum`` (0.9), ``adam`` (L2 in the gradient), ``adamw`` |
 
 Log-uniform values are rounded to three significant digits when sampled, so configurations are
 short, exact JSON. Light module: numpy only.

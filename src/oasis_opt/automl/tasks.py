@@ -4,7 +4,7 @@
 |---|---|---|
 | ``digits-mlp`` | scikit-learn digits, 1,797 8x8 images, 10 classes, pixels / 16 | MLP |
 | ``digits-cnn`` | the same images as 8x8x1 | CNN |
-| ``breast-cancer-mlp`` | Wisconsin breast cancer, 569 x 30 features, 2 classes, standardised | MLP |
+| ``breast-cancer-mlp`` | Wisconsin breast cancer, 569 x 30, 2 classes, standardised | MLP |
 | ``wine-mlp`` | wine, 178 x 13 features, 3 classes, standardised | MLP |
 
 Everything a trainer or a parameter-server (PS) executor needs is a pure function::
@@ -24,6 +24,7 @@ order, ``w`` before ``b``); PS k of P holds ``flat[b[k]:b[k+1]]`` with ``b = sha
 P)`` and its own ``model.optimizer.init(shard)``. Every optimiser of the search space (SGD,
 momentum, Adam with L2, AdamW) acts element by element, so stepping each shard with its slice of
 the gradient is exactly the whole-vector step, and the whole-vector step is the pytree step.
+``split_state`` / ``join_states`` cut and rejoin an optimiser state when the number of PSs changes.
 Workers holding unequal batches combine with ``mean_gradients(grads, counts)`` (the weighted
 mean, i.e. the gradient of the mean loss over the union of their batches).
 
@@ -109,7 +110,8 @@ class Architecture:
             dims = [int(np.prod(self.input_shape))] + [self.width] * self.depth + [self.classes]
             return [((a, b), a) for a, b in zip(dims[:-1], dims[1:])]
         height, width, channels = self.input_shape
-        convs = [((3, 3, c, self.width), 9 * c) for c in [channels] + [self.width] * (self.depth - 1)]
+        inputs = [channels] + [self.width] * (self.depth - 1)
+        convs = [((3, 3, c, self.width), 9 * c) for c in inputs]
         flat = (height // 2) * (width // 2) * self.width
         return convs + [((flat, self.classes), flat)]
 
@@ -237,6 +239,22 @@ def mean_gradients(grads: list[Params], counts: list[int]) -> Params:
                          f"got {len(counts)}")
     total = float(sum(counts))
     return jax.tree.map(lambda *g: sum(c / total * gi for c, gi in zip(counts, g)), *grads)
+
+
+def split_state(state, bounds) -> list:
+    """The optimiser state of a whole flat vector cut into the states of its shards
+    ``[bounds[k], bounds[k+1])``: vector leaves (moments) are sliced, scalar leaves (step count,
+    hyperparameters) copied. With ``join_states`` a PS group can change its number of shards
+    mid-training (checkpoint, re-shard) without resetting the optimiser."""
+    return [jax.tree.map(lambda leaf: leaf[lo:hi] if jnp.ndim(leaf) == 1 else leaf, state)
+            for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+def join_states(states: list):
+    """The inverse of ``split_state``: vector leaves concatenated in shard order, scalar leaves
+    taken from the first shard (they are equal in every shard: all shards take every step)."""
+    return jax.tree.map(lambda *leaves: jnp.concatenate(leaves) if jnp.ndim(leaves[0]) == 1
+                        else leaves[0], *states)
 
 
 def ravel(params: Params) -> tuple[jax.Array, Callable[[jax.Array], Params]]:
