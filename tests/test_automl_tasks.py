@@ -240,6 +240,22 @@ def test_every_task_trains(name, changes):
     assert curve.val_accuracy[-1] > 1.5 / task.classes  # well above chance
 
 
+def test_another_trial_of_the_same_shapes_compiles_nothing():
+    """Learning rate, weight decay and seed are traced values, not compile keys."""
+    from oasis_opt.automl import tasks
+
+    kernels = (tasks.train_step, tasks.evaluate, tasks.optimizer_init)
+    for kernel in kernels:
+        kernel.clear_cache()
+    config = _config(batch_size=16, optimizer="adamw")
+    train_trial("wine-mlp", config, 1, seed=0)
+    assert [k._cache_size() for k in kernels] == [1, 1, 1]
+    train_trial("wine-mlp", dict(config, learning_rate=0.02, weight_decay=1e-3), 1, seed=1)
+    assert [k._cache_size() for k in kernels] == [1, 1, 1]
+    train_trial("wine-mlp", dict(config, width=8), 1, seed=1)  # a new shape does compile
+    assert [k._cache_size() for k in kernels] == [2, 2, 2]
+
+
 def test_bad_training_arguments():
     with pytest.raises(ValueError, match="epochs"):
         train_trial("wine-mlp", _config(batch_size=16), 0, seed=0)
