@@ -20,8 +20,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ..model.numerics import DONE_EPS, fit_count
 from ..sim.core import OnlinePolicy
-from ..sim.placement import Placement, apply, fit_count, get_placement
+from ..sim.placement import Placement, apply, get_placement
 
 Rows = list[tuple[int, int, int]]  # (global server, role, count)
 
@@ -138,7 +139,7 @@ def make_placement(placement: str | Placement, seed: int) -> Placement:
 
 def work_cap(state, job: int) -> int:
     """Workers that still help: ceil(remaining worker-slots)."""
-    return max(0, math.ceil(state.remaining[job] - 1e-9))
+    return max(0, math.ceil(state.remaining[job] - DONE_EPS))
 
 
 class EventPolicy(OnlinePolicy):

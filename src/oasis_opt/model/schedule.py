@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from .numerics import DONE_EPS
+
 WORKER, PS = 0, 1
 ROLES = ("worker", "ps")
 
@@ -90,7 +92,7 @@ def derive_outcome(instance, allocations: Allocations):
     workers = allocations.workers_per_job_slot(instance.I, instance.horizon)
     done = workers.sum(axis=1) >= instance.work
     if instance.progress == "placement":  # placement-aware worker-slots (costmodel.placement)
-        from ..costmodel.placement import DONE_EPS, placement_work_remaining
+        from ..costmodel.placement import placement_work_remaining
 
         done = placement_work_remaining(instance, allocations)[1] <= DONE_EPS
     completion: list[int | None] = []

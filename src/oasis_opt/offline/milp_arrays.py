@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from ..model.instance import WORK_EPS
+from ..model.numerics import WORK_EPS
 from ..model.schedule import PS, WORKER, Schedule, ScheduleBuilder
 from .solver import LinearProgram
 
