@@ -1,0 +1,201 @@
+"""Imports go down the layers, never up or around (DESIGN.md), checked on the source itself.
+
+The package's import graph is read with ``ast`` from ``src/oasis_opt``: module-level imports and
+imports inside functions (deferred, for heavy or optional dependencies) are listed separately.
+Importing a package's module also runs the package's ``__init__``; that implicit edge is not
+listed (every package depends on its own modules that way). A registry's ``"module:attr"``
+string is not an import: it is how a lower layer names something above it.
+"""
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = "oasis_opt"
+
+# DESIGN.md: model and costmodel at the bottom; online, offline, workloads above them; baselines,
+# cluster, automl, sim above those; runtime, service, experiments, cli on top. Top-level modules
+# of the package: the policy registry and the test strategies sit at the bottom (they import
+# only the model; the registry names policies by string), ``__main__`` with the CLI on top.
+LAYERS = {
+    "model": 0, "costmodel": 0, "policies": 0, "testing": 0,
+    "online": 1, "offline": 1, "workloads": 1,
+    "baselines": 2, "cluster": 2, "automl": 2, "sim": 2,
+    "runtime": 3, "service": 3, "experiments": 3, "cli": 3, "__main__": 3,
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def package_modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted((SRC / PACKAGE).rglob("*.py"))}
+
+
+def _targets(node, module: str, is_package: bool, modules) -> list[str]:
+    """Package modules an import statement loads (``from pkg import mod`` loads ``pkg.mod``)."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if node.level:
+        base = module.split(".") if is_package else module.split(".")[:-1]
+        base = base[:len(base) - (node.level - 1)]
+        origin = ".".join(base + ([node.module] if node.module else []))
+    else:
+        origin = node.module or ""
+    return [f"{origin}.{a.name}" if f"{origin}.{a.name}" in modules else origin
+            for a in node.names]
+
+
+def import_graph() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """(module-level imports, imports inside functions) between the package's modules."""
+    modules = package_modules()
+    top: dict[str, set[str]] = {m: set() for m in modules}
+    deferred: dict[str, set[str]] = {m: set() for m in modules}
+    for module, path in modules.items():
+        is_package = path.name == "__init__.py"
+
+        class Visitor(ast.NodeVisitor):
+            depth = 0
+
+            def visit_FunctionDef(self, node):
+                self.depth += 1
+                self.generic_visit(node)
+                self.depth -= 1
+
+            visit_AsyncFunctionDef = visit_FunctionDef
+
+            def visit_Import(self, node):
+                for target in _targets(node, module, is_package, modules):
+                    if target == PACKAGE or target.startswith(PACKAGE + "."):
+                        (deferred if self.depth else top)[module].add(target)
+
+            visit_ImportFrom = visit_Import
+
+        Visitor().visit(ast.parse(path.read_text(), str(path)))
+    return top, deferred
+
+
+def layer(module: str) -> int | None:
+    parts = module.split(".")
+    return LAYERS.get(parts[1]) if len(parts) > 1 else None  # the root package: no layer
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in graph:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1 or v in graph.get(v, ()):
+                out.append(sorted(comp))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def upward(graph: dict[str, set[str]]) -> list[str]:
+    """Edges from a module to one of a higher layer."""
+    bad = []
+    for module, targets in sorted(graph.items()):
+        here = layer(module)
+        for target in sorted(targets):
+            there = layer(target)
+            if here is not None and there is not None and there > here:
+                bad.append(f"{module} -> {target}")
+    return bad
+
+
+def test_every_subpackage_has_a_layer():
+    names = {m.split(".")[1] for m in package_modules() if "." in m}
+    assert names <= set(LAYERS), sorted(names - set(LAYERS))
+
+
+def test_no_import_cycles():
+    top, deferred = import_graph()
+    assert cycles(top) == []
+    both = {m: top[m] | deferred[m] for m in top}
+    assert cycles(both) == []
+
+
+@pytest.mark.parametrize("level", ["module", "function"])
+def test_imports_go_down_the_layers(level):
+    top, deferred = import_graph()
+    assert upward(top if level == "module" else deferred) == []
+
+
+def test_named_layer_rules():
+    """The rules DESIGN.md spells out, stated once more by name (a failure says which)."""
+    top, deferred = import_graph()
+    forbidden = {
+        ("model", "costmodel"): ("online", "offline", "workloads", "baselines", "cluster",
+                                 "automl", "sim", "runtime", "service", "experiments", "cli"),
+        ("online", "offline", "workloads"): ("sim", "cluster", "baselines", "experiments",
+                                             "runtime", "cli"),
+    }
+    bad = []
+    for graph in (top, deferred):
+        for module, targets in graph.items():
+            for lower, above in forbidden.items():
+                if layer(module) is not None and module.split(".")[1] in lower:
+                    bad += [f"{module} -> {t}" for t in targets
+                            if len(t.split(".")) > 1 and t.split(".")[1] in above]
+    assert sorted(bad) == []
+
+
+def test_the_checks_catch_a_cycle_and_an_upward_import():
+    """The graph helpers are not vacuous: a hand-made cycle and upward edge are reported."""
+    graph = {"oasis_opt.online.a": {"oasis_opt.sim.core"}, "oasis_opt.sim.core":
+             {"oasis_opt.online.a"}}
+    assert cycles(graph) == [["oasis_opt.online.a", "oasis_opt.sim.core"]]
+    assert upward(graph) == ["oasis_opt.online.a -> oasis_opt.sim.core"]
+    top, _ = import_graph()
+    assert "oasis_opt.online.dual_numpy" in top  # the real graph is read
+    assert "oasis_opt.online._dp" in top["oasis_opt.online.dual_numpy"]
+
+
+def test_importing_the_dual_subroutine_loads_no_simulator_cluster_or_networkx():
+    code = ("import sys, oasis_opt.online.dual; "
+            "print('\\n'.join(sorted(m for m in sys.modules if m.startswith("
+            "('oasis_opt.sim', 'oasis_opt.cluster', 'networkx')))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.split() == []
+    # and the check itself sees such modules when they are loaded
+    code = code.replace("oasis_opt.online.dual", "oasis_opt.cluster.tree")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert "oasis_opt.cluster.tree" in out.stdout.split()
