@@ -21,7 +21,6 @@ jax, ray, ortools, pyomo, scipy and matplotlib load inside the subcommands that 
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import math
 import os
@@ -317,30 +316,19 @@ def policy_options(args: argparse.Namespace) -> dict[str, tuple[Any, str]]:
     return options
 
 
-def accepted_options(factory) -> set[str] | None:
-    """Keyword options ``factory`` accepts; None when it takes ``**kwargs`` (anything)."""
-    try:
-        params = inspect.signature(factory).parameters.values()
-    except (TypeError, ValueError):  # no introspectable signature: let the call decide
-        return None
-    if any(p.kind is p.VAR_KEYWORD for p in params):
-        return None
-    return {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-
-
 def make_policy(name: str, options: dict[str, tuple[Any, str]]):
     """``get_policy(name, **options)``; ``options`` maps key -> (value, CLI field that gave it).
 
     An option the policy does not take, an unknown policy, or a value the policy's constructor
     rejects (ValueError / TypeError) is bad input naming the field.
     """
-    from .policies import UnknownPolicy, policy_factory
+    from .policies import UnknownPolicy, keyword_names, policy_factory
 
     try:
         factory = policy_factory(name)
     except UnknownPolicy as e:
         raise CliError("--policy", str(e)) from None
-    accepted = accepted_options(factory)
+    accepted = keyword_names(factory)
     if accepted is not None:
         for key, (_, field) in options.items():
             if key not in accepted:
@@ -354,6 +342,24 @@ def make_policy(name: str, options: dict[str, tuple[Any, str]]):
         if isinstance(e, FormatError) and isinstance(given, str):  # the pricing file is bad
             raise _located(e, given) from None
         raise blame(e, {k: field for k, (_, field) in options.items()}, f"--policy {name}") from None
+
+
+def run_options(args: argparse.Namespace, policy) -> dict[str, Any]:
+    """``solve``'s run options from ``--time-limit`` / ``--progress``; one the policy does not
+    take (``--time-limit`` on an online policy) is bad input naming the flag."""
+    from .model.policy import ONLINE_NO_TIME_LIMIT, OnlinePolicy
+    from .policies import run_option_names
+
+    given = {"progress": ("--progress", show_progress(args), bool(args.progress))}
+    if args.time_limit is not None:
+        given["time_limit"] = ("--time-limit", args.time_limit, True)
+    takes = run_option_names(policy)
+    for key, (flag, _, explicit) in given.items():
+        if takes is not None and key not in takes and explicit:
+            why = (ONLINE_NO_TIME_LIMIT if isinstance(policy, OnlinePolicy)
+                   else "it takes no such option")
+            raise CliError(flag, f"policy {args.policy!r}: {why}")
+    return {k: v for k, (_, v, _) in given.items() if takes is None or k in takes}
 
 
 def blame(err: Exception, fields: dict[str, str], default: str) -> CliError:
@@ -465,9 +471,10 @@ def cmd_solve(args: argparse.Namespace) -> int:
     inst = load_instance(args.instance)
     options = policy_options(args)
     policy = make_policy(args.policy, options)
+    run = run_options(args, policy)
     check_size(estimate_work(inst, args.policy), args.max_work, args.instance)
     try:
-        sched = policy.solve(inst, time_limit=args.time_limit, progress=show_progress(args))
+        sched = policy.solve(inst, **run)
     except FormatError:
         raise
     except ValueError as e:  # the library's "<parameter>: <message>" for this instance
@@ -477,7 +484,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     report = validate(inst, sched)
     write(args.out, save_result, inst, sched)
     done = int(sched.completed.sum())
-    run_time = sched.stats.get("run_time_s")
+    run_time = sched.stats.get("timing", {}).get("run_time_s")
     print(f"{sched.policy}: total utility {sched.total_utility:.4f}, admitted "
           f"{sum(sched.admitted)}/{inst.I}, completed {done}, "
           f"{'valid' if report.ok else f'INVALID ({len(report.violations)} violations)'}"
