@@ -7,6 +7,7 @@ byte for byte with those two values blanked, nothing else.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -15,7 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oasis_opt import save_result, solve, validate
+from oasis_opt.model import Topology
 from oasis_opt.model.io import dumps
+from oasis_opt.offline.colgen import price_jobs
 from oasis_opt.online.dual import BACKENDS, best_schedule
 from oasis_opt.online.oasis import OasisPolicy
 from oasis_opt.sim import simulate
@@ -35,10 +38,10 @@ def result_bytes(inst, sched, path) -> str:
     return dumps(doc)
 
 
-def assert_identical_runs(inst, tmp_path, backends=BACKENDS, **options):
+def assert_identical_runs(inst, tmp_path, backends=BACKENDS, policy="oasis", **options):
     files = {}
     for b in backends:
-        sched = solve(inst, "oasis", backend=b, **options)
+        sched = solve(inst, policy, backend=b, **options)
         assert validate(inst, sched).ok and sched.stats["backend"] == b
         files[b] = result_bytes(inst, sched, tmp_path / f"{b}.json")
     first = files[backends[0]]
@@ -88,8 +91,10 @@ def test_paper_sim_result_files_numpy_and_jax(tmp_path, jobs, seed, calibration)
 
 
 @pytest.mark.slow
-def test_paper_sim_result_file_reference(tmp_path):
-    inst = generate("paper-sim", seed=1, jobs=100)
+@pytest.mark.parametrize("jobs,seed", [(100, 1), (200, 2)])
+def test_paper_sim_result_file_reference(tmp_path, jobs, seed):
+    """All three backends on the full paper-sim preset (about 4 and 10 minutes)."""
+    inst = generate("paper-sim", seed=seed, jobs=jobs)
     assert_identical_runs(inst, tmp_path)
 
 
@@ -101,3 +106,29 @@ def test_timing_is_the_only_wall_clock_entry(tmp_path):
     assert a == b
     timing = json.loads((tmp_path / "a.json").read_text())["stats"]["timing"]
     assert set(timing) == {"run_time_s", "decision_s", "job_decision_s"}
+
+
+# ---- the other callers of the dual subroutine -----------------------------------------------------
+@pytest.mark.parametrize("progress", ["chunk-time", "placement"])
+def test_oasis_topo_result_files_identical(tmp_path, progress):
+    """oasis-topo calls the dual at steered prices and re-plans with a larger work target:
+    still one result, whatever the backend (4:1 oversubscribed racks)."""
+    inst = paper_sim(2, jobs=30, horizon=40)
+    inst = dataclasses.replace(inst, topology=Topology.from_racks(inst, 4.0), progress=progress)
+    assert_identical_runs(inst, tmp_path, policy="oasis-topo")
+
+
+def test_column_generation_prices_the_same_plans_with_every_backend():
+    """Column generation prices jobs at LP duals with full capacities free: sparse prices, mostly
+    0, so equal-cost plans everywhere; every backend returns the same columns."""
+    inst = paper_sim(6, jobs=6, horizon=30, worker_servers=8, ps_servers=8)
+    inst = inst.with_jobs([dataclasses.replace(j, arrival=1 + n % 3)
+                           for n, j in enumerate(inst.jobs)])  # early: room to finish
+    rng = np.random.default_rng(0)
+    prices = rng.choice([0.0, 0.0, 0.0, 1e-3, 5e-3], (inst.horizon + 1, inst.H + inst.K, inst.R))
+    plans = {b: price_jobs(inst, prices, backend=b) for b in BACKENDS}
+    assert sum(p.feasible for p in plans["numpy"]) >= 4
+    for b in BACKENDS[1:]:
+        for p, q in zip(plans["numpy"], plans[b]):
+            assert (p.completion, p.cost, p.payoff) == (q.completion, q.cost, q.payoff)
+            assert np.array_equal(p.rows, q.rows)

@@ -15,8 +15,6 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from .model.policy import ONLINE_NO_TIME_LIMIT, OnlinePolicy
-from .model.registry import resolve
 
 _REGISTRY: dict[str, tuple[str, str]] = {
     "oasis": ("oasis_opt.online.oasis:OasisPolicy",
@@ -61,6 +59,8 @@ def policy_factory(name: str):
 
     Lets callers inspect the options a policy accepts (``inspect.signature``) before building it.
     """
+    from .model.registry import resolve  # (the model loads numpy: not at import)
+
     if name not in _REGISTRY:
         raise UnknownPolicy(name)
     return resolve(_REGISTRY[name][0])
@@ -119,6 +119,8 @@ def solve(instance, policy: str = "oasis", *, max_work: float | None = None, **o
 
 def unknown_options_message(name: str, policy, unknown: list[str], takes, runs) -> str:
     """"policy 'oasis' takes no option 'time_limt' (policy options: ...; run options: ...)"."""
+    from .model.policy import ONLINE_NO_TIME_LIMIT, OnlinePolicy
+
     names = ", ".join(repr(k) for k in unknown)
     out = (f"policy {name!r} takes no option{'s' if len(unknown) > 1 else ''} {names} "
            f"(policy options: {', '.join(sorted(takes or ())) or 'none'}; "

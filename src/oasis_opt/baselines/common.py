@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..model.numerics import DONE_EPS, fit_count
+from ..model.numerics import DONE_EPS, workers_alone
 from ..sim.core import OnlinePolicy
 from ..sim.placement import Placement, apply, get_placement
 
@@ -31,18 +31,9 @@ def max_workers_alone(instance) -> np.ndarray:
     """Per job, the most workers (<= N_i) that fit with their PSs on the empty cluster.
 
     k workers need ceil(k b_i / B_i) PSs (6) and at most k PSs (7); both pools are checked
-    with per-server fit counts, so the answer respects fragmentation.
+    with per-server fit counts, so the answer respects fragmentation (``numerics.workers_alone``).
     """
-    H = instance.H
-    out = np.zeros(instance.I, dtype=np.int64)
-    for i in range(instance.I):
-        wcap = int(fit_count(instance.capacity[:H], instance.worker_demand[i]).sum())
-        pcap = int(fit_count(instance.capacity[H:], instance.ps_demand[i]).sum())
-        k = min(int(instance.chunks[i]), wcap)
-        while k > 0 and not (instance.ps_needed(i, k) <= min(pcap, k)):
-            k -= 1
-        out[i] = k
-    return out
+    return np.array([workers_alone(instance, i) for i in range(instance.I)], dtype=np.int64)
 
 
 def ps_table(instance) -> list[list[int]]:

@@ -126,6 +126,19 @@ def ps_count(workers, worker_bw: float, ps_bw: float):
     return out if out.ndim else int(out)
 
 
+def workers_alone(instance, job: int) -> int:
+    """The most workers (<= N_i) job ``job`` can run at once with its PSs on the empty cluster:
+    k workers fit when the worker servers hold k of its containers and the PS servers
+    ceil(k b_i / B_i) <= k (constraints (6), (7)), counted per server (fragmentation counts)."""
+    H = instance.H
+    wcap = int(fit_count(instance.capacity[:H], instance.worker_demand[job]).sum())
+    pcap = int(fit_count(instance.capacity[H:], instance.ps_demand[job]).sum())
+    k = min(int(instance.chunks[job]), wcap)
+    while k > 0 and not instance.ps_needed(job, k) <= min(pcap, k):
+        k -= 1
+    return k
+
+
 def capacity_slack(capacity):
     """How far a capacity check lets usage exceed ``capacity``: CAPACITY_RTOL * max(1, c)."""
     return CAPACITY_RTOL * np.maximum(1.0, capacity)

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..model import DEFAULT_RESOURCES, JOB_CLASSES, Server, Utility
 from ..model.instance import required_work
-from ..model.numerics import FIT_EPS, fit_count
+from ..model.numerics import FIT_EPS
 
 RESOURCES = DEFAULT_RESOURCES  # ("gpu", "cpu", "mem", "storage", "bw")
 BW = RESOURCES.index("bw")
@@ -143,21 +143,6 @@ def tie_order(rng: np.random.Generator, arrival: np.ndarray) -> np.ndarray:
 def job_ids(n: int) -> list[str]:
     width = max(3, len(str(n - 1)))
     return [f"job-{i:0{width}d}" for i in range(n)]
-
-
-def max_workers_alone(instance, job: int) -> int:
-    """Most workers job ``job`` can run at once (<= N_i) with its PSs on the empty cluster.
-
-    k workers fit when the worker servers hold k containers and the PS servers ceil(k b_i / B_i)
-    (per-server fit counts, so fragmentation counts): what the greedy policy achieves alone.
-    """
-    H = instance.H
-    wcap = int(fit_count(instance.capacity[:H], instance.worker_demand[job]).sum())
-    pcap = int(fit_count(instance.capacity[H:], instance.ps_demand[job]).sum())
-    k = min(int(instance.chunks[job]), wcap)
-    while k > 0 and instance.ps_needed(job, k) > pcap:
-        k -= 1
-    return k
 
 
 def duration_alone(epochs, chunks, chunk_time, workers) -> np.ndarray:
