@@ -24,8 +24,8 @@ name               value    guards
                             ceil(remaining - DONE_EPS)
 ``CHUNK_EPS``      1e-9     chunk granularity of Alg. 2: floor(k / x_i + CHUNK_EPS) chunks for k
                             workers, ceil(d x_i - CHUNK_EPS) workers for d chunks
-``COST_RTOL``      1e-12    dual subroutine DP: candidate costs within this relative tolerance of
-                            the cheapest count as tied (tie rule in ``online.dual``)
+``COST_RTOL``      1e-12    dual subroutine DP: one more worker in a slot must save more than this
+                            share of the slot's cost range (tie rule in ``online.dual``)
 ``PAYOFF_RTOL``    1e-12    dual subroutine: a later completion slot replaces the best only if its
                             payoff is larger by more than ``PAYOFF_RTOL * max(1, |best|)``
 ``UTILITY_RTOL``   1e-9     validator: claimed utilities equal f_i(completion - a_i) to this
@@ -54,7 +54,8 @@ DONE_EPS = 1e-9
 CHUNK_EPS = 1e-9
 """Slack in floor(k / x) and ceil(d x) of the chunk granularity (Alg. 2 as written)."""
 COST_RTOL = 1e-12
-"""Dual subroutine DP: costs within this relative tolerance of the cheapest are tied."""
+"""Dual subroutine DP: an extra worker in a slot must save more than this share of the slot's
+cost range, else the fewer workers win (the tie rule of ``online.dual``)."""
 PAYOFF_RTOL = 1e-12
 """Dual subroutine: a later completion slot must beat the best payoff by more than this (relative)."""
 UTILITY_RTOL = 1e-9
@@ -105,10 +106,10 @@ def unit_prices(price: np.ndarray, demand: np.ndarray) -> np.ndarray:
     price is the same float whatever array it sits in: backends and tie rules rely on it.
     """
     price = np.asarray(price, dtype=float)
-    u = np.zeros(price.shape[:-1])
+    u, term = np.zeros(price.shape[:-1]), np.empty(price.shape[:-1])
     for r, d in enumerate(np.asarray(demand, dtype=float).tolist()):
         if d != 0.0:
-            u += price[..., r] * d
+            np.add(u, np.multiply(price[..., r], d, out=term), out=u)
     return u
 
 

@@ -3,7 +3,7 @@
 * ``JobSpec`` / ``job_spec``: one job reduced to arrays.
 * ``slot_costs``: the per-slot cost curves C_t(k), built by this one function for every backend,
   so that all of them minimise over the same floats.
-* ``TIE_FACTOR``: the DP's tie tolerance (see ``dual``).
+* ``tie_costs``: C_t(k) + k eta_t, the costs the DP compares (the tie rule, see ``dual``).
 * ``CompletionScan``, ``cost_lower_bound``, ``backtrack``, ``plan_rows``, ``make_plan``: the scan
   over completion slots, the plan's workers per slot and its allocation rows.
 
@@ -20,9 +20,6 @@ from ..model.numerics import (CHUNK_EPS, COST_RTOL, PAYOFF_RTOL, fill, fit_count
                               unit_prices)
 
 GRANULARITIES = ("worker-slot", "chunk")
-# a DP candidate is tied with the cheapest when its cost is <= cheapest * TIE_FACTOR (costs are
-# >= 0); one multiplication and one comparison, the same floats in numpy, JAX and Python
-TIE_FACTOR = 1.0 + COST_RTOL
 
 
 @dataclass(frozen=True)
@@ -154,6 +151,17 @@ def finite_prefix(C: np.ndarray) -> np.ndarray:
     """Per row of C: 1 + the largest k with a finite cost (C[t, 0] = 0 is always finite)."""
     finite = np.isfinite(C)
     return C.shape[1] - np.argmax(finite[:, ::-1], axis=1)
+
+
+def tie_costs(C: np.ndarray) -> np.ndarray:
+    """The costs the DP compares (``dual``'s tie rule): C~_t(k) = C_t(k) + k eta_t with
+    eta_t = COST_RTOL * C_t(k_max) / max(1, k_max), k_max the slot's largest affordable count.
+    Each extra worker in a slot must save more than eta_t (a 1e-12 share of the slot's cost
+    range), so float noise never decides and equal costs put work in the earliest slots.
+    Per-row arithmetic: any slicing of the slots gives the same floats."""
+    kmax = finite_prefix(C) - 1
+    eta = COST_RTOL * C[np.arange(len(C)), kmax] / np.maximum(1, kmax)
+    return C + np.arange(C.shape[1]) * eta[:, None]
 
 
 # ---- placement of a plan ------------------------------------------------------------------------

@@ -34,19 +34,26 @@ backend returns the same plan, allocation row for allocation row:
 
 1. *Shared cost curves.* C_t(k) is built by one function (``_dp.slot_costs``) for every backend:
    unit prices summed resource by resource, the cheapest containers found by a per-slot sort,
-   their prices summed cumulatively. Each DP candidate is then one float64 addition
-   C_t(k) + F_{t-1}(...), the same float in numpy, JAX and Python.
-2. *Costs compared to a relative tolerance.* In each DP step the candidates whose cost is at most
-   ``(1 + COST_RTOL)`` times the cheapest (``COST_RTOL`` = 1e-12, ``model.numerics``) are tied,
-   and the **fewest workers k** among them wins; F_t(D) is the winner's own cost. Read backwards
-   from the completion slot, the plan puts as little work as possible in late slots: **work goes
-   to the earliest slots**.
+   their prices summed cumulatively. Every float the DP adds is built by that shared code, and
+   each DP candidate is one float64 addition, so numpy, JAX and Python compute the same bits.
+2. *Fewest workers, up to a relative tolerance.* Each slot's candidates are compared on the tie
+   costs C~_t(k) = C_t(k) + k eta_t, eta_t = ``COST_RTOL`` * C_t(k_max) / k_max (k_max: the
+   slot's largest affordable count; ``COST_RTOL`` = 1e-12, ``model.numerics``): in each DP step
+   the chosen k minimises C~_t(k) + F_{t-1}(max(0, D - delta(k))), the smallest k on exact
+   equality, and F_t(D) is that k's own cost C_t(k) + F_{t-1}(...). So a plan with one more
+   worker in a slot must be cheaper by more than eta_t (a 1e-12 share of the slot's cost range)
+   to be chosen: costs equal up to float noise are ties, and read backwards from the completion
+   slot the plan puts as little work as possible in late slots: **work goes to the earliest
+   slots**.
 3. *Earliest completion.* Over t_hat = a..T a later completion slot replaces the best only if its
    payoff is larger by more than ``PAYOFF_RTOL * max(1, |best|)`` (``PAYOFF_RTOL`` = 1e-12;
    Alg. 2 line 5 keeps the earliest on exact ties).
 4. *Placement.* Within a slot, containers go to servers in increasing unit price, ties by the
    **lowest server index** (Theorem 1's greedy, ``_dp.plan_rows``); rows are sorted by (slot,
    server).
+
+The rule moves the payoff away from the exact optimum by float-noise amounts only (the tests
+hold it to a brute-force enumeration within 1e-9, relative).
 
 Prices must be non-negative (the greedy and the monotone DP rely on it); they are for OASiS
 (eq. 22) and for LP duals of the packing constraints (column generation).

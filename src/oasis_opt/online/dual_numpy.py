@@ -8,11 +8,11 @@ organised for speed:
    (each holds at least one), so a partial sort (argpartition) replaces a full sort when
    H >> N_i.
 2. **DP over remaining work** F_t(D) = C_t(k*) + F_{t-1}(max(0, D - delta(k*))), k* the tie
-   rule's choice, one vectorised step per slot: a (D, k) table for small problems (in
-   worker-slot granularity a strided window of F, no gather), two loops over k of in-place vector
-   updates for large ones (literal-calibration jobs with W in the tens of thousands). Only k up
-   to the slot's capacity (C_t is infinite beyond it) and D up to the work reachable so far are
-   computed.
+   rule's choice (the argmin of the tie costs), one vectorised step per slot: a (D, k) table for
+   small problems (in worker-slot granularity a strided window of F, no gather), a loop over k
+   of in-place vector updates for large ones (literal-calibration jobs with W in the tens of
+   thousands). Only k up to the slot's capacity (C_t is infinite beyond it) and D up to the work
+   reachable so far are computed.
 3. **Exact pruning of the completion scan.** Costs are non-negative and f is non-increasing, so a
    later t_hat' has payoff <= f(t_hat' - a) - LB where LB (``_dp.cost_lower_bound``) bounds the
    cost of any schedule from below. Once f(t + 1 - a) - LB falls below the best payoff (by more
@@ -25,22 +25,22 @@ import math
 
 import numpy as np
 
-from ._dp import (TIE_FACTOR, CompletionScan, JobSpec, Plan, finite_prefix, infeasible,
-                  scan_result, slot_costs)
+from ._dp import (CompletionScan, JobSpec, Plan, finite_prefix, infeasible, scan_result,
+                  slot_costs, tie_costs)
 
 FIRST_BLOCK, MAX_BLOCK = 8, 128
 LOOP_ABOVE = 100_000  # (D, k) table size above which dp_step loops over k instead
 
 
-def dp_step(F: np.ndarray, c: np.ndarray, rows: int, delta: np.ndarray, chunk: bool):
-    """One DP step: (F_t over D = 0..rows-1, chosen k) from F_{t-1} and the slot's costs ``c``
-    (k = 0..len(c)-1). Candidates v_k = c[k] + F[max(0, D - delta(k))]; the choice is the
-    smallest k with v_k <= min_k v_k * TIE_FACTOR, and F_t(D) is its v_k.
+def dp_step(F: np.ndarray, c: np.ndarray, ct: np.ndarray, rows: int, delta: np.ndarray,
+            chunk: bool):
+    """One DP step: (F_t over D = 0..rows-1, chosen k) from F_{t-1}, the slot's costs ``c`` and
+    tie costs ``ct`` (k = 0..len(c)-1, ``_dp.tie_costs``). The choice is the smallest k
+    minimising ct[k] + F[max(0, D - delta(k))]; F_t(D) is c[k] + F[max(0, D - delta(k))].
 
     Small tables build the whole (D, k) candidate table at once (a strided view of F for
-    delta(k) = k, a gather for chunks); large ones loop over k with in-place vector updates
-    (a pass for the minimum, a pass from the largest k down for the choice), which keeps the
-    working set at a few vectors of length ``rows`` (3-5x faster there).
+    delta(k) = k, a gather for chunks); large ones loop over k with in-place vector updates,
+    which keeps the working set at a few vectors of length ``rows`` (3-5x faster there).
     """
     kf = len(c)
     dtype = _index_dtype(kf)
@@ -49,30 +49,23 @@ def dp_step(F: np.ndarray, c: np.ndarray, rows: int, delta: np.ndarray, chunk: b
     Fp[:shift] = F[0]
     Fp[shift:] = F[:rows]
     if rows * kf > LOOP_ABOVE:
-        v = np.empty(rows)
-        low = Fp[shift - int(delta[0]):][:rows] + c[0]
+        best = Fp[shift:] + ct[0]
+        arg = np.zeros(rows, dtype=dtype)
+        v, better = np.empty(rows), np.empty(rows, dtype=bool)
         for k in range(1, kf):
             d = shift - int(delta[k])
-            np.add(Fp[d:d + rows], c[k], out=v)
-            np.minimum(low, v, out=low)
-        low *= TIE_FACTOR
-        best, arg = np.empty(rows), np.zeros(rows, dtype=dtype)
-        tied = np.empty(rows, dtype=bool)
-        for k in range(kf - 1, -1, -1):  # the last write is the smallest tied k
-            d = shift - int(delta[k])
-            np.add(Fp[d:d + rows], c[k], out=v)
-            np.less_equal(v, low, out=tied)
-            np.copyto(best, v, where=tied)
-            np.copyto(arg, k, where=tied)
-        return best, arg
-    if not chunk:  # delta(k) = k: cand[D, k] = Fp[shift + D - k], a strided view, no copy
+            np.add(Fp[d:d + rows], ct[k], out=v)
+            np.less(v, best, out=better)
+            np.copyto(best, v, where=better)
+            np.copyto(arg, k, where=better)
+    elif not chunk:  # delta(k) = k: cand[D, k] = Fp[shift + D - k], a strided view, no copy
         cand = np.ndarray((rows, kf), np.float64, Fp, shift * Fp.itemsize,
-                          (Fp.itemsize, -Fp.itemsize)) + c
+                          (Fp.itemsize, -Fp.itemsize)) + ct
+        arg = cand.argmin(axis=1).astype(dtype)
     else:
-        cand = Fp[shift + np.arange(rows)[:, None] - delta[None, :kf]] + c
-    low = cand.min(axis=1) * TIE_FACTOR
-    ch = (cand <= low[:, None]).argmax(axis=1)
-    return cand[np.arange(rows), ch], ch.astype(dtype)
+        cand = Fp[shift + np.arange(rows)[:, None] - delta[None, :kf]] + ct
+        arg = cand.argmin(axis=1).astype(dtype)
+    return Fp[shift + np.arange(rows) - delta[arg]] + c[arg], arg
 
 
 def _index_dtype(n: int):
@@ -97,10 +90,10 @@ def best_schedule_numpy(spec: JobSpec, wprice, pprice, wfree, pfree,
         e = min(n_slots, s + block)
         C = slot_costs(spec, wprice[a + s:a + e], pprice[a + s:a + e], wfree[a + s:a + e],
                        pfree[a + s:a + e])
-        for c, kf in zip(C, finite_prefix(C).tolist()):
+        for c, ct, kf in zip(C, tie_costs(C), finite_prefix(C).tolist()):
             reach = min(target, reach + int(spec.delta[:kf].max()))
             Fn = np.full(target + 1, math.inf)
-            Fn[:reach + 1], ch = dp_step(F, c[:kf], reach + 1, spec.delta, chunk)
+            Fn[:reach + 1], ch = dp_step(F, c[:kf], ct[:kf], reach + 1, spec.delta, chunk)
             F = Fn
             choices.append(ch)
             done = scan.update(a + len(choices) - 1, float(F[target]))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-from ._dp import TIE_FACTOR, CompletionScan, JobSpec, Plan, scan_result, slot_costs
+from ._dp import CompletionScan, JobSpec, Plan, scan_result, slot_costs, tie_costs
 
 INF = math.inf
 
@@ -26,19 +26,22 @@ def best_schedule_reference(spec: JobSpec, wprice, pprice, wfree, pfree,
                             lower_bound: float = 0.0) -> Plan:
     a, T, N, target = spec.arrival, spec.horizon, spec.N, spec.target
     delta = [int(d) for d in spec.delta]
-    C = slot_costs(spec, wprice[a:], pprice[a:], wfree[a:], pfree[a:]).tolist()
-    # F[D]: cheapest cost (up to ties) of >= D units within slots a..t; choice[s][D]: the k
-    # chosen in slot a + s for D units still to do
+    C = slot_costs(spec, wprice[a:], pprice[a:], wfree[a:], pfree[a:])
+    C, tie = C.tolist(), tie_costs(C).tolist()
+    # F[D]: cheapest cost (up to the tie rule) of >= D units within slots a..t; choice[s][D]:
+    # the k chosen in slot a + s for D units still to do
     F = [0.0] + [INF] * target
     choice = []
     scan = CompletionScan(spec, lower_bound, prune=False)
     for s, t in enumerate(range(a, T + 1)):
         new, chosen = [], []
         for D in range(target + 1):
-            cand = [C[s][k] + F[max(0, D - delta[k])] for k in range(N + 1)]
-            low = min(cand) * TIE_FACTOR
-            k = next(k for k, v in enumerate(cand) if v <= low)  # smallest tied k
-            new.append(cand[k])
+            best, k = INF, 0
+            for j in range(N + 1):  # strict <: the smallest k among equal tie costs
+                v = tie[s][j] + F[max(0, D - delta[j])]
+                if v < best:
+                    best, k = v, j
+            new.append(C[s][k] + F[max(0, D - delta[k])])
             chosen.append(k)
         F = new
         choice.append(chosen)
