@@ -93,7 +93,7 @@ def test_paper_sim_result_files_numpy_and_jax(tmp_path, jobs, seed, calibration)
 @pytest.mark.slow
 @pytest.mark.parametrize("jobs,seed", [(100, 1), (200, 2)])
 def test_paper_sim_result_file_reference(tmp_path, jobs, seed):
-    """All three backends on the full paper-sim preset (about 4 and 10 minutes)."""
+    """All three backends on the full paper-sim preset (1-2 minutes each on 2 cores)."""
     inst = generate("paper-sim", seed=seed, jobs=jobs)
     assert_identical_runs(inst, tmp_path)
 
