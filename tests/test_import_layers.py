@@ -20,10 +20,11 @@ PACKAGE = "oasis_opt"
 
 # DESIGN.md: model and costmodel at the bottom; online, offline, workloads above them; baselines,
 # cluster, automl, sim above those; runtime, service, experiments, cli on top. Top-level modules
-# of the package: the policy registry and the test strategies sit at the bottom (they import
-# only the model; the registry names policies by string), ``__main__`` with the CLI on top.
+# of the package: the policy registry, the work estimate and the test strategies sit at the
+# bottom (they import only the model; the registry names policies by string), ``__main__`` with
+# the CLI on top.
 LAYERS = {
-    "model": 0, "costmodel": 0, "policies": 0, "testing": 0,
+    "model": 0, "costmodel": 0, "policies": 0, "sizing": 0, "testing": 0,
     "online": 1, "offline": 1, "workloads": 1,
     "baselines": 2, "cluster": 2, "automl": 2, "sim": 2,
     "runtime": 3, "service": 3, "experiments": 3, "cli": 3, "__main__": 3,
@@ -144,11 +145,22 @@ def test_every_subpackage_has_a_layer():
     assert names <= set(LAYERS), sorted(names - set(LAYERS))
 
 
+# Cycles through a deferred import, each with its reason. Nothing else may import in a circle.
+DEFERRED_CYCLES = {
+    ("oasis_opt.model.instance", "oasis_opt.model.io"):
+        "Instance.fingerprint hashes the instance exactly as model.io writes it",
+}
+
+
 def test_no_import_cycles():
+    """No cycle among module-level imports; with the deferred (in-function) imports added, only
+    the listed ones (one package each, never two layers)."""
     top, deferred = import_graph()
     assert cycles(top) == []
     both = {m: top[m] | deferred[m] for m in top}
-    assert cycles(both) == []
+    assert sorted(tuple(c) for c in cycles(both)) == sorted(DEFERRED_CYCLES)
+    for cycle in DEFERRED_CYCLES:
+        assert len({".".join(m.split(".")[:2]) for m in cycle}) == 1, cycle
 
 
 @pytest.mark.parametrize("level", ["module", "function"])

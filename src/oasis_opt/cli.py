@@ -596,7 +596,7 @@ def cmd_presets(args: argparse.Namespace) -> int:
          arg("instance", metavar="INSTANCE", help="instance JSON"),
          arg("results", nargs="+", metavar="RESULT", help="result JSON files"))
 def cmd_summary(args: argparse.Namespace) -> int:
-    from .sim.report import compare
+    from .sim.metrics import compare
 
     inst = load_instance(args.instance)
     schedules = [load_result(inst, path, args.instance) for path in args.results]
