@@ -344,7 +344,7 @@ def make_policy(name: str, options: dict[str, tuple[Any, str]]):
         raise blame(e, {k: field for k, (_, field) in options.items()}, f"--policy {name}") from None
 
 
-def run_options(args: argparse.Namespace, policy) -> dict[str, Any]:
+def run_options(args: argparse.Namespace, policy: Any) -> dict[str, Any]:
     """``solve``'s run options from ``--time-limit`` / ``--progress``; one the policy does not
     take (``--time-limit`` on an online policy) is bad input naming the flag."""
     from .model.policy import ONLINE_NO_TIME_LIMIT, OnlinePolicy

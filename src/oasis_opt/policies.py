@@ -54,7 +54,7 @@ def available_policies() -> dict[str, str]:
     return {name: summary for name, (_, summary) in _REGISTRY.items()}
 
 
-def policy_factory(name: str):
+def policy_factory(name: str) -> Any:
     """The class or factory registered as ``name``, imported but not called.
 
     Lets callers inspect the options a policy accepts (``inspect.signature``) before building it.
@@ -66,7 +66,7 @@ def policy_factory(name: str):
     return resolve(_REGISTRY[name][0])
 
 
-def keyword_names(fn) -> set[str] | None:
+def keyword_names(fn: Any) -> set[str] | None:
     """Keyword arguments ``fn`` accepts (a class: its constructor's); None when it takes
     ``**kwargs`` or has no introspectable signature (anything goes)."""
     try:
@@ -78,18 +78,19 @@ def keyword_names(fn) -> set[str] | None:
     return {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
 
 
-def run_option_names(policy) -> set[str] | None:
+def run_option_names(policy: Any) -> set[str] | None:
     """Run options a built policy's ``solve`` takes (besides the instance)."""
     names = keyword_names(policy.solve)
     return None if names is None else names - {"instance"}
 
 
-def get_policy(name: str, **options: Any):
+def get_policy(name: str, **options: Any) -> Any:
     """Instantiate the policy ``name`` with its options (e.g. ``backend="jax"``)."""
     return policy_factory(name)(**options)
 
 
-def solve(instance, policy: str = "oasis", *, max_work: float | None = None, **options: Any):
+def solve(instance: Any, policy: str = "oasis", *, max_work: float | None = None,
+          **options: Any) -> Any:
     """Run ``policy`` on ``instance`` and return its ``Schedule``, with its policy options
     recorded in ``stats["options"]`` (``summarize`` labels the schedule by them).
 
@@ -117,7 +118,8 @@ def solve(instance, policy: str = "oasis", *, max_work: float | None = None, **o
     return record_options(built.solve(instance, **run), given)
 
 
-def unknown_options_message(name: str, policy, unknown: list[str], takes, runs) -> str:
+def unknown_options_message(name: str, policy: Any, unknown: list[str], takes: set[str] | None,
+                            runs: set[str] | None) -> str:
     """"policy 'oasis' takes no option 'time_limt' (policy options: ...; run options: ...)"."""
     from .model.policy import ONLINE_NO_TIME_LIMIT, OnlinePolicy
 
@@ -130,7 +132,7 @@ def unknown_options_message(name: str, policy, unknown: list[str], takes, runs) 
     return out
 
 
-def record_options(schedule, options: dict):
+def record_options(schedule: Any, options: dict) -> Any:
     """``schedule`` with ``stats["options"]`` = the policy's options as JSON data (a pricing
     object as its document, a path as a string)."""
     from dataclasses import replace

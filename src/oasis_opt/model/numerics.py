@@ -36,8 +36,10 @@ name               value    guards
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 FIT_EPS = 1e-9
 """Absolute slack in ``floor((free + FIT_EPS) / demand)`` (container fit)."""
@@ -67,7 +69,7 @@ UNLIMITED = 1 << 40
 """Fit count of a container that demands nothing (no resource limits it)."""
 
 
-def fit_count(free: np.ndarray, demand: np.ndarray, cap: int | None = None) -> np.ndarray:
+def fit_count(free: ArrayLike, demand: ArrayLike, cap: int | None = None) -> np.ndarray:
     """Containers of ``demand`` (R,) that fit on each server: ``free`` (..., R) -> (...,) int64.
 
     min over resources r with d^r > 0 of floor((free^r + FIT_EPS) / d^r), clipped to [0, cap]
@@ -85,11 +87,11 @@ def fit_count(free: np.ndarray, demand: np.ndarray, cap: int | None = None) -> n
     return np.clip(fits, 0, top).astype(np.int64)
 
 
-def fill(order, fits, count: int) -> list[tuple[int, int]] | None:
+def fill(order: ArrayLike, fits: np.ndarray, count: int) -> list[tuple[int, int]] | None:
     """Greedy fill: servers in ``order``, each up to ``fits[server]`` containers, until ``count``
     are placed; ``[(server, n), ...]`` or None when they do not fit."""
     out = []
-    for s in order:
+    for s in np.asarray(order).tolist():
         if count <= 0:
             break
         n = int(min(fits[s], count))
@@ -99,7 +101,7 @@ def fill(order, fits, count: int) -> list[tuple[int, int]] | None:
     return out if count <= 0 else None
 
 
-def unit_prices(price: np.ndarray, demand: np.ndarray) -> np.ndarray:
+def unit_prices(price: ArrayLike, demand: ArrayLike) -> np.ndarray:
     """u[..., h] = sum_r price[..., h, r] demand[r]: the price of one container on each server.
 
     Summed resource by resource in index order (not a BLAS dot product), so that a server's unit
@@ -113,12 +115,12 @@ def unit_prices(price: np.ndarray, demand: np.ndarray) -> np.ndarray:
     return u
 
 
-def required_work(workload) -> int:
+def required_work(workload: float) -> int:
     """W_i = ceil(E_i N_i x_i): whole worker-slots of a workload (constraint (2))."""
     return int(math.ceil(workload - WORK_EPS))
 
 
-def ps_count(workers, worker_bw: float, ps_bw: float):
+def ps_count(workers: ArrayLike, worker_bw: float, ps_bw: float) -> Any:
     """ceil(k b_i / B_i): the fewest PSs constraint (6) allows for k workers (at least 1 for
     k >= 1, 0 for k = 0); scalar in, int out; array in, int64 array out."""
     k = np.asarray(workers)
@@ -127,7 +129,7 @@ def ps_count(workers, worker_bw: float, ps_bw: float):
     return out if out.ndim else int(out)
 
 
-def workers_alone(instance, job: int) -> int:
+def workers_alone(instance: Any, job: int) -> int:
     """The most workers (<= N_i) job ``job`` can run at once with its PSs on the empty cluster:
     k workers fit when the worker servers hold k of its containers and the PS servers
     ceil(k b_i / B_i) <= k (constraints (6), (7)), counted per server (fragmentation counts)."""
@@ -140,6 +142,6 @@ def workers_alone(instance, job: int) -> int:
     return k
 
 
-def capacity_slack(capacity):
+def capacity_slack(capacity: ArrayLike) -> Any:
     """How far a capacity check lets usage exceed ``capacity``: CAPACITY_RTOL * max(1, c)."""
     return CAPACITY_RTOL * np.maximum(1.0, capacity)

@@ -11,7 +11,7 @@ bad input for them). Time limits belong to the offline solvers.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -31,18 +31,18 @@ class OnlinePolicy:
 
     name = "online"
 
-    def start(self, instance, state) -> None:  # noqa: B027 - optional hook
+    def start(self, instance: Any, state: Any) -> None:  # noqa: B027 - optional hook
         """Called once before slot 1."""
 
-    def on_arrival(self, job: int, t: int, state) -> bool | None:
+    def on_arrival(self, job: int, t: int, state: Any) -> bool | None:
         """Admit (True), reject (False) or defer (None) a job arriving in slot t. Default: admit."""
         return True
 
-    def allocate(self, t: int, state) -> Iterable[tuple[int, int, int, int]]:
+    def allocate(self, t: int, state: Any) -> Iterable[tuple[int, int, int, int]]:
         """This slot's containers, rows ``(job, global server, role, count)``."""
         raise NotImplementedError
 
-    def on_slot_end(self, t: int, state, completed: np.ndarray) -> None:  # noqa: B027
+    def on_slot_end(self, t: int, state: Any, completed: np.ndarray) -> None:  # noqa: B027
         """Called after progress is credited; ``completed`` = jobs finished in slot t."""
 
     def stats(self) -> dict:
@@ -50,6 +50,8 @@ class OnlinePolicy:
         only part of a result that may differ between two runs of the same policy)."""
         return {}
 
-    def solve(self, instance, *, progress: bool = False) -> Schedule:
+    def solve(self, instance: Any, *, progress: bool = False) -> Schedule:
         """Run the simulator over slots 1..T and return the schedule (``progress``: a bar)."""
-        return resolve(SIMULATOR)(instance, self, show_progress=progress)
+        simulate = resolve(SIMULATOR)
+        schedule: Schedule = simulate(instance, self, show_progress=progress)
+        return schedule

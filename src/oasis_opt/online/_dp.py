@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -66,8 +67,9 @@ class JobSpec:
     granularity: str = "worker-slot"
 
 
-def job_spec(*, job: int, arrival: int, horizon: int, chunks: int, work: int, worker_demand,
-             ps_demand, ps_need: np.ndarray, utility: np.ndarray,
+def job_spec(*, job: int, arrival: int, horizon: int, chunks: int, work: int,
+             worker_demand: np.ndarray, ps_demand: np.ndarray, ps_need: np.ndarray,
+             utility: np.ndarray,
              granularity: str = "worker-slot", epochs: int | None = None,
              chunk_time: float | None = None) -> JobSpec:
     """The job's arrays; arguments are already checked (``dual.best_schedule_arrays``).
@@ -82,6 +84,7 @@ def job_spec(*, job: int, arrival: int, horizon: int, chunks: int, work: int, wo
     if granularity == "worker-slot":
         delta, target = k.astype(np.int64), int(work)
     else:
+        assert epochs is not None and chunk_time is not None  # checked by the entry point
         target = 0 if work == 0 else int(epochs) * N
         delta = (np.floor(k / float(chunk_time) + CHUNK_EPS).astype(np.int64) if target
                  else k.astype(np.int64))
@@ -94,7 +97,7 @@ def job_spec(*, job: int, arrival: int, horizon: int, chunks: int, work: int, wo
                    granularity)
 
 
-def job_arguments(instance, job: int) -> dict:
+def job_arguments(instance: Any, job: int) -> dict[str, Any]:
     """Job ``job`` of an ``Instance`` as the keyword arguments of ``dual.best_schedule_arrays``
     (and of ``job_spec``), PS counts by the instance's rule ceil(k b_i / B_i)."""
     N = int(instance.chunks[job])
@@ -130,7 +133,8 @@ def cheapest_marginals(u: np.ndarray, fit: np.ndarray, n: int) -> np.ndarray:
     return np.where(inside, np.take_along_axis(u, np.minimum(pos, m - 1), axis=1), np.inf)
 
 
-def slot_costs(spec: JobSpec, wprice, pprice, wfree, pfree) -> np.ndarray:
+def slot_costs(spec: JobSpec, wprice: np.ndarray, pprice: np.ndarray, wfree: np.ndarray,
+               pfree: np.ndarray) -> np.ndarray:
     """C[t, k]: cheapest cost of k workers plus need[k] PSs in each given slot (inf if they do
     not fit or (7) forbids k), for k = 0..N. Inputs are (S, H, R) / (S, K, R) slices of
     consecutive slots; each slot's row depends on that slot's data only (element-wise sums, a
@@ -166,11 +170,15 @@ def tie_costs(C: np.ndarray) -> np.ndarray:
 
 # ---- placement of a plan ------------------------------------------------------------------------
 def place_slot(u: np.ndarray, fit: np.ndarray, count: int) -> list[tuple[int, int]]:
-    """Greedy placement of ``count`` containers: cheapest unit price first, ties by index."""
-    return fill(np.argsort(u, kind="stable"), fit, count)
+    """Greedy placement of ``count`` containers: cheapest unit price first, ties by index (the
+    DP only plans counts that fit)."""
+    placed = fill(np.argsort(u, kind="stable"), fit, count)
+    assert placed is not None
+    return placed
 
 
-def plan_rows(spec: JobSpec, workers: np.ndarray, wprice, pprice, wfree, pfree) -> np.ndarray:
+def plan_rows(spec: JobSpec, workers: np.ndarray, wprice: np.ndarray, pprice: np.ndarray,
+              wfree: np.ndarray, pfree: np.ndarray) -> np.ndarray:
     """Allocation rows of a plan with ``workers[t]`` workers per slot, placed greedily (Theorem
     1), sorted by (slot, global server); PS servers are numbered from H = wprice.shape[1]."""
     H = wprice.shape[1]
@@ -205,7 +213,8 @@ class CompletionScan:
         self.utility = spec.utility
         self.horizon = spec.horizon
         self.lower_bound = lower_bound if prune else -math.inf
-        self.best, self.cost, self.stop = -math.inf, math.inf, None
+        self.best, self.cost = -math.inf, math.inf
+        self.stop: int | None = None
 
     def update(self, t: int, cost: float) -> bool:
         if cost < math.inf:
@@ -228,7 +237,7 @@ def cost_lower_bound(spec: JobSpec, wmin: np.ndarray, pmin: np.ndarray) -> float
     return max(0.0, spec.work * lw + spec.rho * spec.work * (1.0 - 1e-9) * lp)
 
 
-def backtrack(spec: JobSpec, choices, stop: int) -> np.ndarray:
+def backtrack(spec: JobSpec, choices: Any, stop: int) -> np.ndarray:
     """Workers per slot (T+1,) of the DP's plan completing at slot a + stop (choices[s][D] =
     chosen k in slot a + s for remaining units D; ``choices`` a list of rows or a 2-D array)."""
     workers = np.zeros(spec.horizon + 1, dtype=np.int64)
@@ -242,8 +251,8 @@ def backtrack(spec: JobSpec, choices, stop: int) -> np.ndarray:
     return workers
 
 
-def make_plan(spec: JobSpec, workers: np.ndarray | None, cost: float,
-              wprice, pprice, wfree, pfree) -> Plan:
+def make_plan(spec: JobSpec, workers: np.ndarray | None, cost: float, wprice: Any, pprice: Any,
+              wfree: Any, pfree: Any) -> Plan:
     """Assemble a ``Plan`` (infeasible when ``workers`` is None)."""
     T = spec.horizon
     if workers is None:
@@ -261,8 +270,8 @@ def infeasible(spec: JobSpec) -> Plan:
     return make_plan(spec, None, math.inf, None, None, None, None)
 
 
-def scan_result(spec: JobSpec, scan: CompletionScan, choices, wprice, pprice, wfree, pfree
-                ) -> Plan:
+def scan_result(spec: JobSpec, scan: CompletionScan, choices: Any, wprice: np.ndarray,
+                pprice: np.ndarray, wfree: np.ndarray, pfree: np.ndarray) -> Plan:
     """The plan a finished scan points at (the DP's ``choices`` per slot from the arrival)."""
     if scan.stop is None:
         return infeasible(spec)

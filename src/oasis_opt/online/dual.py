@@ -68,8 +68,10 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import Any, Callable
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..model.numerics import ps_count
 from ._dp import GRANULARITIES, Plan, cost_lower_bound, job_arguments, job_spec, make_plan
@@ -80,10 +82,11 @@ __all__ = ["BACKENDS", "GRANULARITIES", "Plan", "best_schedule", "best_schedule_
            "job_arguments"]
 
 
-def best_schedule_arrays(worker_price, ps_price, worker_free, ps_free, *, arrival: int,
-                         chunks: int, work: int, worker_demand, ps_demand, utility,
+def best_schedule_arrays(worker_price: ArrayLike, ps_price: ArrayLike, worker_free: ArrayLike,
+                         ps_free: ArrayLike, *, arrival: int, chunks: int, work: int,
+                         worker_demand: ArrayLike, ps_demand: ArrayLike, utility: ArrayLike,
                          worker_bw: float | None = None, ps_bw: float | None = None,
-                         ps_need=None, epochs: int | None = None,
+                         ps_need: ArrayLike | None = None, epochs: int | None = None,
                          chunk_time: float | None = None, job: int = 0,
                          backend: str = "numpy", granularity: str = "worker-slot") -> Plan:
     """The payoff-maximising schedule (21)/(27) of one job at the given prices, from arrays.
@@ -145,9 +148,7 @@ def best_schedule_arrays(worker_price, ps_price, worker_free, ps_free, *, arriva
     need = _ps_need(N, worker_bw, ps_bw, ps_need)
     if granularity == "chunk":
         epochs = _integer("epochs", epochs, 1)
-        if not (_real(chunk_time) and math.isfinite(chunk_time) and chunk_time > 0):
-            raise ValueError(f"chunk_time: a finite number > 0 is needed in chunk granularity, "
-                             f"got {chunk_time!r}")
+        chunk_time = _positive("chunk_time", chunk_time, " in chunk granularity")
     mins = []  # per-resource minimum price over slots a..T (lower bound for pruning)
     for name, arr in (("worker_price", worker_price), ("ps_price", ps_price)):
         part = np.asarray(arr, dtype=float)[a:]
@@ -162,6 +163,7 @@ def best_schedule_arrays(worker_price, ps_price, worker_free, ps_free, *, arriva
                                                           ps_free))
     if spec.target == 0:  # nothing to train: complete on arrival at no cost
         return make_plan(spec, np.zeros(T + 1, dtype=np.int64), 0.0, *prices)
+    impl: Callable[..., Plan]
     if backend == "reference":
         from .dual_reference import best_schedule_reference as impl
     elif backend == "numpy":
@@ -171,8 +173,9 @@ def best_schedule_arrays(worker_price, ps_price, worker_free, ps_free, *, arriva
     return impl(spec, *prices, cost_lower_bound(spec, *mins))
 
 
-def best_schedule(instance, job: int, worker_price, ps_price, worker_free, ps_free, *,
-                  backend: str = "numpy", granularity: str = "worker-slot") -> Plan:
+def best_schedule(instance: Any, job: int, worker_price: ArrayLike, ps_price: ArrayLike,
+                  worker_free: ArrayLike, ps_free: ArrayLike, *, backend: str = "numpy",
+                  granularity: str = "worker-slot") -> Plan:
     """The payoff-maximising schedule (21)/(27) of ``job`` of ``instance`` at the given prices:
     ``best_schedule_arrays`` with the job's parameters read from the instance (PS counts by
     its rule ceil(k b_i / B_i)). Arrays as there, with T, H, K, R the instance's."""
@@ -187,18 +190,18 @@ def best_schedule(instance, job: int, worker_price, ps_price, worker_free, ps_fr
 
 
 # ---- argument checks ----------------------------------------------------------------------------
-def _numeric(x) -> bool:
+def _numeric(x: Any) -> bool:
     try:
         return np.asarray(x).dtype.kind in "biuf"
     except (TypeError, ValueError):
         return False
 
 
-def _real(x) -> bool:
+def _real(x: Any) -> bool:
     return isinstance(x, numbers.Real) and not isinstance(x, bool)
 
 
-def _integer(name: str, x, low: int, high: int | None = None) -> int:
+def _integer(name: str, x: Any, low: int, high: int | None = None) -> int:
     ok = isinstance(x, numbers.Integral) and not isinstance(x, bool)
     if not ok or x < low or (high is not None and x > high):
         span = f"in {low}..{high}" if high is not None else f">= {low}"
@@ -206,7 +209,7 @@ def _integer(name: str, x, low: int, high: int | None = None) -> int:
     return int(x)
 
 
-def _vector(name: str, x, R: int) -> np.ndarray:
+def _vector(name: str, x: Any, R: int) -> np.ndarray:
     v = np.asarray(x, dtype=float) if _numeric(x) else None
     if v is None or v.shape != (R,):
         raise ValueError(f"{name}: expected shape {(R,)} (one entry per resource), "
@@ -216,7 +219,8 @@ def _vector(name: str, x, R: int) -> np.ndarray:
     return v
 
 
-def _ps_need(N: int, worker_bw, ps_bw, ps_need) -> np.ndarray:
+def _ps_need(N: int, worker_bw: float | None, ps_bw: float | None, ps_need: ArrayLike | None
+             ) -> np.ndarray:
     """PS count for k = 0..N workers, from b_i / B_i or given (see ``best_schedule_arrays``)."""
     if ps_need is not None:
         if worker_bw is not None or ps_bw is not None:
@@ -228,8 +232,12 @@ def _ps_need(N: int, worker_bw, ps_bw, ps_need) -> np.ndarray:
         if not (np.all(need == np.round(need)) and need[0] == 0 and (np.diff(need) >= 0).all()):
             raise ValueError("ps_need: expected non-decreasing integers starting at 0")
         return need.astype(np.int64)
-    for name, x in (("worker_bw", worker_bw), ("ps_bw", ps_bw)):
-        if not (_real(x) and math.isfinite(x) and x > 0):
-            raise ValueError(f"{name}: a finite number > 0 is needed (or give ps_need), "
-                             f"got {x!r}")
-    return ps_count(np.arange(N + 1), worker_bw, ps_bw)
+    b = _positive("worker_bw", worker_bw, " (or give ps_need)")
+    B = _positive("ps_bw", ps_bw, " (or give ps_need)")
+    return ps_count(np.arange(N + 1), b, B)
+
+
+def _positive(name: str, x: Any, hint: str = "") -> float:
+    if not (_real(x) and math.isfinite(x) and x > 0):
+        raise ValueError(f"{name}: a finite number > 0 is needed{hint}, got {x!r}")
+    return float(x)

@@ -96,10 +96,10 @@ def best_schedule_jax(spec: JobSpec, wprice, pprice, wfree, pfree,
     delta[:N + 1] = spec.delta
     scan = CompletionScan(spec, lower_bound)
     choices = []
-    F = np.full(Wb, math.inf)
-    F[0] = 0.0
+    F0 = np.full(Wb, math.inf)
+    F0[0] = 0.0
     with jax.enable_x64(True):
-        F = jnp.asarray(F)
+        F = jnp.asarray(F0)
         for start in range(0, n_slots, BLOCK):
             n = min(BLOCK, n_slots - start)
             C, Ct = _curves(spec, wprice, pprice, wfree, pfree, start, n, Kb)
