@@ -14,9 +14,11 @@ Adding a subcommand is one function plus its parser lines::
         ...
         return EXIT_OK
 
-Raise ``CliError(field, message)`` for bad input; ``FormatError`` from the strict readers is
-reported the same way. Only the standard library and the (light) model layer load at import time:
-jax, ray, ortools, pyomo, scipy and matplotlib load inside the subcommands that need them.
+Raise ``CliError(field, message)`` for bad input; ``FormatError`` from the strict readers and
+``MissingExtra`` (a feature whose optional dependencies are not installed) are reported the same
+way. Only the standard library loads at import time, so ``--help`` and argument errors are
+instant: the model (numpy, networkx) loads when a subcommand runs, and jax, ray, ortools, pyomo,
+scipy and matplotlib inside the subcommands that need them.
 """
 from __future__ import annotations
 
@@ -27,9 +29,12 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from .model.io import FormatError
+from ._extras import MissingExtra
+
+if TYPE_CHECKING:
+    from .model.io import FormatError
 
 PROG = "oasis-opt"
 EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT, EXIT_FAILURE = 0, 1, 2, 3
@@ -185,12 +190,11 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit code."""
     try:
         args = build_parser().parse_args(argv)
-        return int(args.func(args))
+        return _run(args)
     except SystemExit as e:  # --help / --version
         return e.code if isinstance(e.code, int) else EXIT_OK
-    except (CliError, FormatError) as e:
-        print(f"{PROG}: error: {_one_line(str(e))}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    except (CliError, MissingExtra) as e:
+        return _bad_input(e)
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
@@ -208,6 +212,20 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FAILURE
 
 
+def _run(args: argparse.Namespace) -> int:
+    from .model.io import FormatError  # the model loads here, not for --help
+
+    try:
+        return int(args.func(args))
+    except FormatError as e:
+        return _bad_input(e)
+
+
+def _bad_input(err: Exception) -> int:
+    print(f"{PROG}: error: {_one_line(str(err))}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
 def _one_line(text: str) -> str:
     return " ".join(text.split())
 
@@ -222,7 +240,7 @@ def _located(err: FormatError, path: str) -> CliError:
 
 
 def load_instance(path: str):
-    from .model.io import load_instance as load
+    from .model.io import FormatError, load_instance as load
 
     try:
         return load(path)
@@ -231,7 +249,7 @@ def load_instance(path: str):
 
 
 def load_result(instance, path: str, instance_path: str = "INSTANCE"):
-    from .model.io import InstanceMismatch
+    from .model.io import FormatError, InstanceMismatch
     from .model.io import load_result as load
 
     try:
@@ -334,6 +352,7 @@ def make_policy(name: str, options: dict[str, tuple[Any, str]]):
     An option the policy does not take, an unknown policy, or a value the policy's constructor
     rejects (ValueError / TypeError) is bad input naming the field.
     """
+    from .model.io import FormatError
     from .policies import UnknownPolicy, policy_factory
 
     try:
@@ -387,7 +406,7 @@ def blame(err: Exception, fields: dict[str, str], default: str) -> CliError:
          MAX_WORK,
          arg("--out", required=True, metavar="FILE", help="instance JSON to write"))
 def cmd_generate(args: argparse.Namespace) -> int:
-    from .model.io import save_instance
+    from .model.io import FormatError, save_instance
     from .workloads import PRESETS, generate
 
     if args.trace is not None:
@@ -415,7 +434,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def _generate_trace(args: argparse.Namespace) -> int:
-    from .model.io import save_instance
+    from .model.io import FormatError, save_instance
     from .workloads.traces import philly_instance
 
     if args.preset is not None:
@@ -457,7 +476,7 @@ def _check_generated(inst, args: argparse.Namespace) -> None:
          PROGRESS, MAX_WORK,
          arg("--out", required=True, metavar="RESULT", help="result JSON to write"))
 def cmd_solve(args: argparse.Namespace) -> int:
-    from .model.io import save_result
+    from .model.io import FormatError, save_result
     from .model.validate import validate
     from .policies import record_options
     from .sizing import estimate_work

@@ -5,7 +5,10 @@ whose jobs are individually feasible on an empty cluster, sized so that exact so
 """
 from __future__ import annotations
 
-from hypothesis import strategies as st
+from ._extras import require
+
+require("hypothesis", extra="dev", feature="oasis_opt.testing")
+from hypothesis import strategies as st  # noqa: E402
 
 from .model import DEFAULT_RESOURCES, Instance, Job, Server, Utility
 

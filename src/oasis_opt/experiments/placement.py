@@ -31,6 +31,7 @@ from typing import Iterable
 
 import numpy as np
 
+from .._extras import require
 PLACEMENT_NAMES = ("tree", "round-robin", "random", "packing")
 OVERSUBSCRIPTIONS = (1.0, 2.0, 4.0)
 WORKLOADS = ("paper-sim", "philly-month")
@@ -148,8 +149,7 @@ def summarise(records: list[dict]) -> dict:
 
 def write_report(records: list[dict], out: str | Path = "paper_figs", name: str = "placement"):
     """Figure (PNG + PDF) and markdown table of the grid."""
-    import matplotlib
-
+    matplotlib = require("matplotlib", extra="plots", feature="figures")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

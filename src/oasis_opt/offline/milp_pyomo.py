@@ -20,7 +20,10 @@ from __future__ import annotations
 
 import time
 
-import pyomo.environ as pyo
+from .._extras import require
+
+require("pyomo.environ", extra="pyomo", feature="the Pyomo model of the MILP")
+import pyomo.environ as pyo  # noqa: E402
 
 
 def build_pyomo(instance) -> pyo.ConcreteModel:

@@ -43,6 +43,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from .._extras import require
+
 BACKENDS = ("highs", "cpsat")
 STATUSES = ("optimal", "time_limit", "infeasible", "unbounded", "error")
 # Relative MIP gap at which a solve counts as optimal ("proven optimal" below means: within it).
@@ -428,7 +430,8 @@ def _objective_scale(c: np.ndarray) -> float:
 
 
 def _solve_cpsat(lp, *, time_limit, seed, mip_gap, initial) -> SolverResult:
-    from ortools.sat.python import cp_model
+    cp_model = require("ortools.sat.python.cp_model", extra="cpsat",
+                       feature="the CP-SAT backend (policy offline-cpsat)")
 
     ints = np.asarray(lp.integer, bool)
     if not ints.all():

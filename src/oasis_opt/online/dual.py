@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._extras import require
 from ..sim.placement import EPS, fill
 
 BACKENDS = ("numpy", "jax", "reference")
@@ -272,6 +273,14 @@ def trivial_plan(instance, spec: JobSpec, wprice, pprice, wfree, pfree) -> Plan:
 
 
 # ---- the public entry point -----------------------------------------------------------------------
+def check_backend(backend: str) -> None:
+    """ValueError naming ``backend`` if unknown; ``MissingExtra`` for "jax" without jax."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend: expected one of {', '.join(BACKENDS)}, got {backend!r}")
+    if backend == "jax":
+        require("jax", extra="jax", feature="the 'jax' backend")
+
+
 def best_schedule(instance, job: int, worker_price, ps_price, worker_free, ps_free, *,
                   backend: str = "numpy", granularity: str = "worker-slot") -> Plan:
     """The payoff-maximising schedule (21)/(27) of ``job`` at the given prices.
@@ -281,8 +290,7 @@ def best_schedule(instance, job: int, worker_price, ps_price, worker_free, ps_fr
     Returns the best plan over completion slots a_i..T (strict improvement, earliest on ties),
     which may have a negative payoff; an infeasible job gives completion None, payoff -inf.
     """
-    if backend not in BACKENDS:
-        raise ValueError(f"backend: expected one of {', '.join(BACKENDS)}, got {backend!r}")
+    check_backend(backend)
     T, H, K, R = instance.horizon, instance.H, instance.K, instance.R
     for name, arr, n in (("worker_price", worker_price, H), ("ps_price", ps_price, K),
                          ("worker_free", worker_free, H), ("ps_free", ps_free, K)):

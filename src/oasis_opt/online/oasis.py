@@ -30,7 +30,7 @@ import numpy as np
 
 from ..model.schedule import WORKER
 from ..sim.core import OnlinePolicy
-from .dual import BACKENDS, GRANULARITIES, Plan, best_schedule
+from .dual import GRANULARITIES, Plan, best_schedule, check_backend
 from .pricing import Pricing, parse_pricing, read_pricing_file, resolve_pricing
 
 
@@ -41,8 +41,7 @@ class OasisPolicy(OnlinePolicy):
 
     def __init__(self, backend: str = "numpy", pricing="oracle", u_scale: float = 1.0,
                  granularity: str = "worker-slot"):
-        if backend not in BACKENDS:
-            raise ValueError(f"backend: expected one of {', '.join(BACKENDS)}, got {backend!r}")
+        check_backend(backend)
         if granularity not in GRANULARITIES:
             raise ValueError(f"granularity: expected one of {', '.join(GRANULARITIES)}, "
                              f"got {granularity!r}")

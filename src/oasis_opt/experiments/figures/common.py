@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from ..._extras import require
 from ..spec import RunSpec
 
 # Display names and colours of the policies, in the paper's legend order.
@@ -165,6 +166,7 @@ def checks_markdown(checks: Sequence[tuple[str, bool, str]]) -> str:
 
 
 def new_figure(ncols: int = 1, nrows: int = 1, width: float = 6.0, height: float = 3.8):
+    require("matplotlib", extra="plots", feature="figures")
     from matplotlib.figure import Figure as MplFigure
 
     fig = MplFigure(figsize=(width * ncols, height * nrows), layout="constrained")

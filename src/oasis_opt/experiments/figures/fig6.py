@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..._extras import require
 from ..calibration import scaled_document
 from ..spec import RunSpec
 from . import fig3
@@ -69,7 +70,7 @@ def claims(rel: dict[tuple[int, int], float], jobs) -> list[tuple[str, bool, str
 
 def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = False,
            estimated=None) -> list[Path]:
-    from matplotlib import colormaps
+    colormaps = require("matplotlib", extra="plots", feature="figures").colormaps
 
     s = fig3.settings(quick)
     jobs = list(s["jobs"])
