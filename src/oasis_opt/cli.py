@@ -29,12 +29,15 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, NoReturn
 
 from ._extras import MissingExtra
 
 if TYPE_CHECKING:
+    from .model import Instance, Schedule
     from .model.io import FormatError
+    from .policies import Policy
+    from .sizing import WorkEstimate
 
 PROG = "oasis-opt"
 EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT, EXIT_FAILURE = 0, 1, 2, 3
@@ -63,10 +66,14 @@ def arg(*flags: str, **kwargs: Any) -> tuple[tuple[str, ...], dict]:
     return flags, kwargs
 
 
-def command(name: str, help: str, *arguments: tuple[tuple[str, ...], dict]):
+Handler = Callable[[argparse.Namespace], int]
+
+
+def command(name: str, help: str, *arguments: tuple[tuple[str, ...], dict]
+            ) -> Callable[[Handler], Handler]:
     """Register ``fn(args) -> exit code`` as subcommand ``name`` with its ``arg(...)`` lines."""
 
-    def register(fn: Callable[[argparse.Namespace], int]):
+    def register(fn: Handler) -> Handler:
         _COMMANDS[name] = (fn, help, arguments)
         return fn
 
@@ -74,7 +81,7 @@ def command(name: str, help: str, *arguments: tuple[tuple[str, ...], dict]):
 
 
 # ---- argument types (argparse turns ArgumentTypeError into "argument --x: <message>") ---------
-def _int_at_least(low: int):
+def _int_at_least(low: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
             v = int(text)
@@ -142,7 +149,7 @@ non_negative_int = _int_at_least(0)
 class _Parser(argparse.ArgumentParser):
     """argparse, but errors become one ``field: message`` line instead of usage + exit."""
 
-    def error(self, message: str):
+    def error(self, message: str) -> NoReturn:
         raise CliError(*_argparse_field(message))
 
 
@@ -239,7 +246,7 @@ def _located(err: FormatError, path: str) -> CliError:
     return CliError(err.field, f"{message} (in {path})")
 
 
-def load_instance(path: str):
+def load_instance(path: str) -> Instance:
     from .model.io import FormatError, load_instance as load
 
     try:
@@ -248,7 +255,7 @@ def load_instance(path: str):
         raise _located(e, path) from None
 
 
-def load_result(instance, path: str, instance_path: str = "INSTANCE"):
+def load_result(instance: Instance, path: str, instance_path: str = "INSTANCE") -> Schedule:
     from .model.io import FormatError, InstanceMismatch
     from .model.io import load_result as load
 
@@ -262,7 +269,7 @@ def load_result(instance, path: str, instance_path: str = "INSTANCE"):
         raise _located(e, path) from None
 
 
-def check_size(estimate, max_work: float | None, where: str) -> None:
+def check_size(estimate: WorkEstimate, max_work: float | None, where: str) -> None:
     """Refuse work beyond ``--max-work`` (field ``--max-work``) or the machine's memory
     (field ``where``: the instance)."""
     from .sizing import DEFAULT_MAX_WORK, TooMuchWork, check_work
@@ -285,7 +292,7 @@ PROGRESS = arg("--progress", action=argparse.BooleanOptionalAction, default=None
                help="progress bar on stderr (default: when stderr is a terminal)")
 
 
-def write(path: str, save: Callable, *what, field: str = "--out") -> None:
+def write(path: str, save: Callable[..., None], *what: Any, field: str = "--out") -> None:
     """``save(*what, path)``; an unwritable destination is bad input on ``field``."""
     try:
         save(*what, path)
@@ -313,7 +320,7 @@ class _NonFinite(Exception):
     pass
 
 
-def _not_finite(_: str):
+def _not_finite(_: str) -> NoReturn:
     raise _NonFinite
 
 
@@ -335,7 +342,7 @@ def policy_options(args: argparse.Namespace) -> dict[str, tuple[Any, str]]:
     return options
 
 
-def accepted_options(factory) -> set[str] | None:
+def accepted_options(factory: Callable[..., Any]) -> set[str] | None:
     """Keyword options ``factory`` accepts; None when it takes ``**kwargs`` (anything)."""
     try:
         params = inspect.signature(factory).parameters.values()
@@ -346,7 +353,7 @@ def accepted_options(factory) -> set[str] | None:
     return {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
 
 
-def make_policy(name: str, options: dict[str, tuple[Any, str]]):
+def make_policy(name: str, options: dict[str, tuple[Any, str]]) -> Policy:
     """``get_policy(name, **options)``; ``options`` maps key -> (value, CLI field that gave it).
 
     An option the policy does not take, an unknown policy, or a value the policy's constructor
@@ -455,7 +462,7 @@ def _generate_trace(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _check_generated(inst, args: argparse.Namespace) -> None:
+def _check_generated(inst: Instance, args: argparse.Namespace) -> None:
     """Refuse to write an instance no policy could solve within ``--max-work``."""
     from .sizing import estimate_work
 
@@ -643,8 +650,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise CliError("FIGURE", str(e).partition(": ")[2]) from None
 
-    def stop(signum, frame):  # a `kill`/`timeout` ends the sweep like Ctrl-C: Ray shut down,
-        raise KeyboardInterrupt  # every finished run already stored
+    def stop(signum: int, frame: object) -> NoReturn:
+        # a `kill`/`timeout` ends the sweep like Ctrl-C: Ray shut down, every finished run stored
+        raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, stop)
     try:

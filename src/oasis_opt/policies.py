@@ -7,7 +7,10 @@ Add a policy by adding a line here; the CLI and experiment runner pick it up.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, Protocol
+
+if TYPE_CHECKING:
+    from .model import Instance, Schedule
 
 _REGISTRY: dict[str, tuple[str, str]] = {
     "oasis": ("oasis_opt.online.oasis:OasisPolicy",
@@ -37,6 +40,13 @@ _REGISTRY: dict[str, tuple[str, str]] = {
 }
 
 
+class Policy(Protocol):
+    """What a registered factory returns: ``solve(instance, **run_options) -> Schedule``
+    (run options: ``time_limit`` in seconds or None, ``progress``)."""
+
+    def solve(self, instance: Instance, **run_options: Any) -> Schedule: ...
+
+
 class UnknownPolicy(KeyError):
     def __str__(self) -> str:
         return f"unknown policy {self.args[0]!r} (known: {', '.join(sorted(_REGISTRY))})"
@@ -47,7 +57,7 @@ def available_policies() -> dict[str, str]:
     return {name: summary for name, (_, summary) in _REGISTRY.items()}
 
 
-def policy_factory(name: str):
+def policy_factory(name: str) -> Callable[..., Policy]:
     """The class or factory registered as ``name``, imported but not called.
 
     Lets callers inspect the options a policy accepts (``inspect.signature``) before building it.
@@ -58,13 +68,13 @@ def policy_factory(name: str):
     return getattr(importlib.import_module(module), attr)
 
 
-def get_policy(name: str, **options: Any):
+def get_policy(name: str, **options: Any) -> Policy:
     """Instantiate the policy ``name`` with its options (e.g. ``backend="jax"``)."""
     return policy_factory(name)(**options)
 
 
-def solve(instance, policy: str = "oasis", *, options: dict | None = None,
-          max_work: float | None = None, **run_options):
+def solve(instance: Instance, policy: str = "oasis", *, options: dict[str, Any] | None = None,
+          max_work: float | None = None, **run_options: Any) -> Schedule:
     """Run ``policy`` on ``instance`` and return its ``Schedule``, with ``options`` recorded in
     ``stats["options"]`` (``summarize`` labels the schedule by them).
 
@@ -79,7 +89,7 @@ def solve(instance, policy: str = "oasis", *, options: dict | None = None,
     return record_options(get_policy(policy, **options).solve(instance, **run_options), options)
 
 
-def record_options(schedule, options: dict):
+def record_options(schedule: Schedule, options: dict[str, Any]) -> Schedule:
     """``schedule`` with ``stats["options"]`` = the policy's options as JSON data (a pricing
     object as its document, a path as a string)."""
     from dataclasses import replace

@@ -14,13 +14,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from . import checks
 from .checks import FormatError
 from .utility import Utility, utility_table
+
+if TYPE_CHECKING:
+    from .topology import Topology
 
 DEFAULT_RESOURCES = ("gpu", "cpu", "mem", "storage", "bw")
 BANDWIDTH = "bw"
@@ -105,7 +108,7 @@ class Instance:
     progress: str = "chunk-time"  # or "placement" (placement-aware cost model, see costmodel)
     meta: Mapping[str, Any] = field(default_factory=dict)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for name, value in _checked(self).items():
             object.__setattr__(self, name, value)
 
@@ -144,7 +147,7 @@ class Instance:
         return self.resources.index(BANDWIDTH)
 
     # ---- arrays --------------------------------------------------------------------------
-    def _matrix(self, maps) -> np.ndarray:
+    def _matrix(self, maps: Sequence[Mapping[str, float]]) -> np.ndarray:
         return _frozen(np.array([[float(m.get(r, 0.0)) for r in self.resources] for m in maps],
                                 dtype=float).reshape(len(maps), self.R))
 
@@ -228,7 +231,7 @@ class Instance:
         out = np.maximum(out, np.where(k > 0, 1, 0))
         return out if out.ndim else int(out)
 
-    def get_topology(self):
+    def get_topology(self) -> Topology:
         """The topology graph: the instance's own, or the default built from the racks."""
         if self.topology is not None:
             return self.topology
@@ -252,7 +255,7 @@ class Instance:
         text = json.dumps(instance_to_dict(self), separators=(",", ":"), allow_nan=False)
         return hashlib.sha256(text.encode()).hexdigest()
 
-    def with_jobs(self, jobs) -> "Instance":
+    def with_jobs(self, jobs: Iterable[Job]) -> "Instance":
         """A copy with another job list (used by experiments that sub-sample jobs)."""
         return Instance(self.horizon, self.resources, self.worker_servers, self.ps_servers,
                         tuple(jobs), self.topology, self.progress, dict(self.meta))
@@ -342,10 +345,10 @@ def _job(j: Any, p: str, resources: tuple[str, ...], horizon: int) -> Job:
     return _canonical(j, fields)
 
 
-def _canonical(obj, fields: dict[str, Any]):
+def _canonical(obj: Any, fields: dict[str, Any]) -> Any:
     """``obj`` itself when its fields already are ``fields`` (same values and types), else a copy
     with them: the reader's objects pass through, code's numpy scalars become plain numbers."""
-    def same(a, b) -> bool:
+    def same(a: Any, b: Any) -> bool:
         if type(a) is not type(b):
             return False
         if type(a) is dict:

@@ -42,10 +42,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from typing import TYPE_CHECKING, Sequence
+
 import numpy as np
 
 from .._extras import require
 from ..sim.placement import EPS, fill
+
+if TYPE_CHECKING:
+    from ..model import Instance
 
 BACKENDS = ("numpy", "jax", "reference")
 GRANULARITIES = ("worker-slot", "chunk")
@@ -99,7 +104,7 @@ class JobSpec:
     chunk_time: float = 1.0  # x_i
 
 
-def job_spec(instance, job: int, granularity: str = "worker-slot") -> JobSpec:
+def job_spec(instance: Instance, job: int, granularity: str = "worker-slot") -> JobSpec:
     if granularity not in GRANULARITIES:
         raise ValueError(f"granularity: expected one of {', '.join(GRANULARITIES)}, "
                          f"got {granularity!r}")
@@ -162,7 +167,8 @@ def cheapest_marginals(u: np.ndarray, fit: np.ndarray, n: int) -> np.ndarray:
     return np.where(inside, np.take_along_axis(u, np.minimum(pos, m - 1), axis=1), np.inf)
 
 
-def slot_costs(spec: JobSpec, wprice, pprice, wfree, pfree) -> np.ndarray:
+def slot_costs(spec: JobSpec, wprice: np.ndarray, pprice: np.ndarray, wfree: np.ndarray,
+               pfree: np.ndarray) -> np.ndarray:
     """C[t, k]: cheapest cost of k workers plus need[k] PSs in each given slot (inf if they do
     not fit), for k = 0..N. Inputs are (S, H, R) / (S, K, R) slices of consecutive slots."""
     S = wprice.shape[0]
@@ -179,11 +185,14 @@ def slot_costs(spec: JobSpec, wprice, pprice, wfree, pfree) -> np.ndarray:
 
 def place_slot(u: np.ndarray, fit: np.ndarray, count: int) -> list[tuple[int, int]]:
     """Greedy placement of ``count`` containers: cheapest unit price first, ties by index."""
-    return fill(np.argsort(u, kind="stable"), fit, count)
+    placed = fill(np.argsort(u, kind="stable"), fit, count)
+    if placed is None:  # callers place counts the DP found to fit
+        raise RuntimeError(f"cannot place {count} containers (fit counts {fit.tolist()})")
+    return placed
 
 
-def plan_rows(spec: JobSpec, workers: np.ndarray, wprice, pprice, wfree, pfree, H: int
-              ) -> np.ndarray:
+def plan_rows(spec: JobSpec, workers: np.ndarray, wprice: np.ndarray, pprice: np.ndarray,
+              wfree: np.ndarray, pfree: np.ndarray, H: int) -> np.ndarray:
     """Allocation rows of a plan with ``workers[t]`` workers per slot, placed greedily."""
     rows = []
     for t in np.flatnonzero(workers):
@@ -215,7 +224,8 @@ class CompletionScan:
         self.utility = spec.utility
         self.horizon = spec.horizon
         self.lower_bound = lower_bound
-        self.best, self.cost, self.stop = -math.inf, math.inf, None
+        self.best, self.cost = -math.inf, math.inf
+        self.stop: int | None = None
 
     def update(self, t: int, cost: float) -> bool:
         if cost < math.inf:
@@ -238,7 +248,8 @@ def cost_lower_bound(spec: JobSpec, wmin: np.ndarray, pmin: np.ndarray) -> float
     return max(0.0, spec.work * lw + spec.rho * spec.work * (1.0 - 1e-9) * lp)
 
 
-def backtrack(spec: JobSpec, choices, stop: int) -> np.ndarray:
+def backtrack(spec: JobSpec, choices: Sequence[Sequence[int] | np.ndarray] | np.ndarray,
+              stop: int) -> np.ndarray:
     """Workers per slot (T+1,) of the DP's plan completing at slot a + stop (choices[s][D] =
     chosen k in slot a + s for remaining units D; ``choices`` a list of rows or a 2-D array)."""
     workers = np.zeros(spec.horizon + 1, dtype=np.int64)
@@ -252,8 +263,9 @@ def backtrack(spec: JobSpec, choices, stop: int) -> np.ndarray:
     return workers
 
 
-def make_plan(instance, spec: JobSpec, workers: np.ndarray | None, cost: float,
-              wprice, pprice, wfree, pfree) -> Plan:
+def make_plan(instance: Instance, spec: JobSpec, workers: np.ndarray | None, cost: float,
+              wprice: np.ndarray, pprice: np.ndarray, wfree: np.ndarray, pfree: np.ndarray
+              ) -> Plan:
     """Assemble a ``Plan`` (infeasible when ``workers`` is None)."""
     T = spec.horizon
     if workers is None:
@@ -266,7 +278,8 @@ def make_plan(instance, spec: JobSpec, workers: np.ndarray | None, cost: float,
     return Plan(spec.job, completion, utility, float(cost), utility - float(cost), workers, rows)
 
 
-def trivial_plan(instance, spec: JobSpec, wprice, pprice, wfree, pfree) -> Plan:
+def trivial_plan(instance: Instance, spec: JobSpec, wprice: np.ndarray, pprice: np.ndarray,
+                 wfree: np.ndarray, pfree: np.ndarray) -> Plan:
     """A job with nothing to train completes on arrival at no cost."""
     return make_plan(instance, spec, np.zeros(spec.horizon + 1, dtype=np.int64), 0.0,
                      wprice, pprice, wfree, pfree)
@@ -281,7 +294,8 @@ def check_backend(backend: str) -> None:
         require("jax", extra="jax", feature="the 'jax' backend")
 
 
-def best_schedule(instance, job: int, worker_price, ps_price, worker_free, ps_free, *,
+def best_schedule(instance: Instance, job: int, worker_price: np.ndarray, ps_price: np.ndarray,
+                  worker_free: np.ndarray, ps_free: np.ndarray, *,
                   backend: str = "numpy", granularity: str = "worker-slot") -> Plan:
     """The payoff-maximising schedule (21)/(27) of ``job`` at the given prices.
 

@@ -125,10 +125,10 @@ def best_schedule_jax(instance, spec: JobSpec, wprice, pprice, wfree, pfree,
     m_max = int(spec.need[spec.ok].max())
     scan = CompletionScan(spec, lower_bound)
     choices = []
-    F = np.full(Wb, math.inf)
-    F[0] = 0.0
+    F0 = np.full(Wb, math.inf)
+    F0[0] = 0.0
     with jax.enable_x64(True):
-        F = jnp.asarray(F)
+        F = jnp.asarray(F0)
         consts = (np.asarray(spec.w), np.asarray(spec.s), need, ok, delta)  # as in ``warmup``
         for start in range(0, n_slots, BLOCK):
             n = min(BLOCK, n_slots - start)

@@ -86,7 +86,7 @@ def best_schedule_reference(instance, spec: JobSpec, wprice, pprice, wfree, pfre
     target = spec.target
     # F[t][D]: cheapest cost of >= D units within slots a..t; choice[t][D]: units done in slot t
     F = {a - 1: [0.0] + [INF] * target}
-    choice = {}
+    choice: dict[int, list[int]] = {}
     for t in range(a, T + 1):
         F[t], choice[t] = [], []
         for D in range(target + 1):
