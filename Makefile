@@ -64,7 +64,7 @@ typecheck: $(STAMP)
 	$(BIN)/python -m mypy
 
 docs: $(STAMP)
-	$(BIN)/python docs/build.py docs/api
+	JAX_PLATFORMS=cpu $(BIN)/python docs/build.py docs/api
 
 test: $(STAMP) typecheck
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
