@@ -66,9 +66,12 @@ def test_the_readme_has_the_blocks_this_test_expects():
     assert set(SKIP) <= written, f"SKIP names commands the README no longer has: {set(SKIP) - written}"
 
 
+def slug(heading: str) -> str:
+    return re.sub(r"\W+", "-", heading.lower()).strip("-")
+
+
 @pytest.mark.parametrize("heading, code", BASH,
-                         ids=[f"bash{n}-{re.sub(r'\W+', '-', h.lower())}"
-                              for n, (h, _) in enumerate(BASH)])
+                         ids=[f"bash{n}-{slug(h)}" for n, (h, _) in enumerate(BASH)])
 def test_bash_block_runs_as_written(heading, code, tmp_path):
     env = {**os.environ, "MPLBACKEND": "Agg", "JAX_PLATFORMS": "cpu"}
     ran = 0
