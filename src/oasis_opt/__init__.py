@@ -10,6 +10,7 @@ and Ray load only when a policy that needs them runs). Start with ``oasis_opt.mo
 """
 from typing import TYPE_CHECKING
 
+from ._extras import MissingExtra
 from ._lazy import lazy_exports
 from .policies import available_policies, get_policy, solve
 
@@ -27,4 +28,5 @@ if TYPE_CHECKING:
     from .model.io import load_instance, load_result, save_instance, save_result
 
 __all__ = ["Instance", "Schedule", "validate", "load_instance", "load_result", "save_instance",
-           "save_result", "available_policies", "get_policy", "solve", "__version__"]
+           "save_result", "available_policies", "get_policy", "solve", "MissingExtra",
+           "__version__"]
