@@ -44,6 +44,8 @@ CLI_CASES = {
     "reproduce-plots": (["matplotlib"], ["reproduce", "testbed", "--quick", "--workers", "1",
                                          "--results", "res", "--out", "figs"],
                         "reproduce (figures) needs matplotlib", "plots"),
+    "automl": (["optax"], ["automl", "tasks"],
+               "AutoML training (oasis_opt.automl) needs optax", "automl"),
 }
 
 

@@ -27,6 +27,9 @@ SKIP = {
     "make docs": "the Makefile itself (CI runs make docs)",
     "oasis-opt reproduce fig3 fig6": "documented as full size (hours)",
     "oasis-opt reproduce all --address HOST:PORT": "needs a running Ray cluster at HOST:PORT",
+    "oasis-opt automl curves --task digits-mlp --trials 250 --epochs 40 --seed 0 --progress "
+    "--out curves.csv": "documented as 7 minutes of training (the shipped digits-mlp set); "
+                        "tests/test_automl_tasks.py runs the same command on a small study",
     "jupyter lab notebooks/": "starts a server for a browser; tests/test_notebooks.py opens "
                               "the notebooks through a real Jupyter server",
     "jupytext --to ipynb --execute notebooks/01_api_tour.py":

@@ -101,6 +101,7 @@ def test_core_wheel_solves_an_instance_built_in_code(core_venv, tmp_path):
     (["solve", "{inst}", "--policy", "oasis", "--backend", "jax", "--out", "r.json"], "jax"),
     (["solve", "{inst}", "--policy", "offline-cpsat", "--out", "r.json"], "cpsat"),
     (["reproduce", "testbed", "--quick", "--workers", "1"], "plots"),
+    (["automl", "tasks"], "automl"),
 ])
 def test_core_cli_names_the_missing_extra(core_venv, tmp_path, argv, extra):
     cli = core_venv / "bin" / "oasis-opt"
