@@ -34,8 +34,9 @@ from typing import TYPE_CHECKING, Any, Callable, NoReturn
 from ._extras import MissingExtra
 
 if TYPE_CHECKING:
-    from .model import Instance, Schedule
-    from .model.io import FormatError
+    # the module, not FormatError: the model (numpy) loads in the subcommands, not for --help,
+    # so each function imports FormatError itself, and mypy flags one that does not
+    from .model import Instance, Schedule, checks
     from .policies import Policy
     from .sizing import WorkEstimate
 
@@ -238,7 +239,7 @@ def _one_line(text: str) -> str:
 
 
 # ---- helpers shared by subcommands -------------------------------------------------------------
-def _located(err: FormatError, path: str) -> CliError:
+def _located(err: checks.FormatError, path: str) -> CliError:
     """A reader's error, with the file named: as the field when the whole file is bad."""
     message = str(err)[len(err.field) + 2:] if err.field else str(err)
     if not err.field or err.field == str(path):
@@ -693,6 +694,7 @@ def cmd_automl_tasks(args: argparse.Namespace) -> int:
          arg("--out", required=True, metavar="FILE", help="curves CSV to write or extend"))
 def cmd_automl_curves(args: argparse.Namespace) -> int:
     from .automl.study import generate_curves
+    from .model.io import FormatError
     from .automl.tasks import get_task
 
     try:
