@@ -12,7 +12,10 @@ from hypothesis import strategies as st
 from oasis_opt.cli import main
 from oasis_opt.experiments import fig5 as offline_fig5
 from oasis_opt.experiments.figures import FIGURE_NAMES, fig3, fig4, fig6, get_figure, testbed
-from oasis_opt.experiments.figures.common import PAPER_POLICIES, box_stats, display, read_reference
+from oasis_opt.experiments.figures import common as figures_common
+from oasis_opt.experiments.figures.common import (BOX_CAPTION, PAPER_POLICIES, bars_caption,
+                                                  box_stats, display, grouped_bars, mean_range,
+                                                  mean_sd, new_figure, read_reference)
 from oasis_opt.experiments.calibration import calibration_specs, resolve_all
 from oasis_opt.experiments.reproduce import figure_names, lpt_makespan, reproduce
 from oasis_opt.experiments.runner import run_sweep
@@ -43,12 +46,35 @@ def check_outputs(paths, name):
             assert f"| {display(p)} |" in text
 
 
-def test_quick_figures_are_drawn_and_resume(tiny, tmp_path):
+@pytest.fixture
+def figure_texts(monkeypatch) -> dict[str, str]:
+    """stem -> the suptitle and axes titles of every figure saved (what the PNG says)."""
+    from oasis_opt.experiments.figures import fig5
+
+    texts: dict[str, str] = {}
+    real = figures_common.save
+
+    def recording(fig, out_dir, stem):
+        texts[stem] = " ".join([fig.get_suptitle()] + [a.get_title() for a in fig.axes])
+        return real(fig, out_dir, stem)
+
+    for module in (fig3, fig4, fig5, fig6, testbed):
+        monkeypatch.setattr(module, "save", recording)
+    return texts
+
+
+def test_quick_figures_are_drawn_and_resume(tiny, figure_texts, tmp_path):
     out, results = tmp_path / "figs", tmp_path / "results"
     written = reproduce(RUNNER_FIGURES, quick=True, workers=1, results=results, out=out,
                         progress=False)
     for name in RUNNER_FIGURES:
         check_outputs(written[name], name)
+    # every PNG says what its bars / boxes are (the tiny settings have one seed)
+    for name in ("fig3", "fig6", "testbed"):
+        assert bars_caption(1) in figure_texts[name], name
+    assert "mean, min … max" in figure_texts["fig5"]
+    for name in ("fig4", "testbed"):
+        assert " ".join(BOX_CAPTION.split()) in " ".join(figure_texts[name].split()), name
     n_runs = len(list(results.glob("*.json")))
     estimates = {e.key: e for f in RUNNER_FIGURES if get_figure(f).estimates is not None
                  for e in get_figure(f).estimates(True)}
@@ -158,3 +184,35 @@ def test_lpt_makespan_is_within_four_thirds_of_optimal(durations, workers):
               default=0.0)
     lpt = lpt_makespan(durations, workers)
     assert opt - 1e-9 <= lpt <= 4 / 3 * opt + 1e-9
+
+
+@given(st.lists(st.floats(0.0, 1e6), min_size=1, max_size=8))
+def test_bars_over_seeds_stay_within_the_data(values):
+    m, lo, hi = mean_range(values)
+    assert lo == min(values) >= 0 and hi == max(values)
+    assert lo - 1e-9 * hi <= m <= hi + 1e-9 * hi
+
+
+def test_a_bar_whose_sd_would_go_below_zero_draws_min_to_max():
+    from matplotlib.container import ErrorbarContainer
+
+    values = [0.0, 0.0, 10.0]  # utility on three seeds
+    mean, sd = mean_sd(values)
+    assert mean - sd < 0  # mean ± sd would draw a negative utility
+    fig, ax = new_figure()
+    grouped_bars(ax[0, 0], [1], ["p"], {(1, "p"): mean_range(values)}, {}, {"p": "C0"},
+                 {"p": "p"})
+    (bars,) = [c for c in ax[0, 0].containers if isinstance(c, ErrorbarContainer)]
+    ys = [y for seg in bars.lines[2][0].get_segments() for _, y in seg]
+    assert (min(ys), max(ys)) == (0.0, 10.0)
+
+
+def test_one_seed_draws_no_whiskers_and_says_so():
+    from matplotlib.container import ErrorbarContainer
+
+    fig, ax = new_figure()
+    grouped_bars(ax[0, 0], [1], ["p"], {(1, "p"): mean_range([4.0])}, {}, {"p": "C0"},
+                 {"p": "p"})
+    assert not [c for c in ax[0, 0].containers if isinstance(c, ErrorbarContainer)]
+    assert bars_caption(1) == "bars: one seed (no whiskers)"
+    assert bars_caption(3) == "bars: mean over 3 seeds, whiskers: min … max"

@@ -1,7 +1,9 @@
 """Imports go down the layers, never up or around (DESIGN.md), checked on the source itself.
 
-The package's import graph is read with ``ast`` from ``src/oasis_opt``: module-level imports and
-imports inside functions (deferred, for heavy or optional dependencies) are listed separately.
+The package's import graph is read with ``ast`` from ``src/oasis_opt``: module-level imports,
+imports inside functions (deferred, for heavy or optional dependencies) and imports under
+``if TYPE_CHECKING:`` (for annotations only: never run, so they cannot close an import cycle,
+but a type from a higher layer is still a dependency on it) are listed separately.
 Importing a package's module also runs the package's ``__init__``; that implicit edge is not
 listed (every package depends on its own modules that way). A registry's ``"module:attr"``
 string is not an import: it is how a lower layer names something above it.
@@ -21,10 +23,15 @@ PACKAGE = "oasis_opt"
 # DESIGN.md: model and costmodel at the bottom; online, offline, workloads above them; baselines,
 # cluster, automl, sim above those; runtime, service, experiments, cli on top. Top-level modules
 # of the package: the policy registry, the work estimate and the test strategies sit at the
-# bottom (they import only the model; the registry names policies by string), ``__main__`` with
-# the CLI on top.
+# bottom (they import only the model; the registry names policies by string); ``_lazy`` (the
+# lazy exports of the packages' ``__init__``) and ``_extras`` (``require``, ``MissingExtra``) at
+# the bottom too, as leaves (standard library only, checked below: every layer uses them);
+# ``__main__`` with the CLI on top. ``automl`` sits with the policies above the solvers: it reads
+# learning curves with the trace readers of ``workloads`` and is driven by ``experiments``/cli.
+LEAVES = ("_lazy", "_extras")
 LAYERS = {
     "model": 0, "costmodel": 0, "policies": 0, "sizing": 0, "testing": 0,
+    "_lazy": 0, "_extras": 0,
     "online": 1, "offline": 1, "workloads": 1,
     "baselines": 2, "cluster": 2, "automl": 2, "sim": 2,
     "runtime": 3, "service": 3, "experiments": 3, "cli": 3, "__main__": 3,
@@ -56,16 +63,22 @@ def _targets(node, module: str, is_package: bool, modules) -> list[str]:
             for a in node.names]
 
 
-def import_graph() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
-    """(module-level imports, imports inside functions) between the package's modules."""
+Graph = dict[str, set[str]]
+
+
+def import_graph() -> tuple[Graph, Graph, Graph]:
+    """(module-level imports, imports inside functions, ``TYPE_CHECKING`` imports) between the
+    package's modules."""
     modules = package_modules()
-    top: dict[str, set[str]] = {m: set() for m in modules}
-    deferred: dict[str, set[str]] = {m: set() for m in modules}
+    top: Graph = {m: set() for m in modules}
+    deferred: Graph = {m: set() for m in modules}
+    typing: Graph = {m: set() for m in modules}
     for module, path in modules.items():
         is_package = path.name == "__init__.py"
 
         class Visitor(ast.NodeVisitor):
             depth = 0
+            types = False  # inside ``if TYPE_CHECKING:``
 
             def visit_FunctionDef(self, node):
                 self.depth += 1
@@ -74,15 +87,29 @@ def import_graph() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
 
             visit_AsyncFunctionDef = visit_FunctionDef
 
+            def visit_If(self, node):
+                test = node.test
+                name = test.id if isinstance(test, ast.Name) else getattr(test, "attr", None)
+                if name != "TYPE_CHECKING":
+                    self.generic_visit(node)
+                    return
+                self.types = True
+                for child in node.body:
+                    self.visit(child)
+                self.types = False
+                for child in node.orelse:
+                    self.visit(child)
+
             def visit_Import(self, node):
+                graph = deferred if self.depth else typing if self.types else top
                 for target in _targets(node, module, is_package, modules):
                     if target == PACKAGE or target.startswith(PACKAGE + "."):
-                        (deferred if self.depth else top)[module].add(target)
+                        graph[module].add(target)
 
             visit_ImportFrom = visit_Import
 
         Visitor().visit(ast.parse(path.read_text(), str(path)))
-    return top, deferred
+    return top, deferred, typing
 
 
 def layer(module: str) -> int | None:
@@ -154,8 +181,9 @@ DEFERRED_CYCLES = {
 
 def test_no_import_cycles():
     """No cycle among module-level imports; with the deferred (in-function) imports added, only
-    the listed ones (one package each, never two layers)."""
-    top, deferred = import_graph()
+    the listed ones (one package each, never two layers). ``TYPE_CHECKING`` imports never run
+    (e.g. ``Topology`` and ``Instance`` name each other in annotations only)."""
+    top, deferred, _ = import_graph()
     assert cycles(top) == []
     both = {m: top[m] | deferred[m] for m in top}
     assert sorted(tuple(c) for c in cycles(both)) == sorted(DEFERRED_CYCLES)
@@ -163,15 +191,24 @@ def test_no_import_cycles():
         assert len({".".join(m.split(".")[:2]) for m in cycle}) == 1, cycle
 
 
-@pytest.mark.parametrize("level", ["module", "function"])
+@pytest.mark.parametrize("level", ["module", "function", "type-checking"])
 def test_imports_go_down_the_layers(level):
-    top, deferred = import_graph()
-    assert upward(top if level == "module" else deferred) == []
+    top, deferred, typing = import_graph()
+    assert upward({"module": top, "function": deferred, "type-checking": typing}[level]) == []
+
+
+def test_leaf_modules_import_nothing_of_the_package():
+    """``_lazy`` and ``_extras`` are loaded by ``import oasis_opt`` and by every layer: they
+    import no package module, at module level, in a function or for annotations."""
+    top, deferred, typing = import_graph()
+    leaves = [f"{PACKAGE}.{name}" for name in LEAVES]
+    assert set(leaves) <= set(top)
+    assert {m: sorted(top[m] | deferred[m] | typing[m]) for m in leaves} == {m: [] for m in leaves}
 
 
 def test_named_layer_rules():
     """The rules DESIGN.md spells out, stated once more by name (a failure says which)."""
-    top, deferred = import_graph()
+    top, deferred, typing = import_graph()
     forbidden = {
         ("model", "costmodel"): ("online", "offline", "workloads", "baselines", "cluster",
                                  "automl", "sim", "runtime", "service", "experiments", "cli"),
@@ -179,7 +216,7 @@ def test_named_layer_rules():
                                              "runtime", "cli"),
     }
     bad = []
-    for graph in (top, deferred):
+    for graph in (top, deferred, typing):
         for module, targets in graph.items():
             for lower, above in forbidden.items():
                 if layer(module) is not None and module.split(".")[1] in lower:
@@ -194,9 +231,12 @@ def test_the_checks_catch_a_cycle_and_an_upward_import():
              {"oasis_opt.online.a"}}
     assert cycles(graph) == [["oasis_opt.online.a", "oasis_opt.sim.core"]]
     assert upward(graph) == ["oasis_opt.online.a -> oasis_opt.sim.core"]
-    top, _ = import_graph()
-    assert "oasis_opt.online.dual_numpy" in top  # the real graph is read
+    top, deferred, typing = import_graph()
+    assert "oasis_opt.online.dual_numpy" in top  # the real graph is read, each kind apart
     assert "oasis_opt.online._dp" in top["oasis_opt.online.dual_numpy"]
+    assert "oasis_opt.model.instance" in typing["oasis_opt.model.topology"]
+    assert "oasis_opt.model.instance" not in top["oasis_opt.model.topology"]
+    assert "oasis_opt.model.io" in deferred["oasis_opt.model.instance"]
 
 
 def test_importing_the_dual_subroutine_loads_no_simulator_cluster_or_networkx():

@@ -14,9 +14,11 @@ Adding a subcommand is one function plus its parser lines::
         ...
         return EXIT_OK
 
-Raise ``CliError(field, message)`` for bad input; ``FormatError`` from the strict readers is
-reported the same way. Only the standard library and the (light) model layer load at import time:
-jax, ray, ortools, pyomo, scipy and matplotlib load inside the subcommands that need them.
+Raise ``CliError(field, message)`` for bad input; ``FormatError`` from the strict readers and
+``MissingExtra`` (a feature whose optional dependencies are not installed) are reported the same
+way. Only the standard library loads at import time, so ``--help`` and argument errors are
+instant: the model (numpy) loads when a subcommand runs, and networkx, jax, ray, ortools, pyomo,
+scipy and matplotlib inside the code that needs them.
 """
 from __future__ import annotations
 
@@ -26,9 +28,16 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, NoReturn
 
-from .model.io import FormatError
+from ._extras import MissingExtra
+
+if TYPE_CHECKING:
+    # the module, not FormatError: the model (numpy) loads in the subcommands, not for --help,
+    # so each function imports FormatError itself, and mypy flags one that does not
+    from .model import Instance, Schedule, checks
+    from .policies import Policy
+    from .sizing import WorkEstimate
 
 PROG = "oasis-opt"
 EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT, EXIT_FAILURE = 0, 1, 2, 3
@@ -57,10 +66,14 @@ def arg(*flags: str, **kwargs: Any) -> tuple[tuple[str, ...], dict]:
     return flags, kwargs
 
 
-def command(name: str, help: str, *arguments: tuple[tuple[str, ...], dict]):
+Handler = Callable[[argparse.Namespace], int]
+
+
+def command(name: str, help: str, *arguments: tuple[tuple[str, ...], dict]
+            ) -> Callable[[Handler], Handler]:
     """Register ``fn(args) -> exit code`` as subcommand ``name`` with its ``arg(...)`` lines."""
 
-    def register(fn: Callable[[argparse.Namespace], int]):
+    def register(fn: Handler) -> Handler:
         _COMMANDS[name] = (fn, help, arguments)
         return fn
 
@@ -68,7 +81,7 @@ def command(name: str, help: str, *arguments: tuple[tuple[str, ...], dict]):
 
 
 # ---- argument types (argparse turns ArgumentTypeError into "argument --x: <message>") ---------
-def _int_at_least(low: int):
+def _int_at_least(low: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
             v = int(text)
@@ -136,7 +149,7 @@ non_negative_int = _int_at_least(0)
 class _Parser(argparse.ArgumentParser):
     """argparse, but errors become one ``field: message`` line instead of usage + exit."""
 
-    def error(self, message: str):
+    def error(self, message: str) -> NoReturn:
         raise CliError(*_argparse_field(message))
 
 
@@ -184,12 +197,11 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit code."""
     try:
         args = build_parser().parse_args(argv)
-        return int(args.func(args))
+        return _run(args)
     except SystemExit as e:  # --help / --version
         return e.code if isinstance(e.code, int) else EXIT_OK
-    except (CliError, FormatError) as e:
-        print(f"{PROG}: error: {_one_line(str(e))}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    except (CliError, MissingExtra) as e:
+        return _bad_input(e)
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
@@ -207,12 +219,26 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FAILURE
 
 
+def _run(args: argparse.Namespace) -> int:
+    from .model.io import FormatError  # the model loads here, not for --help
+
+    try:
+        return int(args.func(args))
+    except FormatError as e:
+        return _bad_input(e)
+
+
+def _bad_input(err: Exception) -> int:
+    print(f"{PROG}: error: {_one_line(str(err))}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
 def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
 # ---- helpers shared by subcommands -------------------------------------------------------------
-def _located(err: FormatError, path: str) -> CliError:
+def _located(err: checks.FormatError, path: str) -> CliError:
     """A reader's error, with the file named: as the field when the whole file is bad."""
     message = str(err)[len(err.field) + 2:] if err.field else str(err)
     if not err.field or err.field == str(path):
@@ -220,8 +246,8 @@ def _located(err: FormatError, path: str) -> CliError:
     return CliError(err.field, f"{message} (in {path})")
 
 
-def load_instance(path: str):
-    from .model.io import load_instance as load
+def load_instance(path: str) -> Instance:
+    from .model.io import FormatError, load_instance as load
 
     try:
         return load(path)
@@ -229,8 +255,8 @@ def load_instance(path: str):
         raise _located(e, path) from None
 
 
-def load_result(instance, path: str, instance_path: str = "INSTANCE"):
-    from .model.io import InstanceMismatch
+def load_result(instance: Instance, path: str, instance_path: str = "INSTANCE") -> Schedule:
+    from .model.io import FormatError, InstanceMismatch
     from .model.io import load_result as load
 
     try:
@@ -243,7 +269,7 @@ def load_result(instance, path: str, instance_path: str = "INSTANCE"):
         raise _located(e, path) from None
 
 
-def check_size(estimate, max_work: float | None, where: str) -> None:
+def check_size(estimate: WorkEstimate, max_work: float | None, where: str) -> None:
     """Refuse work beyond ``--max-work`` (field ``--max-work``) or the machine's memory
     (field ``where``: the instance)."""
     from .sizing import DEFAULT_MAX_WORK, TooMuchWork, check_work
@@ -266,7 +292,7 @@ PROGRESS = arg("--progress", action=argparse.BooleanOptionalAction, default=None
                help="progress bar on stderr (default: when stderr is a terminal)")
 
 
-def write(path: str, save: Callable, *what, field: str = "--out") -> None:
+def write(path: str, save: Callable[..., None], *what: Any, field: str = "--out") -> None:
     """``save(*what, path)``; an unwritable destination is bad input on ``field``."""
     try:
         save(*what, path)
@@ -294,7 +320,7 @@ class _NonFinite(Exception):
     pass
 
 
-def _not_finite(_: str):
+def _not_finite(_: str) -> NoReturn:
     raise _NonFinite
 
 
@@ -316,12 +342,13 @@ def policy_options(args: argparse.Namespace) -> dict[str, tuple[Any, str]]:
     return options
 
 
-def make_policy(name: str, options: dict[str, tuple[Any, str]]):
+def make_policy(name: str, options: dict[str, tuple[Any, str]]) -> Policy:
     """``get_policy(name, **options)``; ``options`` maps key -> (value, CLI field that gave it).
 
     An option the policy does not take, an unknown policy, or a value the policy's constructor
     rejects (ValueError / TypeError) is bad input naming the field.
     """
+    from .model.io import FormatError
     from .policies import UnknownPolicy, keyword_names, policy_factory
 
     try:
@@ -344,7 +371,7 @@ def make_policy(name: str, options: dict[str, tuple[Any, str]]):
         raise blame(e, {k: field for k, (_, field) in options.items()}, f"--policy {name}") from None
 
 
-def run_options(args: argparse.Namespace, policy: Any) -> dict[str, Any]:
+def run_options(args: argparse.Namespace, policy: Policy) -> dict[str, Any]:
     """``solve``'s run options from ``--time-limit`` / ``--progress``; one the policy does not
     take (``--time-limit`` on an online policy) is bad input naming the flag."""
     from .model.policy import ONLINE_NO_TIME_LIMIT, OnlinePolicy
@@ -393,7 +420,7 @@ def blame(err: Exception, fields: dict[str, str], default: str) -> CliError:
          MAX_WORK,
          arg("--out", required=True, metavar="FILE", help="instance JSON to write"))
 def cmd_generate(args: argparse.Namespace) -> int:
-    from .model.io import save_instance
+    from .model.io import FormatError, save_instance
     from .workloads import PRESETS, generate
 
     if args.trace is not None:
@@ -421,7 +448,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def _generate_trace(args: argparse.Namespace) -> int:
-    from .model.io import save_instance
+    from .model.io import FormatError, save_instance
     from .workloads.traces import philly_instance
 
     if args.preset is not None:
@@ -442,7 +469,7 @@ def _generate_trace(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _check_generated(inst, args: argparse.Namespace) -> None:
+def _check_generated(inst: Instance, args: argparse.Namespace) -> None:
     """Refuse to write an instance no policy could solve within ``--max-work``."""
     from .sizing import estimate_work
 
@@ -463,7 +490,7 @@ def _check_generated(inst, args: argparse.Namespace) -> None:
          PROGRESS, MAX_WORK,
          arg("--out", required=True, metavar="RESULT", help="result JSON to write"))
 def cmd_solve(args: argparse.Namespace) -> int:
-    from .model.io import save_result
+    from .model.io import FormatError, save_result
     from .model.validate import validate
     from .policies import record_options
     from .sizing import estimate_work
@@ -631,8 +658,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise CliError("FIGURE", str(e).partition(": ")[2]) from None
 
-    def stop(signum, frame):  # a `kill`/`timeout` ends the sweep like Ctrl-C: Ray shut down,
-        raise KeyboardInterrupt  # every finished run already stored
+    def stop(signum: int, frame: object) -> NoReturn:
+        # a `kill`/`timeout` ends the sweep like Ctrl-C: Ray shut down, every finished run stored
+        raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, stop)
     try:
@@ -673,6 +701,7 @@ def cmd_automl_tasks(args: argparse.Namespace) -> int:
          arg("--out", required=True, metavar="FILE", help="curves CSV to write or extend"))
 def cmd_automl_curves(args: argparse.Namespace) -> int:
     from .automl.study import generate_curves
+    from .model.io import FormatError
     from .automl.tasks import get_task
 
     try:

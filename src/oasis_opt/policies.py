@@ -13,8 +13,10 @@ A keyword both take goes to the constructor.
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
+if TYPE_CHECKING:
+    from .model import Instance, Schedule
 
 _REGISTRY: dict[str, tuple[str, str]] = {
     "oasis": ("oasis_opt.online.oasis:OasisPolicy",
@@ -44,6 +46,13 @@ _REGISTRY: dict[str, tuple[str, str]] = {
 }
 
 
+class Policy(Protocol):
+    """What a registered factory returns: ``solve(instance, **run_options) -> Schedule``
+    (run options: ``time_limit`` in seconds or None, ``progress``)."""
+
+    def solve(self, instance: Instance, **run_options: Any) -> Schedule: ...
+
+
 class UnknownPolicy(KeyError):
     def __str__(self) -> str:
         return f"unknown policy {self.args[0]!r} (known: {', '.join(sorted(_REGISTRY))})"
@@ -54,7 +63,7 @@ def available_policies() -> dict[str, str]:
     return {name: summary for name, (_, summary) in _REGISTRY.items()}
 
 
-def policy_factory(name: str) -> Any:
+def policy_factory(name: str) -> Callable[..., Policy]:
     """The class or factory registered as ``name``, imported but not called.
 
     Lets callers inspect the options a policy accepts (``inspect.signature``) before building it.
@@ -78,19 +87,19 @@ def keyword_names(fn: Any) -> set[str] | None:
     return {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
 
 
-def run_option_names(policy: Any) -> set[str] | None:
+def run_option_names(policy: Policy) -> set[str] | None:
     """Run options a built policy's ``solve`` takes (besides the instance)."""
     names = keyword_names(policy.solve)
     return None if names is None else names - {"instance"}
 
 
-def get_policy(name: str, **options: Any) -> Any:
+def get_policy(name: str, **options: Any) -> Policy:
     """Instantiate the policy ``name`` with its options (e.g. ``backend="jax"``)."""
     return policy_factory(name)(**options)
 
 
-def solve(instance: Any, policy: str = "oasis", *, max_work: float | None = None,
-          **options: Any) -> Any:
+def solve(instance: Instance, policy: str = "oasis", *, max_work: float | None = None,
+          **options: Any) -> Schedule:
     """Run ``policy`` on ``instance`` and return its ``Schedule``, with its policy options
     recorded in ``stats["options"]`` (``summarize`` labels the schedule by them).
 
@@ -118,7 +127,7 @@ def solve(instance: Any, policy: str = "oasis", *, max_work: float | None = None
     return record_options(built.solve(instance, **run), given)
 
 
-def unknown_options_message(name: str, policy: Any, unknown: list[str], takes: set[str] | None,
+def unknown_options_message(name: str, policy: Policy, unknown: list[str], takes: set[str] | None,
                             runs: set[str] | None) -> str:
     """"policy 'oasis' takes no option 'time_limt' (policy options: ...; run options: ...)"."""
     from .model.policy import ONLINE_NO_TIME_LIMIT, OnlinePolicy
@@ -132,7 +141,7 @@ def unknown_options_message(name: str, policy: Any, unknown: list[str], takes: s
     return out
 
 
-def record_options(schedule: Any, options: dict) -> Any:
+def record_options(schedule: Schedule, options: dict[str, Any]) -> Schedule:
     """``schedule`` with ``stats["options"]`` = the policy's options as JSON data (a pricing
     object as its document, a path as a string)."""
     from dataclasses import replace

@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from .model.checks import FormatError
+
+if TYPE_CHECKING:
+    from .model import Instance
 
 DEFAULT_MAX_WORK = 1e10
 # (T+1) x (H+K) x R float tables a policy family keeps besides the validator's one
@@ -56,7 +59,8 @@ class WorkEstimate:
                 f"{self.work:.3g} slot-server-jobs")
 
 
-def estimate_work(instances, policy: str | None = None, runs: int = 1) -> WorkEstimate:
+def estimate_work(instances: Instance | Iterable[Instance], policy: str | None = None,
+                  runs: int = 1) -> WorkEstimate:
     """The estimate for ``runs`` runs of ``policy`` (None: any policy; the validator's tables
     only) on each of ``instances`` (one ``Instance`` or several)."""
     if not isinstance(instances, Iterable):

@@ -3,9 +3,12 @@
 Shared by every test suite that property-tests a policy: ``instances()`` draws small instances
 whose jobs are individually feasible on an empty cluster, sized so that exact solvers stay fast.
 """
-from __future__ import annotations
+# no ``from __future__ import annotations``: @st.composite keeps these functions' annotations,
+# which the API reference resolves in hypothesis's namespace unless they are objects already
+from ._extras import require
 
-from hypothesis import strategies as st
+require("hypothesis", extra="dev", feature="oasis_opt.testing")
+from hypothesis import strategies as st  # noqa: E402
 
 from .model import DEFAULT_RESOURCES, Instance, Job, Server, Utility
 

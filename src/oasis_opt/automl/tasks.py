@@ -42,14 +42,20 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-import jax
-import jax.numpy as jnp
-import numpy as np
-import optax
-from jax.flatten_util import ravel_pytree
+from .._extras import require
 
-from .shards import shard_bounds
-from .space import OPTIMIZERS, Choice, LogUniform, SearchSpace
+FEATURE = "AutoML training (oasis_opt.automl)"
+for _module in ("jax", "optax"):  # without the automl extra: one line naming it
+    require(_module, extra="automl", feature=FEATURE)
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import optax  # noqa: E402
+from jax.flatten_util import ravel_pytree  # noqa: E402
+
+from .shards import shard_bounds  # noqa: E402
+from .space import OPTIMIZERS, Choice, LogUniform, SearchSpace  # noqa: E402
 
 Params = Any  # a pytree of float32 arrays
 SPLIT = (0.6, 0.2, 0.2)  # train / validation / test shares, stratified by class
@@ -59,8 +65,7 @@ SPLIT = (0.6, 0.2, 0.2)  # train / validation / test shares, stratified by class
 @functools.lru_cache(maxsize=None)
 def _dataset(name: str) -> tuple[np.ndarray, np.ndarray]:
     """Features (float64, unscaled, flat) and labels of a dataset shipped with scikit-learn."""
-    from sklearn import datasets
-
+    datasets = require("sklearn.datasets", extra="automl", feature=FEATURE)
     loader = {"digits": datasets.load_digits, "breast-cancer": datasets.load_breast_cancer,
               "wine": datasets.load_wine}[name]
     x, y = loader(return_X_y=True)

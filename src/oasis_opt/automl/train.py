@@ -15,11 +15,12 @@ from __future__ import annotations
 import time
 from typing import Any, Mapping
 
+from .tasks import Split, Task, get_task  # first: without jax it names the automl extra
+
 import jax
 import numpy as np
 
 from .curves import Curve
-from .tasks import Split, Task, get_task
 
 
 def epoch_batches(split: Split, batch_size: int, rng: np.random.Generator):

@@ -31,6 +31,9 @@ from typing import Iterable
 
 import numpy as np
 
+from .._extras import require
+from .figures.common import bars_caption, whiskers
+
 PLACEMENT_NAMES = ("tree", "round-robin", "random", "packing")
 OVERSUBSCRIPTIONS = (1.0, 2.0, 4.0)
 WORKLOADS = ("paper-sim", "philly-month")
@@ -132,7 +135,7 @@ def run_grid(workloads: Iterable[str], seeds: Iterable[int], *, quick: bool = Fa
 
 
 def summarise(records: list[dict]) -> dict:
-    """{(workload, oversubscription, placement): {metric: (mean, std, seeds)}}."""
+    """{(workload, oversubscription, placement): {metric: (mean, std, seeds, min, max)}}."""
     groups: dict[tuple, list[dict]] = {}
     for r in records:
         s = r["spec"]
@@ -140,7 +143,8 @@ def summarise(records: list[dict]) -> dict:
     out = {}
     for key, recs in sorted(groups.items()):
         out[key] = {m: (float(np.mean([r[m] for r in recs])), float(np.std([r[m] for r in recs])),
-                        sorted(r["spec"]["seed"] for r in recs))
+                        sorted(r["spec"]["seed"] for r in recs),
+                        float(np.min([r[m] for r in recs])), float(np.max([r[m] for r in recs])))
                     for m in ("jct_mean_h", "jct_median_h", "total_utility", "useful_gpu_work",
                               "completed", "unfinished", "sim_s")}
     return out
@@ -148,8 +152,7 @@ def summarise(records: list[dict]) -> dict:
 
 def write_report(records: list[dict], out: str | Path = "paper_figs", name: str = "placement"):
     """Figure (PNG + PDF) and markdown table of the grid."""
-    import matplotlib
-
+    matplotlib = require("matplotlib", extra="plots", feature="figures")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -169,10 +172,11 @@ def write_report(records: list[dict], out: str | Path = "paper_figs", name: str 
         for c, (m, label) in enumerate(metrics):
             ax = axes[r][c]
             for n, p in enumerate(placements):
-                vals = [summary.get((w, o, p), {m: (math.nan, 0, [])})[m] for o in osubs]
+                vals = [summary.get((w, o, p), {m: (math.nan, 0, [], math.nan, math.nan)})[m]
+                        for o in osubs]
+                mean, lo, hi = (np.array([v[i] for v in vals]) for i in (0, 3, 4))
                 ax.bar(np.arange(len(osubs)) + (n - (len(placements) - 1) / 2) * width,
-                       [v[0] for v in vals], width, yerr=[v[1] for v in vals], label=p,
-                       capsize=2)
+                       mean, width, yerr=whiskers(mean, lo, hi), label=p, capsize=2)
             ax.set_xticks(np.arange(len(osubs)), [f"{o:g}:1" for o in osubs])
             ax.set_xlabel("rack uplink oversubscription")
             ax.set_title(f"{w}: {label}", fontsize=10)
@@ -180,6 +184,9 @@ def write_report(records: list[dict], out: str | Path = "paper_figs", name: str 
             if m == "jct_mean_h" and vals and min(vals) > 0 and max(vals) / min(vals) > 5:
                 ax.set_yscale("log")  # a saturated cluster's JCT dwarfs the others
     axes[0][0].legend(fontsize=8)
+    seeds = {len(v[metrics[0][0]][2]) for v in summary.values()}
+    fig.suptitle(bars_caption(seeds.pop()) if len(seeds) == 1
+                 else "bars: mean over seeds, whiskers: min … max", fontsize=10)
     fig.tight_layout()
     for ext in ("png", "pdf"):
         fig.savefig(out / f"{name}.{ext}", dpi=130)

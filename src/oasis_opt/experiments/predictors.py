@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._extras import require
 from ..cluster.predictors import (EWMA, AutoRegressive, LastValue, TypeMean, WindowQuantile,
                                   evaluate, one_step_forecasts)
 
@@ -44,8 +45,7 @@ def evaluate_helios(root=None) -> dict[str, dict]:
 
 
 def write_report(scores: dict, out: str | Path = "paper_figs", root=None) -> None:
-    import matplotlib
-
+    matplotlib = require("matplotlib", extra="plots", feature="figures")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

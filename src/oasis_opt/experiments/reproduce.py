@@ -15,6 +15,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from .._extras import require
 from .calibration import calibration_specs, resolve_all
 from .figures import FIGURE_NAMES, get_figure
 from .figures.common import fmt, markdown_table
@@ -48,6 +49,7 @@ def reproduce(figures: Sequence[str] = ("all",), *, quick: bool = False,
     """Compute (or load) and draw ``figures``; return the files written per figure."""
     t0 = time.perf_counter()
     names = figure_names(figures)
+    require("matplotlib", extra="plots", feature="reproduce (figures)")  # before hours of runs
     out = Path(out) if out is not None else default_out(quick)
     figs = [get_figure(n) for n in names]
     suffix = " (quick)" if quick else ""

@@ -226,10 +226,11 @@ def run_sweep(specs: Iterable[RunSpec], results: str | Path, *, workers: int | N
     if todo:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(todo), desc=desc, unit="run", disable=not progress,
-                   postfix={"stored": len(report.skipped)} if report.skipped else None)
         docs = [s.to_dict() for s in todo]
-        with bar, make_pool(workers, address) as pool:
+        # the pool first: a missing Ray fails before a progress bar is drawn
+        with make_pool(workers, address) as pool, \
+                tqdm(total=len(todo), desc=desc, unit="run", disable=not progress,
+                     postfix={"stored": len(report.skipped)} if report.skipped else None) as bar:
             for n, out in pool.imap_unordered(execute_run, docs):
                 spec = todo[n]
                 if "error" in out:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -21,6 +21,9 @@ from . import checks
 from .checks import FormatError
 from .numerics import ps_count, required_work
 from .utility import Utility, utility_table
+
+if TYPE_CHECKING:
+    from .topology import Topology
 
 DEFAULT_RESOURCES = ("gpu", "cpu", "mem", "storage", "bw")
 BANDWIDTH = "bw"
@@ -99,7 +102,7 @@ class Instance:
     progress: str = "chunk-time"  # or "placement" (placement-aware cost model, see costmodel)
     meta: Mapping[str, Any] = field(default_factory=dict)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for name, value in _checked(self).items():
             object.__setattr__(self, name, value)
 
@@ -138,7 +141,7 @@ class Instance:
         return self.resources.index(BANDWIDTH)
 
     # ---- arrays --------------------------------------------------------------------------
-    def _matrix(self, maps) -> np.ndarray:
+    def _matrix(self, maps: Sequence[Mapping[str, float]]) -> np.ndarray:
         return _frozen(np.array([[float(m.get(r, 0.0)) for r in self.resources] for m in maps],
                                 dtype=float).reshape(len(maps), self.R))
 
@@ -218,7 +221,7 @@ class Instance:
         """ceil(k b_i / B_i): the fewest PSs constraint (6) allows for k workers (0 for k = 0)."""
         return ps_count(workers, self.worker_bw[job], self.ps_bw[job])
 
-    def get_topology(self):
+    def get_topology(self) -> Topology:
         """The topology graph: the instance's own, or the default built from the racks."""
         if self.topology is not None:
             return self.topology
@@ -242,7 +245,7 @@ class Instance:
         text = json.dumps(instance_to_dict(self), separators=(",", ":"), allow_nan=False)
         return hashlib.sha256(text.encode()).hexdigest()
 
-    def with_jobs(self, jobs) -> "Instance":
+    def with_jobs(self, jobs: Iterable[Job]) -> "Instance":
         """A copy with another job list (used by experiments that sub-sample jobs)."""
         return Instance(self.horizon, self.resources, self.worker_servers, self.ps_servers,
                         tuple(jobs), self.topology, self.progress, dict(self.meta))
@@ -332,10 +335,10 @@ def _job(j: Any, p: str, resources: tuple[str, ...], horizon: int) -> Job:
     return _canonical(j, fields)
 
 
-def _canonical(obj, fields: dict[str, Any]):
+def _canonical(obj: Any, fields: dict[str, Any]) -> Any:
     """``obj`` itself when its fields already are ``fields`` (same values and types), else a copy
     with them: the reader's objects pass through, code's numpy scalars become plain numbers."""
-    def same(a, b) -> bool:
+    def same(a: Any, b: Any) -> bool:
         if type(a) is not type(b):
             return False
         if type(a) is dict:

@@ -34,7 +34,7 @@ __all__ = ["INSTANCE_FORMAT", "RESULT_FORMAT", "PROGRESS_MODES", "FormatError", 
 
 
 # ---- structure: the document's shape; the values are checked by the model's constructors -------
-def _get(d: dict, key: str, path: str, default: Any = ...):
+def _get(d: dict, key: str, path: str, default: Any = ...) -> Any:
     if not isinstance(d, dict):
         raise FormatError(path, "expected an object")
     if key not in d:
@@ -131,7 +131,7 @@ def instance_from_dict(doc: Any) -> Instance:
     jobs = [_job(j, n) for n, j in enumerate(_list(_get(doc, "jobs", ""), "jobs"))]
     topo = doc.get("topology")
     topology = None if topo is None else _topology(topo, "topology")
-    return Instance(horizon, resources, workers, pss, jobs, topology,
+    return Instance(horizon, tuple(resources), tuple(workers), tuple(pss), tuple(jobs), topology,
                     doc.get("progress", "chunk-time"), doc.get("meta", {}))
 
 

@@ -9,11 +9,14 @@ from a result file keeps what the file claims, and ``validate`` compares the two
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 import numpy as np
 
 from .numerics import DONE_EPS
+
+if TYPE_CHECKING:
+    from .instance import Instance
 
 WORKER, PS = 0, 1
 ROLES = ("worker", "ps")
@@ -35,7 +38,7 @@ class Allocations:
         return Allocations(z, z, z, z, z)
 
     @staticmethod
-    def from_rows(rows) -> "Allocations":
+    def from_rows(rows: Iterable[tuple[int, int, int, int, int]]) -> "Allocations":
         """``rows``: iterable of (job, slot, server, role, count) integer tuples."""
         a = np.asarray(list(rows), dtype=np.int64).reshape(-1, 5)
         return Allocations(*(np.ascontiguousarray(a[:, c]) for c in range(5)))
@@ -43,7 +46,7 @@ class Allocations:
     def __len__(self) -> int:
         return len(self.job)
 
-    def rows(self):
+    def rows(self) -> Iterator[tuple[int, int, int, int, int]]:
         return zip(self.job.tolist(), self.slot.tolist(), self.server.tolist(),
                    self.role.tolist(), self.count.tolist())
 
@@ -83,7 +86,8 @@ class Schedule:
         return np.array([c is not None for c in self.completion], dtype=bool)
 
 
-def derive_outcome(instance, allocations: Allocations):
+def derive_outcome(instance: Instance, allocations: Allocations
+                   ) -> tuple[tuple[int | None, ...], tuple[float, ...]]:
     """Completion slot (last slot with workers, if the worker-slots cover ``work``) and utility.
 
     With ``instance.progress == "placement"`` the worker-slots are the placement-aware ones of
@@ -110,7 +114,7 @@ def derive_outcome(instance, allocations: Allocations):
 class ScheduleBuilder:
     """Collects allocations and admissions; ``build`` derives completions and utilities."""
 
-    def __init__(self, instance):
+    def __init__(self, instance: Instance):
         self.instance = instance
         self.admitted = np.zeros(instance.I, dtype=bool)
         self._chunks: list[np.ndarray] = []

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Mapping
 
 if TYPE_CHECKING:  # for the annotations only
     import networkx as nx
+
+    from .instance import Instance
 
 from .checks import FormatError, number
 
@@ -30,7 +32,7 @@ class Topology:
     root: str = CORE
 
     @staticmethod
-    def from_racks(instance, oversubscription: float = 1.0) -> "Topology":
+    def from_racks(instance: Instance, oversubscription: float = 1.0) -> "Topology":
         import networkx as nx
 
         if oversubscription <= 0:
@@ -49,7 +51,7 @@ class Topology:
         return Topology(g, CORE)
 
     @staticmethod
-    def from_pods(instance, pod_of, oversubscription: float = 1.0,
+    def from_pods(instance: Instance, pod_of: Mapping[str, str], oversubscription: float = 1.0,
                   pod_oversubscription: float = 1.0) -> "Topology":
         """core -> pods -> racks -> servers (racks from the servers' ``rack`` fields).
 
@@ -134,8 +136,8 @@ class Topology:
 
     def path_to_root(self, node: str) -> list[str]:
         out = [node]
-        while self.parent[out[-1]] is not None:
-            out.append(self.parent[out[-1]])
+        while (up := self.parent[out[-1]]) is not None:
+            out.append(up)
         return out
 
     def link_bandwidth(self, a: str, b: str) -> float:

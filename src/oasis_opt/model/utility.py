@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -38,7 +38,7 @@ class Utility:
     target: float = 0.0
     value: float = 0.0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         choice(self.kind, KINDS, "kind", "utility kind")
         for name in ("priority", "decay", "target", "value"):
             v = number(getattr(self, name), name, minimum=None if name == "target" else 0.0)
@@ -76,7 +76,7 @@ class Utility:
         return Utility("constant", value=float(value))
 
 
-def utility_table(utilities, arrivals: np.ndarray, horizon: int) -> np.ndarray:
+def utility_table(utilities: Sequence[Utility], arrivals: np.ndarray, horizon: int) -> np.ndarray:
     """``table[i, t]`` = f_i(t - a_i) for completion slot t in 0..T (column 0 unused, -inf before arrival).
 
     Array view used by the solvers so they never call Python utility objects in a loop.

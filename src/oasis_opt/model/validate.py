@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .numerics import DONE_EPS, UTILITY_RTOL, capacity_slack
 from .schedule import PS, WORKER, Schedule, derive_outcome
+
+if TYPE_CHECKING:
+    from .instance import Instance
 
 RULES = {
     "workload": "(2) a completed job gets at least epochs*chunks*chunk_time worker-slots "
@@ -73,14 +77,14 @@ class InvalidSchedule(AssertionError):
         self.report = report
 
 
-def assert_valid(instance, schedule: Schedule) -> None:
+def assert_valid(instance: Instance, schedule: Schedule) -> None:
     """Raise ``InvalidSchedule`` listing every violation."""
     report = validate(instance, schedule)
     if not report.ok:
         raise InvalidSchedule(report)
 
 
-def validate(instance, schedule: Schedule) -> ValidationReport:
+def validate(instance: Instance, schedule: Schedule) -> ValidationReport:
     """Check ``schedule`` against ``instance``; return every violation found."""
     out: list[Violation] = []
     jid = [j.id for j in instance.jobs]
@@ -88,7 +92,8 @@ def validate(instance, schedule: Schedule) -> ValidationReport:
     a = schedule.allocations
     T, H, I = instance.horizon, instance.H, instance.I
 
-    def add(rule, msg, job=None, slot=None, server=None, resource=None):
+    def add(rule: str, msg: str, job: int | None = None, slot: int | None = None,
+            server: int | None = None, resource: str | None = None) -> None:
         out.append(Violation(rule, msg, None if job is None else jid[job],
                              None if slot is None else int(slot),
                              None if server is None else sid[server], resource))

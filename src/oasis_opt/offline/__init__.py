@@ -1,12 +1,52 @@
 """Offline optimum and bounds of problem (1).
 
-* :mod:`.solver`: the array solver layer (``LinearProgram``, ``solve_program``: HiGHS via
-  highspy arrays, OR-Tools CP-SAT with documented integer scaling, LP duals);
-* :mod:`.milp_arrays` / :mod:`.milp_pyomo`: the linearised MILP of section 2.1 as arrays (what
-  the solvers use) and as a readable Pyomo model (the reference the tests cross-check);
-* :mod:`.exact`: policies ``offline`` (HiGHS) and ``offline-cpsat``, and ``lp_bound``;
-* :mod:`.colgen`: column generation on (14)-(18), ``bracket(instance, time_limit=...)`` and the
-  policy ``offline-colgen``.
+The public API (each name imports its module on first use, so ``import oasis_opt.offline``
+loads neither Pyomo nor OR-Tools; the HiGHS paths need only the core install):
 
-Submodules are imported on use (Pyomo and OR-Tools are heavy imports).
+* the exact MILP of section 2.1: ``build_milp(instance) -> MilpModel`` (arrays: ``model.lp`` is
+  a ``LinearProgram``), ``decode(model, instance, x, policy, stats) -> Schedule``, and the
+  policies that build, solve and decode it in one call: ``OfflinePolicy(backend="highs" |
+  "cpsat").solve(instance, time_limit=None) -> Schedule`` (``CpsatPolicy`` = the CP-SAT one,
+  needs the ``cpsat`` extra);
+* its LP relaxation: ``lp_bound(instance) -> float``, an upper bound on the optimum;
+* column generation on (14)-(18): ``bracket(instance, time_limit=...) -> Bracket`` (an integer
+  schedule and ``lower <= OPT <= upper``), policy ``ColgenPolicy``;
+* the solver layer: ``LinearProgram`` (c, A, row and column bounds, integrality),
+  ``solve_program(lp, backend="highs" | "cpsat", ...) -> SolverResult``, ``MIP_GAP``;
+* the readable Pyomo model (the reference the array model is tested against; needs the
+  ``pyomo`` extra): ``build_pyomo``, ``solve_pyomo``.
+
+Modules: :mod:`.solver` (HiGHS via highspy arrays, CP-SAT with documented integer scaling, LP
+duals), :mod:`.milp_arrays` / :mod:`.milp_pyomo` (the MILP as arrays / as Pyomo), :mod:`.exact`
+(policies ``offline``, ``offline-cpsat`` and ``lp_bound``), :mod:`.colgen` (column generation
+and policy ``offline-colgen``).
+
+Example (HiGHS, core install)::
+
+    from oasis_opt.offline import OfflinePolicy, build_milp, lp_bound
+    model = build_milp(instance)              # model.lp.n_cols columns, model.size()
+    schedule = OfflinePolicy().solve(instance)
+    assert schedule.total_utility <= lp_bound(instance) + 1e-6
 """
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+_EXPORTS = {
+    "MilpModel": ".milp_arrays", "build_milp": ".milp_arrays", "decode": ".milp_arrays",
+    "OfflinePolicy": ".exact", "CpsatPolicy": ".exact", "lp_bound": ".exact",
+    "Bracket": ".colgen", "bracket": ".colgen", "ColgenPolicy": ".colgen",
+    "LinearProgram": ".solver", "SolverResult": ".solver", "solve_program": ".solver",
+    "MIP_GAP": ".solver",
+    "build_pyomo": ".milp_pyomo", "solve_pyomo": ".milp_pyomo",
+}
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
+
+if TYPE_CHECKING:
+    from .colgen import Bracket, ColgenPolicy, bracket
+    from .exact import CpsatPolicy, OfflinePolicy, lp_bound
+    from .milp_arrays import MilpModel, build_milp, decode
+    from .milp_pyomo import build_pyomo, solve_pyomo
+    from .solver import MIP_GAP, LinearProgram, SolverResult, solve_program
+
+__all__ = list(_EXPORTS)

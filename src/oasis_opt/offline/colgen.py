@@ -50,13 +50,19 @@ import math
 import time
 from dataclasses import dataclass, field
 
+from typing import TYPE_CHECKING, Any, Iterable
+
 import numpy as np
 import scipy.sparse as sp
 
+from ..model import Instance
+from ..model.numerics import RC_TOL, capacity_slack, fit_count
 from ..model.schedule import WORKER, Schedule, ScheduleBuilder
 from ..model.validate import assert_valid
-from ..model.numerics import RC_TOL, capacity_slack, fit_count
 from .solver import IncrementalLP, LinearProgram, relative_gap, solve_program
+
+if TYPE_CHECKING:
+    from ..online.dual import Plan
 
 # share of the time limit for column generation (phases 1 and 2); the rest: integer schedule
 CG_SHARE = 0.7
@@ -80,7 +86,7 @@ class Column:
     completion: int
 
 
-def column_from_rows(instance, job: int, rows: np.ndarray) -> Column | None:
+def column_from_rows(instance: Instance, job: int, rows: np.ndarray) -> Column | None:
     """The column of a job's allocation rows, or None if they do not complete the job (2).
 
     Its objective is the utility of its actual completion slot, the last slot with workers (8).
@@ -95,7 +101,7 @@ def column_from_rows(instance, job: int, rows: np.ndarray) -> Column | None:
     return Column(job, rows, instance.utility_of(job, completion), completion)
 
 
-def columns_of(instance, schedule: Schedule) -> list[Column]:
+def columns_of(instance: Instance, schedule: Schedule) -> list[Column]:
     """One column per completed job of ``schedule``."""
     a = schedule.allocations
     rows = np.column_stack([a.job, a.slot, a.server, a.role, a.count])
@@ -113,7 +119,7 @@ class ColumnPool:
 
     Capacity keys are flattened ``(t S + s) R + r`` over shape (T+1, S, R), S = H + K."""
 
-    def __init__(self, instance):
+    def __init__(self, instance: Instance):
         self.instance = instance
         self.shape = (instance.horizon + 1, instance.H + instance.K, instance.R)
         self.cap = np.broadcast_to(instance.capacity, self.shape).reshape(-1).copy()
@@ -123,7 +129,7 @@ class ColumnPool:
         self.amounts: list[np.ndarray] = []
         self._seen: dict[tuple[int, bytes], int] = {}
 
-    def add(self, columns) -> list[int]:
+    def add(self, columns: Iterable[Column]) -> list[int]:
         """Add the new columns; returns the pool indices of all given columns (new or not)."""
         out = []
         for col in columns:
@@ -184,11 +190,14 @@ class ColumnPool:
                     h = int(np.argmin(np.where(placed < room, util + step, np.inf)))
                     placed[h] += 1
                     util[h] += step[h]
-                for h in np.flatnonzero(placed):
-                    rows.append((col.job, int(t), lo + int(h), role, int(placed[h])))
-        return column_from_rows(inst, col.job, np.array(rows, dtype=np.int64))
+                for j in np.flatnonzero(placed):
+                    rows.append((col.job, int(t), lo + int(j), role, int(placed[j])))
+        spread = column_from_rows(inst, col.job, np.array(rows, dtype=np.int64))
+        if spread is None:  # the same counts per slot: it completes the job as ``col`` does
+            raise RuntimeError(f"re-placing job {col.job}'s column lost work")
+        return spread
 
-    def costs(self, prices: np.ndarray, idx) -> np.ndarray:
+    def costs(self, prices: np.ndarray, idx: Iterable[int]) -> np.ndarray:
         """Resource cost at ``prices`` (T+1, S, R) of the columns ``idx``."""
         flat = prices.reshape(-1)
         return np.array([float(self.amounts[n] @ flat[self.keys[n]]) for n in idx])
@@ -202,7 +211,7 @@ class RestrictedMaster:
     added when an LP solution violates them.
     """
 
-    def __init__(self, pool: ColumnPool, *, pooled: bool = False, **lp_options):
+    def __init__(self, pool: ColumnPool, *, pooled: bool = False, **lp_options: Any):
         inst = pool.instance
         self.pool, self.pooled, self.instance = pool, pooled, inst
         T1, S, R = pool.shape
@@ -230,7 +239,7 @@ class RestrictedMaster:
         s, r = np.divmod(rest, R)
         return (t * 2 + self.group[s]) * R + r
 
-    def sync(self, indices=None) -> int:
+    def sync(self, indices: Iterable[int] | None = None) -> int:
         """Add pool columns to the LP: ``indices`` (default: every pool column), skipping those
         already in it; returns how many were added."""
         todo = range(len(self.pool)) if indices is None else indices
@@ -262,7 +271,8 @@ class RestrictedMaster:
                        else sp.csr_matrix((self.cap.size, 0)))
         return self._A
 
-    def solve(self, deadline: float | None = None):
+    def solve(self, deadline: float | None = None
+              ) -> tuple[float, dict[int, float], np.ndarray, np.ndarray] | None:
         """(value, x, prices (T+1, S, R), mu (I,)) at the LP optimum of the master, with x a
         dict pool index -> value (positive ones); None if the deadline (``perf_counter``) passed.
 
@@ -277,7 +287,7 @@ class RestrictedMaster:
             status, value, x, duals = self.lp.solve(time_limit=left)
             if status == "time_limit":
                 return None
-            if status != "optimal":
+            if status != "optimal" or value is None or x is None or duals is None:
                 raise RuntimeError(f"restricted master LP not solved: {status}")
             if not self.cols:
                 break
@@ -300,7 +310,7 @@ class RestrictedMaster:
         return value, xs, prices, np.maximum(duals[:inst.I], 0.0)
 
 
-def price_jobs(instance, prices: np.ndarray, *, backend: str = "numpy"):
+def price_jobs(instance: Instance, prices: np.ndarray, *, backend: str = "numpy") -> list[Plan]:
     """Best plan of every job at ``prices`` (T+1, H+K, R) with full capacities free (pricing)."""
     from ..online.dual import best_schedule
 
@@ -312,7 +322,7 @@ def price_jobs(instance, prices: np.ndarray, *, backend: str = "numpy"):
             for i in range(instance.I)]
 
 
-def lagrangian_bound(pool: ColumnPool, prices: np.ndarray, plans) -> float:
+def lagrangian_bound(pool: ColumnPool, prices: np.ndarray, plans: Iterable[Plan]) -> float:
     """L(p, q) = sum_{t,s,r} price x capacity + sum_i max(0, best payoff_i) >= LP(14) >= OPT."""
     return (float(prices.reshape(-1) @ pool.cap)
             + float(sum(max(0.0, pl.payoff) for pl in plans)))
@@ -373,7 +383,8 @@ def column_generation(pool: ColumnPool, master: RestrictedMaster, state: CGState
             state.last_x = x
             alpha = weight if state.center is not None else 0.0
             while True:
-                prices = duals if alpha == 0 else alpha * state.center + (1 - alpha) * duals
+                prices = (duals if alpha == 0 or state.center is None
+                          else alpha * state.center + (1 - alpha) * duals)
                 plans = price_jobs(inst, prices, backend=backend)
                 bound = lagrangian_bound(pool, prices, plans)
                 if bound < state.best_bound:
@@ -417,7 +428,8 @@ def column_generation(pool: ColumnPool, master: RestrictedMaster, state: CGState
     return {"value": value, "converged": converged}
 
 
-def fits_greedily(pool: ColumnPool, order, start=()) -> list[int]:
+def fits_greedily(pool: ColumnPool, order: Iterable[int], start: Iterable[int] = ()
+                  ) -> list[int]:
     """Columns taken in ``order`` when their job is still free and they fit the capacities
     left (after the columns ``start``, which are taken first)."""
     used = np.zeros(pool.cap.size)
@@ -505,7 +517,7 @@ class Bracket:
                 "mip_s": self.mip_s, "seed_s": self.seed_s}
 
 
-def bracket(instance, *, time_limit: float | None = 600.0, max_iterations: int | None = None,
+def bracket(instance: Instance, *, time_limit: float | None = 600.0, max_iterations: int | None = None,
             seed_policy: str = "oasis", backend: str = "numpy", cg_share: float = CG_SHARE,
             pooled_share: float = POOLED_SHARE, smoothing: float = SMOOTHING,
             lp_solver: str = "ipm", seed: int = 0, progress: bool = False,
@@ -545,8 +557,8 @@ def bracket(instance, *, time_limit: float | None = 600.0, max_iterations: int |
     candidates = set(seed_cols) | set(state.last_x)
     # interior-point duals without crossover: faster on the big per-server master, and centred
     # duals stabilise column generation (any prices give a valid bound)
-    full = RestrictedMaster(pool, **({"solver": "ipm", "run_crossover": "off"}
-                                     if lp_solver == "ipm" else {}))
+    ipm: dict[str, Any] = {"solver": "ipm", "run_crossover": "off"} if lp_solver == "ipm" else {}
+    full = RestrictedMaster(pool, **ipm)
     full.sync(sorted(candidates))  # the pooled LP's support: a small, good start
     two = column_generation(pool, full, state, deadline=cg_end, max_iterations=max_iterations,
                             backend=backend, smoothing=smoothing, spread="both",
@@ -568,7 +580,8 @@ def bracket(instance, *, time_limit: float | None = 600.0, max_iterations: int |
     initial = np.isin(cand, best).astype(float)
     left = None if time_limit is None else max(1.0, start + time_limit - time.perf_counter())
     res = solve_program(lp, backend="highs", time_limit=left, seed=seed, initial=initial)
-    if res.x is not None and res.objective > float(lp.c @ initial) + 1e-9:
+    if res.x is not None and res.objective is not None \
+            and res.objective > float(lp.c @ initial) + 1e-9:
         best, source = [cand[k] for k in np.flatnonzero(res.x > 0.5)], "mip"
     mip_s = time.perf_counter() - t_mip
 
@@ -610,13 +623,13 @@ class ColgenPolicy:
                  max_iterations: int | None = None, cg_share: float = CG_SHARE,
                  pooled_share: float = POOLED_SHARE, smoothing: float = SMOOTHING,
                  lp_solver: str = "ipm", seed: int = 0):
-        self.options = {"seed_policy": seed_policy, "backend": backend,
+        self.options: dict[str, Any] = {"seed_policy": seed_policy, "backend": backend,
                         "max_iterations": max_iterations, "cg_share": cg_share,
                         "pooled_share": pooled_share, "smoothing": smoothing,
                         "lp_solver": lp_solver, "seed": seed}
 
-    def solve(self, instance, *, time_limit: float | None = None, progress: bool = False,
-              **_ignored) -> Schedule:
+    def solve(self, instance: Instance, *, time_limit: float | None = None, progress: bool = False,
+              **_ignored: Any) -> Schedule:
         result = bracket(instance, time_limit=time_limit, progress=progress, **self.options)
         assert_valid(instance, result.schedule)
         return result.schedule

@@ -12,8 +12,11 @@ incumbent, so a time limit always leaves a valid schedule.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from ..model import Instance
 from ..model.schedule import Schedule
 from ..model.validate import assert_valid
 from .milp_arrays import build_milp, decode
@@ -47,8 +50,8 @@ class OfflinePolicy:
         self.mip_gap = mip_gap
         self.name = "offline" if backend == "highs" else "offline-cpsat"
 
-    def solve(self, instance, *, time_limit: float | None = None, progress: bool = False,
-              **_ignored) -> Schedule:
+    def solve(self, instance: Instance, *, time_limit: float | None = None, progress: bool = False,
+              **_ignored: Any) -> Schedule:
         model = build_milp(instance)
         res = solve_program(model.lp, backend=self.backend, time_limit=time_limit,
                             seed=self.seed, mip_gap=self.mip_gap,
@@ -76,10 +79,10 @@ def CpsatPolicy(seed: int = 0, mip_gap: float = MIP_GAP) -> OfflinePolicy:
     return OfflinePolicy(backend="cpsat", seed=seed, mip_gap=mip_gap)
 
 
-def lp_bound(instance, *, time_limit: float | None = None) -> float:
+def lp_bound(instance: Instance, *, time_limit: float | None = None) -> float:
     """An upper bound on the optimum of (1): the LP relaxation's value (plus zero-work jobs)."""
     model = build_milp(instance)
     res = solve_program(model.lp, backend="highs", time_limit=time_limit, relax=True)
-    if res.status != "optimal":
+    if res.status != "optimal" or res.objective is None:
         raise RuntimeError(f"LP relaxation not solved: {res.status} {res.info}")
     return float(res.objective) + model.constant

@@ -44,7 +44,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 
+from ..model.instance import Instance
 from ..model.numerics import WORK_EPS
 from ..model.schedule import PS, WORKER, Schedule, ScheduleBuilder
 from .solver import LinearProgram
@@ -97,14 +99,15 @@ class MilpModel:
 class _Coo:
     """Row-by-row accumulation of (row, col, value) triplets and row bounds."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.r: list[np.ndarray] = []
         self.c: list[np.ndarray] = []
         self.v: list[np.ndarray] = []
         self.lo: list[float] = []
         self.up: list[float] = []
 
-    def row(self, cols, vals, lo=-math.inf, up=math.inf) -> None:
+    def row(self, cols: ArrayLike, vals: ArrayLike, lo: float = -math.inf,
+            up: float = math.inf) -> None:
         cols = np.asarray(cols, dtype=np.int64).ravel()
         vals = np.broadcast_to(np.asarray(vals, dtype=float), cols.shape)
         self.r.append(np.full(len(cols), len(self.lo), dtype=np.int64))
@@ -113,7 +116,8 @@ class _Coo:
         self.lo.append(lo)
         self.up.append(up)
 
-    def rows(self, rows, cols, vals, lo, up) -> None:
+    def rows(self, rows: ArrayLike, cols: ArrayLike, vals: ArrayLike, lo: ArrayLike,
+             up: ArrayLike) -> None:
         """Many rows at once: entries (rows[n] relative to the new block, cols[n], vals[n])."""
         base = len(self.lo)
         self.r.append(np.asarray(rows, dtype=np.int64) + base)
@@ -130,7 +134,8 @@ class _Coo:
                                                        np.concatenate(self.c))), shape=(m, n_cols))
 
 
-def max_workers_per_slot(instance, wroom: np.ndarray, proom: np.ndarray) -> np.ndarray:
+def max_workers_per_slot(instance: Instance, wroom: np.ndarray, proom: np.ndarray
+                         ) -> np.ndarray:
     """k_i: most workers job i can have in one slot, from N_i, the worker servers' room and the
     PS servers' room (k workers need ceil(k b_i / B_i) PSs, constraint (6), and PSs <= workers)."""
     N = instance.chunks.astype(float)
@@ -142,7 +147,7 @@ def max_workers_per_slot(instance, wroom: np.ndarray, proom: np.ndarray) -> np.n
     return np.minimum(kw, kp).astype(np.int64)
 
 
-def ps_ratio(instance, job: int, kmax: int) -> tuple[float, float]:
+def ps_ratio(instance: Instance, job: int, kmax: int) -> tuple[float, float]:
     """(p, q) with ``ceil(k p / q) = ps_needed(job, k)`` for every k = 1..kmax, p/q simplest.
 
     Constraint (6) only matters at integer worker counts k <= kmax, where it says
@@ -169,7 +174,7 @@ def ps_ratio(instance, job: int, kmax: int) -> tuple[float, float]:
     return b, B
 
 
-def build_milp(instance) -> MilpModel:
+def build_milp(instance: Instance) -> MilpModel:
     """The reduced MILP of section 2.1 for ``instance`` (see the module docstring)."""
     t_start = time.perf_counter()
     T, H = instance.horizon, instance.H
@@ -184,7 +189,8 @@ def build_milp(instance) -> MilpModel:
     kinds, jobs, slots, servers, ubs, cost = [], [], [], [], [], []
     n = 0
 
-    def new_cols(kind, job, slot, server, ub, c=0.0):
+    def new_cols(kind: int, job: int, slot: ArrayLike, server: ArrayLike, ub: ArrayLike,
+                 c: ArrayLike = 0.0) -> np.ndarray:
         nonlocal n
         slot = np.asarray(slot, dtype=np.int64).ravel()
         m = len(slot)
@@ -290,7 +296,7 @@ def build_milp(instance) -> MilpModel:
                      time.perf_counter() - t_start)
 
 
-def decode(model: MilpModel, instance, x: np.ndarray, policy: str,
+def decode(model: MilpModel, instance: Instance, x: np.ndarray, policy: str,
            stats: dict | None = None) -> Schedule:
     """The ``Schedule`` of a (rounded) MILP solution: admissions from x_i, allocations from y, z."""
     builder = ScheduleBuilder(instance)

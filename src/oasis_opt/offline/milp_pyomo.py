@@ -19,11 +19,18 @@ the array model; see ``benchmarks/bench_offline.py`` for the measured ratio.
 from __future__ import annotations
 
 import time
+from typing import Any, Callable
 
-import pyomo.environ as pyo
+import numpy as np
+
+from .._extras import require
+from ..model import Instance
+
+require("pyomo.environ", extra="pyomo", feature="the Pyomo model of the MILP")
+import pyomo.environ as pyo  # noqa: E402
 
 
-def build_pyomo(instance) -> pyo.ConcreteModel:
+def build_pyomo(instance: Instance) -> pyo.ConcreteModel:
     """The MILP as a ``pyo.ConcreteModel`` (variables x, u, y, z; constraints named by equation)."""
     T = instance.horizon
     jobs = range(instance.I)
@@ -43,10 +50,10 @@ def build_pyomo(instance) -> pyo.ConcreteModel:
     m.y = pyo.Var(m.JT, H, within=pyo.NonNegativeIntegers)
     m.z = pyo.Var(m.JT, K, within=pyo.NonNegativeIntegers)
 
-    def workers(i, t):
+    def workers(i: int, t: int) -> Any:
         return sum(m.y[i, t, h] for h in H)
 
-    def pss(i, t):
+    def pss(i: int, t: int) -> Any:
         return sum(m.z[i, t, k] for k in K)
 
     m.utility = pyo.Objective(
@@ -56,8 +63,9 @@ def build_pyomo(instance) -> pyo.ConcreteModel:
         jobs, rule=lambda m, i: sum(workers(i, t) for t in range(a[i], T + 1)) >= work[i] * m.x[i])
     m.max_workers = pyo.Constraint(m.JT, rule=lambda m, i, t: workers(i, t) <= N[i] * m.x[i])  # (3)
 
-    def cap_rule(var, demand, cap, servers_of):
-        def rule(m, t, srv, r):
+    def cap_rule(var: Any, demand: np.ndarray, cap: np.ndarray, servers_of: range
+                 ) -> Callable[..., Any]:
+        def rule(m: Any, t: int, srv: int, r: int) -> Any:
             terms = [demand[i, r] * var[i, t, srv] for i in jobs
                      if a[i] <= t and demand[i, r] > 0]
             return sum(terms) <= cap[srv, r] if terms else pyo.Constraint.Skip
@@ -77,7 +85,7 @@ def build_pyomo(instance) -> pyo.ConcreteModel:
     return m
 
 
-def solve_pyomo(instance, *, time_limit: float | None = None, relax: bool = False,
+def solve_pyomo(instance: Instance, *, time_limit: float | None = None, relax: bool = False,
                 mip_gap: float = 1e-6) -> dict:
     """Build and solve the Pyomo model with HiGHS (Pyomo's ``contrib.solver`` interface).
 

@@ -42,6 +42,9 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
+
+from .._extras import require
 
 from ..model.numerics import FEAS_TOL, ROW_TOL  # HiGHS feasibility, CP-SAT row scaling
 
@@ -72,7 +75,7 @@ class LinearProgram:
     integer: np.ndarray
     sense: str = "max"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.sense not in ("max", "min"):
             raise ValueError(f"sense: expected 'max' or 'min', got {self.sense!r}")
         n = len(self.c)
@@ -193,7 +196,7 @@ def set_highs_threads(threads: int | None) -> None:
     _HIGHS_THREADS = threads
 
 
-def new_highs(**options):
+def new_highs(**options: Any) -> Any:
     """A silent ``highspy.Highs`` with this module's thread setting and the given options."""
     import highspy
 
@@ -207,7 +210,7 @@ def new_highs(**options):
     return h
 
 
-def run_highs(h) -> Any:
+def run_highs(h: Any) -> Any:
     """``h.run()``, recovering once if another component changed HiGHS's global thread pool.
 
     A run that finds the global scheduler set up with another thread count returns without
@@ -222,7 +225,7 @@ def run_highs(h) -> Any:
     return h.getModelStatus()
 
 
-def to_highs_lp(lp: LinearProgram, relax: bool = False):
+def to_highs_lp(lp: LinearProgram, relax: bool = False) -> Any:
     """The ``highspy.HighsLp`` of ``lp`` (CSC arrays; no per-element Python work)."""
     import highspy
 
@@ -244,13 +247,13 @@ def to_highs_lp(lp: LinearProgram, relax: bool = False):
     h_lp.a_matrix_.value_ = A.data.astype(np.float64)
     h_lp.sense_ = highspy.ObjSense.kMaximize if lp.sense == "max" else highspy.ObjSense.kMinimize
     if not relax and np.any(lp.integer):
-        h_lp.integrality_ = np.where(np.asarray(lp.integer, bool),
-                                     highspy.HighsVarType.kInteger,
-                                     highspy.HighsVarType.kContinuous).tolist()
+        kinds = (highspy.HighsVarType.kContinuous, highspy.HighsVarType.kInteger)
+        h_lp.integrality_ = [kinds[int(v)] for v in np.asarray(lp.integer, bool)]
     return h_lp
 
 
-def _solve_highs(lp, *, time_limit, relax, seed, mip_gap, initial) -> SolverResult:
+def _solve_highs(lp: LinearProgram, *, time_limit: float | None, relax: bool, seed: int,
+                 mip_gap: float, initial: np.ndarray | None) -> SolverResult:
     import highspy
 
     MS = highspy.HighsModelStatus
@@ -309,7 +312,7 @@ class IncrementalLP:
     model each round would dominate. Rows and columns keep their insertion index.
     """
 
-    def __init__(self, sense: str = "max", **options):
+    def __init__(self, sense: str = "max", **options: Any):
         import highspy
 
         self._h = new_highs(**{"primal_feasibility_tolerance": FEAS_TOL, **options})
@@ -332,7 +335,8 @@ class IncrementalLP:
                         A.data.astype(float))
         self.n_rows += n
 
-    def add_cols(self, cost, lower, upper, A: sp.csc_matrix) -> None:
+    def add_cols(self, cost: ArrayLike, lower: ArrayLike, upper: ArrayLike,
+                 A: sp.csc_matrix) -> None:
         """Append columns with objective ``cost``, bounds and coefficients ``A`` (n_rows x n)."""
         A = sp.csc_matrix(A)
         A.sort_indices()
@@ -382,7 +386,8 @@ def _decimal_scale(values: np.ndarray, max_decimals: int = CPSAT_MAX_DECIMALS) -
     return None
 
 
-def _scale_row(coef: np.ndarray, lo: float, up: float, box: np.ndarray):
+def _scale_row(coef: np.ndarray, lo: float, up: float, box: np.ndarray
+               ) -> tuple[np.ndarray, int | None, int | None, bool]:
     """Integer version of ``lo <= coef @ x <= up`` for integer x with ``|x_j| <= box_j``.
 
     Returns (integer coefficients, integer lo or None, integer up or None, exact?). Both
@@ -407,7 +412,7 @@ def _scale_row(coef: np.ndarray, lo: float, up: float, box: np.ndarray):
         slack = float(np.sum(np.abs(a - coef * s) * box))
         exact = False
 
-    def edge(v, up_side):
+    def edge(v: float, up_side: bool) -> int | None:
         if not math.isfinite(v):
             return None
         tol = ROW_TOL * s * max(1.0, abs(v))
@@ -424,8 +429,10 @@ def _objective_scale(c: np.ndarray) -> float:
     return 10.0 ** min(15, math.floor(math.log10(CPSAT_MAX_OBJECTIVE) - math.log10(cmax)))
 
 
-def _solve_cpsat(lp, *, time_limit, seed, mip_gap, initial) -> SolverResult:
-    from ortools.sat.python import cp_model
+def _solve_cpsat(lp: LinearProgram, *, time_limit: float | None, seed: int, mip_gap: float,
+                 initial: np.ndarray | None) -> SolverResult:
+    cp_model = require("ortools.sat.python.cp_model", extra="cpsat",
+                       feature="the CP-SAT backend (policy offline-cpsat)")
 
     ints = np.asarray(lp.integer, bool)
     if not ints.all():

@@ -173,7 +173,8 @@ def place_slot(u: np.ndarray, fit: np.ndarray, count: int) -> list[tuple[int, in
     """Greedy placement of ``count`` containers: cheapest unit price first, ties by index (the
     DP only plans counts that fit)."""
     placed = fill(np.argsort(u, kind="stable"), fit, count)
-    assert placed is not None
+    if placed is None:  # callers place counts the DP found to fit
+        raise RuntimeError(f"cannot place {count} containers (fit counts {fit.tolist()})")
     return placed
 
 

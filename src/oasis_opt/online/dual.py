@@ -68,18 +68,30 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .._extras import require
 from ..model.numerics import ps_count
 from ._dp import GRANULARITIES, Plan, cost_lower_bound, job_arguments, job_spec, make_plan
+
+if TYPE_CHECKING:
+    from ..model import Instance
 
 BACKENDS = ("numpy", "jax", "reference")
 
 __all__ = ["BACKENDS", "GRANULARITIES", "Plan", "best_schedule", "best_schedule_arrays",
-           "job_arguments"]
+           "check_backend", "job_arguments"]
+
+
+def check_backend(backend: str) -> None:
+    """ValueError naming ``backend`` if unknown; ``MissingExtra`` for "jax" without jax."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend: expected one of {', '.join(BACKENDS)}, got {backend!r}")
+    if backend == "jax":
+        require("jax", extra="jax", feature="the 'jax' backend")
 
 
 def best_schedule_arrays(worker_price: ArrayLike, ps_price: ArrayLike, worker_free: ArrayLike,
@@ -116,8 +128,7 @@ def best_schedule_arrays(worker_price: ArrayLike, ps_price: ArrayLike, worker_fr
     and payoff -inf. Rows number worker servers 0..H-1 and PS servers H..H+K-1. A wrong shape,
     type or value raises ``ValueError`` naming the argument.
     """
-    if backend not in BACKENDS:
-        raise ValueError(f"backend: expected one of {', '.join(BACKENDS)}, got {backend!r}")
+    check_backend(backend)
     if granularity not in GRANULARITIES:
         raise ValueError(f"granularity: expected one of {', '.join(GRANULARITIES)}, "
                          f"got {granularity!r}")
@@ -173,7 +184,7 @@ def best_schedule_arrays(worker_price: ArrayLike, ps_price: ArrayLike, worker_fr
     return impl(spec, *prices, cost_lower_bound(spec, *mins))
 
 
-def best_schedule(instance: Any, job: int, worker_price: ArrayLike, ps_price: ArrayLike,
+def best_schedule(instance: Instance, job: int, worker_price: ArrayLike, ps_price: ArrayLike,
                   worker_free: ArrayLike, ps_free: ArrayLike, *, backend: str = "numpy",
                   granularity: str = "worker-slot") -> Plan:
     """The payoff-maximising schedule (21)/(27) of ``job`` of ``instance`` at the given prices:

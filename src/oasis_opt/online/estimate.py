@@ -90,7 +90,7 @@ class FloorCalibration:
     grid: tuple[float, ...]
     scores: tuple[tuple[float, ...], ...]
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if len(self.scores) != len(self.grid) or not self.scores or not all(
                 len(row) == len(self.scores[0]) and row for row in self.scores):
             raise ValueError("scores: one non-empty row per grid value, all of one length")
@@ -130,7 +130,8 @@ class EstimatedPricing(dict):
         super().__init__(document)
         self.calibration = calibration
 
-    def __reduce__(self):  # pickle / copy (Ray) keep the calibration
+    def __reduce__(self) -> tuple[type, tuple[dict, FloorCalibration]]:  # pickle / copy (Ray)
+        # keep the calibration
         return type(self), (dict(self), self.calibration)
 
     def __repr__(self) -> str:

@@ -25,12 +25,14 @@ from __future__ import annotations
 import math
 import time
 from pathlib import Path
+from typing import Any, Iterator
 
 import numpy as np
 
-from ..model.schedule import WORKER
+from ..model import Instance
 from ..model.policy import OnlinePolicy
-from .dual import BACKENDS, GRANULARITIES, Plan, best_schedule
+from ..model.schedule import WORKER
+from .dual import GRANULARITIES, Plan, best_schedule, check_backend
 from .pricing import Pricing, parse_pricing, read_pricing_file, resolve_pricing
 
 
@@ -39,10 +41,9 @@ class OasisPolicy(OnlinePolicy):
 
     name = "oasis"
 
-    def __init__(self, backend: str = "numpy", pricing="oracle", u_scale: float = 1.0,
+    def __init__(self, backend: str = "numpy", pricing: Any = "oracle", u_scale: float = 1.0,
                  granularity: str = "worker-slot"):
-        if backend not in BACKENDS:
-            raise ValueError(f"backend: expected one of {', '.join(BACKENDS)}, got {backend!r}")
+        check_backend(backend)
         if granularity not in GRANULARITIES:
             raise ValueError(f"granularity: expected one of {', '.join(GRANULARITIES)}, "
                              f"got {granularity!r}")
@@ -64,7 +65,7 @@ class OasisPolicy(OnlinePolicy):
         self.pricing: Pricing | None = None
 
     # ---- simulator hooks ---------------------------------------------------------------------
-    def start(self, instance, state) -> None:
+    def start(self, instance: Instance, state: Any) -> None:
         self.instance = instance
         T, H, K, R = instance.horizon, instance.H, instance.K, instance.R
         self.pricing = (resolve_pricing(self.pricing_spec, instance, self.u_scale)
@@ -80,11 +81,12 @@ class OasisPolicy(OnlinePolicy):
             self.ps_price = self.pricing.ps_prices(self.ps_used, instance.ps_capacity)
         self.rows_by_slot: dict[int, list[np.ndarray]] = {}
         I = instance.I
-        self.payoff = [None] * I  # best payoff at decision time (None: undecided / infeasible)
-        self.planned = [None] * I  # planned completion slot of the best schedule
-        self.decision_s = [None] * I
+        # best payoff at decision time (None: undecided / infeasible)
+        self.payoff: list[float | None] = [None] * I
+        self.planned: list[int | None] = [None] * I  # planned completion slot of the best plan
+        self.decision_s: list[float | None] = [None] * I
 
-    def on_arrival(self, job: int, t: int, state) -> bool:
+    def on_arrival(self, job: int, t: int, state: Any) -> bool:
         t0 = time.perf_counter()
         plan = best_schedule(self.instance, job, self.worker_price, self.ps_price,
                              self.worker_free, self.ps_free, backend=self.backend,
@@ -97,7 +99,7 @@ class OasisPolicy(OnlinePolicy):
         self.planned[job] = plan.completion
         return admit
 
-    def allocate(self, t: int, state):
+    def allocate(self, t: int, state: Any) -> Iterator[tuple[int, int, int, int]]:
         done = state.done
         for rows in self.rows_by_slot.get(t, ()):
             job = int(rows[0, 0])
@@ -108,7 +110,8 @@ class OasisPolicy(OnlinePolicy):
 
     # ---- Alg. 1, admission: reserve the plan and raise the prices ----------------------------------
     def _commit(self, plan: Plan) -> None:
-        inst = self.instance
+        inst, pricing = self.instance, self.pricing
+        assert pricing is not None  # set in ``start`` for any instance with a job
         rows = plan.rows
         H = inst.H
         w = rows[rows[:, 3] == WORKER]
@@ -116,9 +119,9 @@ class OasisPolicy(OnlinePolicy):
         # (slot, server) pairs are unique within one plan, so plain fancy-index updates are exact
         for sel, used, free, demand, cap, price_fn, prices, base in (
                 (w, self.worker_used, self.worker_free, inst.worker_demand[plan.job],
-                 inst.worker_capacity, self.pricing.worker_prices, self.worker_price, 0),
+                 inst.worker_capacity, pricing.worker_prices, self.worker_price, 0),
                 (p, self.ps_used, self.ps_free, inst.ps_demand[plan.job], inst.ps_capacity,
-                 self.pricing.ps_prices, self.ps_price, H)):
+                 pricing.ps_prices, self.ps_price, H)):
             slot, server, count = sel[:, 1], sel[:, 2] - base, sel[:, 4]
             used[slot, server] += count[:, None] * demand
             free[slot, server] = cap[server] - used[slot, server]
@@ -129,7 +132,7 @@ class OasisPolicy(OnlinePolicy):
     # ---- reporting ------------------------------------------------------------------------
     def stats(self) -> dict:
         times = [d for d in self.decision_s if d is not None]
-        out = {"backend": self.backend, "granularity": self.granularity}
+        out: dict[str, Any] = {"backend": self.backend, "granularity": self.granularity}
         if self.pricing is not None:
             out["pricing"] = self.pricing.stats()
             out["alpha"] = self.pricing.alpha

@@ -59,6 +59,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from ..model import Instance
 from ..model.io import FormatError
 
 PRICING_FORMAT = "oasis-opt/pricing@1"
@@ -128,7 +129,7 @@ class Pricing:
     # ---- reporting -----------------------------------------------------------------------------
     def to_dict(self) -> dict:
         """The pricing file document (``oasis-opt/pricing@1``); unpriced resources are omitted."""
-        def amounts(U):
+        def amounts(U: np.ndarray) -> dict[str, float]:
             return {r: float(u) for r, u in zip(self.resources, U) if not np.isnan(u)}
 
         return {"format": PRICING_FORMAT, "U_worker": amounts(self.U_worker),
@@ -163,18 +164,18 @@ def price_function(committed: np.ndarray, capacity: np.ndarray, log_L: float,
 
 
 # ---- the oracle (A6: the "100%" case, computed from the whole job trace) -------------------------
-def best_case_utility(instance) -> np.ndarray:
+def best_case_utility(instance: Instance) -> np.ndarray:
     """f_i(dmin_i - 1): utility of the fastest possible schedule (A5), shape (I,)."""
     d = np.maximum(instance.min_duration - 1, 0)
     return np.array([float(j.utility(int(di))) for j, di in zip(instance.jobs, d)])
 
 
-def worst_case_utility(instance) -> np.ndarray:
+def worst_case_utility(instance: Instance) -> np.ndarray:
     """f_i(T - a_i): utility of finishing in the last slot, shape (I,)."""
     return instance.utility_table[np.arange(instance.I), instance.horizon].astype(float)
 
 
-def oracle_u(instance) -> tuple[np.ndarray, np.ndarray]:
+def oracle_u(instance: Instance) -> tuple[np.ndarray, np.ndarray]:
     """U1^r, U2^r of eqs. (23)-(24), shape (R,) each; ``nan`` where no job demands r on that
     pool (unpriced). Needs no L, so it is defined even where ``oracle_pricing`` is not."""
     best = best_case_utility(instance)
@@ -188,7 +189,7 @@ def oracle_u(instance) -> tuple[np.ndarray, np.ndarray]:
     return one(instance.worker_demand), one(instance.ps_demand)
 
 
-def oracle_pricing(instance, u_scale: float = 1.0) -> Pricing:
+def oracle_pricing(instance: Instance, u_scale: float = 1.0) -> Pricing:
     """U, L and eta from the whole instance (eqs. 23-26 with the choices of A5/A6)."""
     if instance.I == 0:
         raise ValueError("pricing: an instance without jobs has no oracle pricing")
@@ -203,7 +204,7 @@ def oracle_pricing(instance, u_scale: float = 1.0) -> Pricing:
                          "(eqs. 25-26) are undefined; give an explicit pricing file")
     excluded = tuple(i for i, k in zip(ids, keep) if not k)
 
-    def floor(demand: np.ndarray, capacity: np.ndarray):
+    def floor(demand: np.ndarray, capacity: np.ndarray) -> tuple[float, float]:
         per_job = work * demand.sum(axis=1)  # W_i sum_r w_i^r
         eta = max(1.0, float(np.max(T * capacity.sum() / per_job[keep])))
         log_L = float(np.min(np.log(worst[keep]) - np.log(per_job[keep]))) - math.log(4 * eta)
@@ -271,7 +272,7 @@ def read_pricing_file(path: str | Path) -> dict:
     return parse_pricing(doc)
 
 
-def pricing_from_values(values: Mapping[str, Any], instance, source: str) -> Pricing:
+def pricing_from_values(values: Mapping[str, Any], instance: Instance, source: str) -> Pricing:
     """Bind checked pricing values to an instance: resource names, and a U for every demanded one."""
     R = instance.resources
     arrays = {}
@@ -290,7 +291,7 @@ def pricing_from_values(values: Mapping[str, Any], instance, source: str) -> Pri
                    math.log(values["L_ps"]), source)
 
 
-def resolve_pricing(spec: Any, instance, u_scale: float = 1.0) -> Pricing:
+def resolve_pricing(spec: Any, instance: Instance, u_scale: float = 1.0) -> Pricing:
     """``spec``: "oracle", a ``Pricing``, a path to a pricing file, or a pricing document (dict)."""
     if isinstance(spec, Pricing):
         if tuple(spec.resources) != tuple(instance.resources):

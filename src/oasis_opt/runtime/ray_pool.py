@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from .._extras import require
+
 # One task per CPU: keep numerical libraries in each task single-threaded.
 SINGLE_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
                      "MKL_NUM_THREADS": "1", "JAX_PLATFORMS": "cpu"}
@@ -57,11 +59,7 @@ class RayPool:
         self._ray = None
 
     def __enter__(self) -> "RayPool":
-        try:
-            import ray
-        except ImportError as e:
-            raise RuntimeError("running on Ray needs the 'dist' extra (pip install "
-                               "'oasis-opt[dist]'), or use --workers 1") from e
+        ray = require("ray", extra="ray", feature="running on Ray (--workers 1 runs without it)")
         self._ray = ray
         if not ray.is_initialized():
             kwargs = dict(include_dashboard=False, log_to_driver=False, logging_level="WARNING")

@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from ..._extras import require
 from ..spec import RunSpec
 
 # Display names and colours of the policies, in the paper's legend order.
@@ -129,6 +130,34 @@ def mean_sd(values: Sequence[float]) -> tuple[float, float]:
     return float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0
 
 
+def mean_range(values: Sequence[float]) -> tuple[float, float, float]:
+    """Mean, min and max over seeds (NaN for none): a bar over seeds is drawn as the mean with
+    min … max whiskers. Unlike mean ± sd, the whiskers stay within the data, so those of a
+    non-negative quantity (utility, a ratio of utilities) never go below zero."""
+    v = np.asarray(values, dtype=float)
+    if v.size == 0:
+        return math.nan, math.nan, math.nan
+    return float(v.mean()), float(v.min()), float(v.max())
+
+
+def bars_caption(seeds: int) -> str:
+    """What the bars of a figure over ``seeds`` seeds show (every bar figure says it)."""
+    if seeds == 1:
+        return "bars: one seed (no whiskers)"
+    return f"bars: mean over {seeds} seeds, whiskers: min … max"
+
+
+BOX_CAPTION = ("boxes: median and quartiles over the jobs of every seed, whiskers: the furthest "
+               "points within 1.5 IQR, circles: beyond")
+
+
+def whiskers(mean: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray | None:
+    """``yerr`` for ``Axes.bar``: (2, n) distances down to ``lo`` and up to ``hi``; None when
+    every range is empty (one seed), so no zero-length caps are drawn."""
+    err = np.vstack([mean - lo, hi - mean])
+    return None if not np.any(np.nan_to_num(err) > 0) else err
+
+
 def box_stats(values: Sequence[float]) -> dict[str, float]:
     """Median, quartiles and Tukey whiskers (most extreme points within 1.5 IQR), as plotted."""
     v = np.sort(np.asarray(values, dtype=float))
@@ -165,6 +194,7 @@ def checks_markdown(checks: Sequence[tuple[str, bool, str]]) -> str:
 
 
 def new_figure(ncols: int = 1, nrows: int = 1, width: float = 6.0, height: float = 3.8):
+    require("matplotlib", extra="plots", feature="figures")
     from matplotlib.figure import Figure as MplFigure
 
     fig = MplFigure(figsize=(width * ncols, height * nrows), layout="constrained")
@@ -190,17 +220,19 @@ def write_markdown(out_dir: Path, stem: str, text: str) -> Path:
 
 def grouped_bars(ax, groups: Sequence[Any], series: Sequence[str], ours: dict, paper: dict,
                  colours: dict[str, str], labels: dict[str, str], scale: float = 1.0) -> None:
-    """Bars of our mean (± sd over seeds) per (group, series), the paper's value as a marker on
-    the same bar. ``ours[(g, s)] = (mean, sd)``; ``paper[(g, s)] = value`` (missing/NaN: none)."""
+    """Bars of our mean with min … max whiskers over seeds per (group, series), the paper's
+    value as a marker on the same bar. ``ours[(g, s)] = (mean, min, max)`` (``mean_range``);
+    ``paper[(g, s)] = value`` (missing/NaN: none)."""
     n = len(series)
     width = 0.8 / n
     x = np.arange(len(groups))
+    missing = (math.nan, math.nan, math.nan)
     for k, s in enumerate(series):
         pos = x - 0.4 + width * (k + 0.5)
-        m = np.array([ours.get((g, s), (math.nan, math.nan))[0] for g in groups]) / scale
-        e = np.array([ours.get((g, s), (math.nan, math.nan))[1] for g in groups]) / scale
-        ax.bar(pos, m, width, yerr=e, color=colours[s], label=labels[s], capsize=2,
-               error_kw={"elinewidth": 0.8})
+        m, lo, hi = (np.array(v, dtype=float) / scale
+                     for v in zip(*(ours.get((g, s), missing) for g in groups)))
+        ax.bar(pos, m, width, yerr=whiskers(m, lo, hi), color=colours[s], label=labels[s],
+               capsize=2, error_kw={"elinewidth": 0.8})
         p = np.array([paper.get((g, s), math.nan) for g in groups], dtype=float) / scale
         if np.isfinite(p).any():
             ax.plot(pos, p, **PAPER_MARKER, label="paper" if k == 0 else None)

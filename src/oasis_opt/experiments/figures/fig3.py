@@ -19,10 +19,10 @@ import numpy as np
 
 from ..calibration import FloorEstimate, history_seeds
 from ..spec import RunSpec
-from .common import (COLOURS, PAPER_POLICIES, SERIES, Figure, calibration_markdown,
-                     checks_markdown, display, fmt, grouped_bars, markdown_table, mean_sd,
-                     new_figure, number, oasis_runs, ratio, read_reference, save, series,
-                     write_markdown)
+from .common import (COLOURS, PAPER_POLICIES, SERIES, Figure, bars_caption, calibration_markdown,
+                     checks_markdown, display, fmt, grouped_bars, markdown_table, mean_range,
+                     mean_sd, new_figure, number, oasis_runs, ratio, read_reference, save,
+                     series, write_markdown)
 
 FULL = {"jobs": (100, 200, 300, 400), "horizon": 300, "servers": 50, "seeds": (0, 1, 2)}
 QUICK = {"jobs": (10, 20, 30, 40), "horizon": 300, "servers": 5, "seeds": (0,)}
@@ -104,6 +104,7 @@ def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = Fals
     jobs = list(s["jobs"])
     values = collect(specs, records)
     ours = {k: mean_sd(v) for k, v in values.items()}
+    bars = {k: mean_range(v) for k, v in values.items()}
     paper = paper_values(reference_dir)
     # In the quick variant the job counts are scaled; the paper's bars sit at the same position.
     paper_at = {(n, p): paper.get((pn, p), np.nan)
@@ -112,21 +113,22 @@ def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = Fals
 
     fig, ax = new_figure(2, 1, width=6.2)
     # quick: our values are about a tenth of the paper's scale, so no paper markers in (a)
-    grouped_bars(ax[0, 0], jobs, SERIES, ours, {} if quick else paper_at, COLOURS,
+    grouped_bars(ax[0, 0], jobs, SERIES, bars, {} if quick else paper_at, COLOURS,
                  labels, scale=1 if quick else 1e4)
     ax[0, 0].set(xlabel="number of jobs",
                  ylabel="total utility" + ("" if quick else " (×10⁴)"),
                  title="(a) total utility" + (" (quick: paper values in (b) only)" if quick else ""))
     ax[0, 0].legend(fontsize=7, ncols=3)
-    rel_ours = {k: (ratio(m, ours[(k[0], "oasis")][0]), ratio(sd, ours[(k[0], "oasis")][0]))
-                for k, (m, sd) in ours.items()}
+    # the series' mean, min and max, each divided by OASiS's mean at that size
+    rel_ours = {k: tuple(ratio(v, bars[(k[0], "oasis")][0]) for v in b) for k, b in bars.items()}
     rel_paper = {(n, p): ratio(paper_at[(n, p)], paper_at[(n, "oasis")])
                  for n in jobs for p in PAPER_POLICIES}
     grouped_bars(ax[0, 1], jobs, SERIES, rel_ours, rel_paper, COLOURS, labels)
     ax[0, 1].set(xlabel="number of jobs" + (" (paper: 100-400)" if quick else ""),
                  ylabel="utility / OASiS utility", title="(b) relative to OASiS; ◆ = paper")
     fig.suptitle(f"Fig. 3 — total utility vs jobs, T = {s['horizon']}, "
-                 f"{s['servers']}+{s['servers']} servers, {len(s['seeds'])} seed(s)")
+                 f"{s['servers']}+{s['servers']} servers; {bars_caption(len(s['seeds']))} "
+                 "(in (b) divided by OASiS's mean)")
     paths = save(fig, out_dir, "fig3")
 
     rows = []

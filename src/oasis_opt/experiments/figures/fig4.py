@@ -16,7 +16,8 @@ import numpy as np
 
 from ..calibration import FloorEstimate, history_seeds
 from ..spec import RunSpec
-from .common import (CLASSES, COLOURS, PAPER_MARKER, PAPER_POLICIES, SERIES, Figure, box_stats,
+from .common import (BOX_CAPTION, CLASSES, COLOURS, PAPER_MARKER, PAPER_POLICIES, SERIES, Figure,
+                     box_stats,
                      calibration_markdown, checks_markdown, display, fmt, markdown_table,
                      new_figure, number, oasis_runs, read_reference, save, series,
                      write_markdown)
@@ -131,7 +132,7 @@ def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = Fals
                 ax.legend(fontsize=7)
     fig.suptitle(f"Fig. 4 — actual minus target completion time, T = {s['horizon']}, "
                  f"{s['jobs']} jobs, {s['servers']}+{s['servers']} servers, "
-                 f"{len(s['seeds'])} seed(s); ◆ = paper")
+                 f"{len(s['seeds'])} seed(s); ◆ = paper\n{BOX_CAPTION}")
     paths = save(fig, out_dir, "fig4")
 
     rows = []

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..._extras import require
 from .. import fig5 as offline_fig5
 from ..calibration import FloorEstimate, history_seeds
 from ..spec import RunSpec
@@ -87,7 +88,7 @@ def claims(summary) -> list[tuple[str, bool, str]]:
 
 def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = False,
            estimated=None) -> list[Path]:
-    from matplotlib import colormaps
+    colormaps = require("matplotlib", extra="plots", feature="figures").colormaps
 
     s = offline_fig5.settings(quick)
     summary = offline_fig5.summarize(rows(specs, records))

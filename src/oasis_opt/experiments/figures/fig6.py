@@ -17,11 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ..._extras import require
 from ..calibration import scaled_document
 from ..spec import RunSpec
 from . import fig3
-from .common import (Figure, checks_markdown, estimated_pricing, fmt, grouped_bars,
-                     markdown_table, mean_sd, new_figure, number, ratio, read_reference, save,
+from .common import (Figure, bars_caption, checks_markdown, estimated_pricing, fmt, grouped_bars,
+                     markdown_table, mean_range, new_figure, number, ratio, read_reference, save,
                      write_markdown)
 
 PERCENTS = (20, 50, 100, 300, 500, 1000)
@@ -69,7 +70,7 @@ def claims(rel: dict[tuple[int, int], float], jobs) -> list[tuple[str, bool, str
 
 def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = False,
            estimated=None) -> list[Path]:
-    from matplotlib import colormaps
+    colormaps = require("matplotlib", extra="plots", feature="figures").colormaps
 
     s = fig3.settings(quick)
     jobs = list(s["jobs"])
@@ -88,9 +89,10 @@ def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = Fals
     fig, ax = new_figure(2, 1, width=6.2)
     sections, rows_by = [], {}
     for col, (scaling, title) in enumerate(SCALINGS.items()):
-        ours = {(n, p): mean_sd(values[(scaling, n, p)]) for n in jobs for p in PERCENTS}
-        rel = {(n, p): (ratio(ours[(n, p)][0], ours[(n, 100)][0]),
-                        ratio(ours[(n, p)][1], ours[(n, 100)][0])) for n in jobs for p in PERCENTS}
+        ours = {(n, p): mean_range(values[(scaling, n, p)]) for n in jobs for p in PERCENTS}
+        # mean, min and max, each divided by the mean at 100%
+        rel = {(n, p): tuple(ratio(v, ours[(n, 100)][0]) for v in ours[(n, p)])
+               for n in jobs for p in PERCENTS}
         a = ax[0, col]
         grouped_bars(a, jobs, PERCENTS, rel, rel_paper, colours, labels)
         a.axhline(1, color="grey", lw=0.6, ls=":")
@@ -107,7 +109,8 @@ def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = Fals
                         + markdown_table(["jobs"] + [f"{p}%" for p in PERCENTS], rows) + "\n"
                         + checks_markdown(claims({k: v[0] for k, v in rel.items()}, jobs)))
     fig.suptitle(f"Fig. 6 — U/L estimation error, T = {s['horizon']}, "
-                 f"{s['servers']}+{s['servers']} servers, {len(s['seeds'])} seed(s)")
+                 f"{s['servers']}+{s['servers']} servers; {bars_caption(len(s['seeds']))}, "
+                 "divided by the mean at 100%")
     paths = save(fig, out_dir, "fig6")
     text = (f"# Fig. 6 — total utility under U/L estimation error{' (quick)' if quick else ''}\n\n"
             "OASiS priced with U and L estimated on a history (Fig. 3's pricing, the 100% column) "

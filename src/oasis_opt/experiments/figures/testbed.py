@@ -15,10 +15,10 @@ import numpy as np
 
 from ..calibration import FloorEstimate, history_seeds
 from ..spec import RunSpec
-from .common import (COLOURS, PAPER_MARKER, PAPER_POLICIES, SERIES, Figure, box_stats,
-                     calibration_markdown, checks_markdown, display, fmt, markdown_table, mean_sd,
-                     new_figure, number, oasis_runs, read_reference, save, series,
-                     write_markdown)
+from .common import (BOX_CAPTION, COLOURS, PAPER_MARKER, PAPER_POLICIES, SERIES, Figure,
+                     bars_caption, box_stats, calibration_markdown, checks_markdown, display, fmt,
+                     markdown_table, mean_range, mean_sd, new_figure, number, oasis_runs,
+                     read_reference, save, series, whiskers, write_markdown)
 
 FULL = {"seeds": tuple(range(10))}
 QUICK = {"seeds": (0, 1, 2)}
@@ -93,13 +93,15 @@ def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = Fals
     pos = np.arange(len(SERIES))
     names = [display(p).replace(" (oracle U, L)", "\n(oracle)") for p in SERIES]
     fig, ax = new_figure(2, 1, width=5.6)
-    ms = [mean_sd(util[p]) for p in SERIES]
-    ax[0, 0].bar(pos, [m / 100 for m, _ in ms], 0.6, yerr=[sd / 100 for _, sd in ms],
-                 color=[COLOURS[p] for p in SERIES], capsize=3)
+    m, lo, hi = (np.array(v) / 100 for v in zip(*(mean_range(util[p]) for p in SERIES)))
+    ax[0, 0].bar(pos, m, 0.6, yerr=whiskers(m, lo, hi), color=[COLOURS[p] for p in SERIES],
+                 capsize=3)
     ax[0, 0].plot(pos, [paper[p]["utility"] / 100 for p in SERIES], **PAPER_MARKER,
                   label="paper")
     ax[0, 0].set_xticks(pos, names, fontsize=7)
-    ax[0, 0].set(ylabel="total utility (×10²)", title="Fig. 8 — total utility")
+    ax[0, 0].set(ylabel="total utility (×10²)",
+                 title=f"Fig. 8 — total utility\n{bars_caption(len(seeds))}")
+    ax[0, 0].title.set_fontsize(9)
     ax[0, 0].legend(fontsize=7)
     a = ax[0, 1]
     for k, (data, hatch, shift) in enumerate(((done, None, -0.18), ({p: done[p] + unf[p] for p in
@@ -117,7 +119,9 @@ def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = Fals
     a.axhline(0, color="grey", lw=0.6, ls=":")
     a.set_xticks(pos, names, fontsize=7)
     a.set(ylabel="actual − target (slots)",
-          title="Fig. 9 — actual − target (hatched: unfinished at T)")
+          title="Fig. 9 — actual − target (hatched: unfinished at T)\n"
+                + BOX_CAPTION.replace(", whiskers", ",\nwhiskers"))
+    a.title.set_fontsize(9)
     a.legend(fontsize=6, loc="lower left")
     fig.suptitle(f"Testbed scenario, simulated — {len(seeds)} seed(s); ◆ = paper")
     paths = save(fig, out_dir, "testbed")
