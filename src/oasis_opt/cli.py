@@ -57,7 +57,7 @@ _COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str, tuple]] = {
 
 # command groups: a command registered as "group leaf" is ``oasis-opt group leaf``
 _GROUPS: dict[str, str] = {
-    "automl": "AutoML: real training tasks and their learning curves",
+    "automl": "AutoML: real training tasks, their learning curves, early-stopping studies",
 }
 
 
@@ -634,7 +634,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 @command("reproduce", "run the paper's experiments and draw its figures beside the paper's values",
          arg("figures", nargs="*", default=["all"], metavar="FIGURE",
-             help="fig3, fig4, fig5, fig6, testbed or all (default: all)"),
+             help="fig3, fig4, fig5, fig6, testbed or all (default: all, the paper's "
+                  "figures); automl (early stopping on real learning curves) by name"),
          arg("--quick", action="store_true",
              help="small variant of each figure (all of them in a minute or two)"),
          arg("--workers", type=positive_int, metavar="N",
@@ -720,6 +721,70 @@ def cmd_automl_curves(args: argparse.Namespace) -> int:
         raise CliError("--out", f"cannot write {args.out}: {e.strerror or e}") from None
     print(f"{run.study}: {run.existing} trials were in {args.out}, {run.added} trained now "
           f"({run.seconds:.1f} s) -> {args.out}")
+    return EXIT_OK
+
+
+def non_negative_seconds(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(v) or v < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+    return v
+
+
+@command("automl replay", "replay a study of all trials of a curves CSV under an early-stopping "
+         "policy and write what it found and spent as JSON",
+         arg("curves", metavar="CURVES", help="curves CSV (one study, or name it with --study)"),
+         arg("--policy", required=True, metavar="NAME",
+             help="automl-thesis, optuna-median, optuna-sh, optuna-hyperband, asha or no-stop"),
+         arg("--budget", type=non_negative_seconds, metavar="SECONDS",
+             help="GPU-seconds the study may spend (recorded epoch seconds summed over "
+                  "workers; default: no limit)"),
+         arg("--workers", type=positive_int, default=4, metavar="N",
+             help="parallel workers: the study's resource cap (default 4)"),
+         arg("--seed", type=non_negative_int, default=0, metavar="S",
+             help="seed of the order the study visits the trials in (default 0)"),
+         arg("--study", metavar="NAME", help="the study to replay when CURVES holds several"),
+         arg("--option", action="append", default=[], metavar="KEY=VALUE",
+             help="a policy option (repeatable), e.g. delta=0.1 for automl-thesis"),
+         arg("--out", required=True, metavar="FILE", help="result JSON to write"))
+def cmd_automl_replay(args: argparse.Namespace) -> int:
+    from .automl.controllers import controller_factory
+    from .automl.curves import read_curves
+    from .automl.replay import one_study, replay
+
+    try:
+        factory = controller_factory(args.policy)
+    except ValueError as e:
+        raise CliError("--policy", str(e).partition(": ")[2]) from None
+    options = dict(parse_option(text) for text in args.option)
+    fields = {key: f"--option {key}" for key in options}
+    accepted = accepted_options(factory)
+    for key, field in fields.items():
+        if accepted is not None and key not in accepted:
+            raise CliError(field, f"policy {args.policy!r} does not accept option {key!r} "
+                           f"(it takes: {', '.join(sorted(accepted)) or 'no options'})")
+    try:
+        controller = factory(**options)
+    except (ValueError, TypeError) as e:
+        raise blame(e, fields, f"--policy {args.policy}") from None
+    if not Path(args.curves).is_file():
+        raise CliError("CURVES", f"no such file: {args.curves!r}")
+    try:
+        curves = one_study(read_curves(args.curves), args.study)
+    except FormatError as e:
+        raise _located(e, args.curves) from None
+    except ValueError as e:
+        raise blame(e, {"study": "--study"}, "CURVES") from None
+    result = replay(curves, controller, workers=args.workers, budget=args.budget, seed=args.seed)
+    doc = {**result.to_json(), "curves": str(args.curves)}
+    write(args.out, lambda d, path: Path(path).write_text(json.dumps(d, indent=1) + "\n"), doc)
+    best = "none" if result.best is None else f"{result.best:.4f}"
+    print(f"{result.policy} on {result.study}: best final val_accuracy {best} "
+          f"({doc['completed']} of {len(result.trials)} trials completed), "
+          f"{result.gpu_seconds:.1f} of {result.total_gpu_seconds:.1f} GPU-seconds -> {args.out}")
     return EXIT_OK
 
 
