@@ -348,13 +348,23 @@ def make_policy(name: str, options: dict[str, tuple[Any, str]]) -> Policy:
     An option the policy does not take, an unknown policy, or a value the policy's constructor
     rejects (ValueError / TypeError) is bad input naming the field.
     """
-    from .model.io import FormatError
-    from .policies import UnknownPolicy, keyword_names, policy_factory
+    from .policies import UnknownPolicy, policy_factory
 
     try:
         factory = policy_factory(name)
     except UnknownPolicy as e:
         raise CliError("--policy", str(e)) from None
+    return build_with_options(name, factory, options)
+
+
+def build_with_options(name: str, factory: Callable[..., Any],
+                       options: dict[str, tuple[Any, str]]) -> Any:
+    """``factory(**options)`` for the policy ``name`` (a scheduling policy or a study
+    controller); an option it does not take, or a value it rejects, is bad input naming the
+    option's field."""
+    from .model.io import FormatError
+    from .policies import keyword_names
+
     accepted = keyword_names(factory)
     if accepted is not None:
         for key, (_, field) in options.items():
@@ -754,22 +764,13 @@ def cmd_automl_replay(args: argparse.Namespace) -> int:
     from .automl.controllers import controller_factory
     from .automl.curves import read_curves
     from .automl.replay import one_study, replay
+    from .model.io import FormatError
 
     try:
         factory = controller_factory(args.policy)
     except ValueError as e:
         raise CliError("--policy", str(e).partition(": ")[2]) from None
-    options = dict(parse_option(text) for text in args.option)
-    fields = {key: f"--option {key}" for key in options}
-    accepted = accepted_options(factory)
-    for key, field in fields.items():
-        if accepted is not None and key not in accepted:
-            raise CliError(field, f"policy {args.policy!r} does not accept option {key!r} "
-                           f"(it takes: {', '.join(sorted(accepted)) or 'no options'})")
-    try:
-        controller = factory(**options)
-    except (ValueError, TypeError) as e:
-        raise blame(e, fields, f"--policy {args.policy}") from None
+    controller = build_with_options(args.policy, factory, policy_options(args))
     if not Path(args.curves).is_file():
         raise CliError("CURVES", f"no such file: {args.curves!r}")
     try:
@@ -780,7 +781,10 @@ def cmd_automl_replay(args: argparse.Namespace) -> int:
         raise blame(e, {"study": "--study"}, "CURVES") from None
     result = replay(curves, controller, workers=args.workers, budget=args.budget, seed=args.seed)
     doc = {**result.to_json(), "curves": str(args.curves)}
-    write(args.out, lambda d, path: Path(path).write_text(json.dumps(d, indent=1) + "\n"), doc)
+    def save(d: dict, path: str) -> None:
+        Path(path).write_text(json.dumps(d, indent=1) + "\n")
+
+    write(args.out, save, doc)
     best = "none" if result.best is None else f"{result.best:.4f}"
     print(f"{result.policy} on {result.study}: best final val_accuracy {best} "
           f"({doc['completed']} of {len(result.trials)} trials completed), "

@@ -44,7 +44,8 @@ import numpy as np
 from ..costmodel.chunktime import chunk_time, provenance
 from ..costmodel.models import get_model
 from ..model import Instance, Job, Utility
-from ..sim.core import OnlinePolicy, simulate
+from ..model.policy import OnlinePolicy
+from ..sim.core import simulate
 from ..sim.placement import FirstFit, apply
 from ..workloads.traces import PS_DEMAND, WORKER_DEMAND, WORKERS_PER_PS
 from .curves import Curve

@@ -6,8 +6,9 @@ and ``oasis-opt automl replay --policy NAME`` take their controllers from here.
 """
 from __future__ import annotations
 
-import importlib
 from typing import Any
+
+from ..model.registry import resolve
 
 _REGISTRY: dict[str, tuple[str, str]] = {
     "automl-thesis": ("oasis_opt.automl.thesis:ThesisController",
@@ -37,8 +38,7 @@ def controller_factory(name: str):
     ``policy`` if unknown)."""
     if name not in _REGISTRY:
         raise ValueError(f"policy: unknown policy {name!r} (known: {', '.join(_REGISTRY)})")
-    module, attr = _REGISTRY[name][0].split(":")
-    return getattr(importlib.import_module(module), attr)
+    return resolve(_REGISTRY[name][0])
 
 
 def get_controller(name: str, **options: Any):

@@ -266,8 +266,9 @@ class BaggedSVR:
 
     def __init__(self, X: np.ndarray, y: np.ndarray, bags: int, seed: np.random.SeedSequence,
                  offset: np.ndarray | None = None):
-        from sklearn.svm import NuSVR
+        from .._extras import require
 
+        NuSVR = require("sklearn.svm", extra="automl", feature="the regression predictor").NuSVR
         self.mu = X.mean(axis=0)
         sd = X.std(axis=0)
         self.sd = np.where(sd > 0, sd, 1.0)

@@ -33,8 +33,9 @@ from .replay import CONTINUE, PAUSE, STOP, Controller
 
 
 def _optuna():
-    import optuna
+    from .._extras import require
 
+    optuna = require("optuna", extra="automl", feature="the Optuna pruners")
     logging.getLogger("optuna").setLevel(logging.WARNING)
     return optuna
 

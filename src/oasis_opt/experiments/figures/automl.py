@@ -36,10 +36,11 @@ def draw_replay(data, out_dir: Path) -> list[Path]:
     for ax, study in zip(axes[0], s["studies"]):
         curves = exp.regret_curves(data, study, GRID)
         at = exp.regret_curves(data, study, np.array(exp.BUDGETS))
-        for policy in s["policies"]:
+        for k, policy in enumerate(s["policies"]):
             ax.plot(GRID * 100, curves[policy].mean(axis=0), color=COLOURS[policy],
                     label=policy, lw=1.6 if policy == "automl-thesis" else 1.1)
-            ax.errorbar(np.array(exp.BUDGETS) * 100, at[policy].mean(axis=0),
+            shift = 1.0 + 0.05 * (k - (len(s["policies"]) - 1) / 2)  # bars side by side
+            ax.errorbar(np.array(exp.BUDGETS) * 100 * shift, at[policy].mean(axis=0),
                         yerr=at[policy].std(axis=0, ddof=1) if len(s["seeds"]) > 1 else None,
                         color=COLOURS[policy], fmt="none", capsize=2, lw=0.8)
         ax.set_xscale("log")
@@ -77,6 +78,7 @@ def draw_cluster(data, out_dir: Path, summary) -> list[Path]:
     fig, axes = new_figure(2, 1, width=5.0, height=3.6)
     ax = axes[0][0]
     cap = c["caps"][0]
+    right = 0.0
     for policy in c["policies"]:
         recs = [data["cluster"][f"{c['study']}-{policy}-cap{cap or 'none'}-s{seed}"]
                 for seed in c["seeds"]]
@@ -85,6 +87,8 @@ def draw_cluster(data, out_dir: Path, summary) -> list[Path]:
         best = np.array([[r["pool_best"] - (exp.best_at(r["trajectory"], g) or 0.0)
                           for g in grid] for r in recs])
         ax.plot(grid, best.mean(axis=0), color=COLOURS[policy], label=policy)
+        right = max([right] + [r["trajectory"][-1][0] for r in recs if r["trajectory"]])
+    ax.set_xlim(0, 1.3 * right or None)  # to the last rise of any policy's best
     ax.set_yscale("symlog", linthresh=0.005)
     ax.set_ylim(bottom=0)
     ax.set_xlabel(f"the study's GPU-hours (cap {cap} GPUs)")
