@@ -122,6 +122,18 @@ def test_the_cap_lets_later_jobs_start_at_once():
     assert capped.best == free.best
 
 
+def test_other_jobs_start_in_arrival_order_with_backfilling():
+    """A (12 GPUs) runs; B (8 GPUs) must wait for it; C (2 GPUs), behind B, starts at once."""
+    bg = background([(0, 3000, 12), (600, 1200, 8), (1200, 1200, 2)], servers=2)
+    study = [curve(0, rising(0.9))]
+    inst = study_instance(study, bg, horizon=bg.horizon + 20)
+    r = run_study(inst, study, get_controller("no-stop"), cap=1, seed=0)
+    start = [int(np.flatnonzero(r.schedule.allocations.workers_per_job_slot(
+        inst.I, inst.horizon)[j])[0]) for j in range(3)]
+    assert start[0] == 1 and start[2] == 3 and start[1] > start[2]
+    assert start[1] == r.schedule.completion[0] + 1  # B takes A's servers when A is done
+
+
 def test_stopping_trials_frees_servers_for_the_other_jobs():
     bg = background([(700, 1200, 6)], slot_s=600.0)
     study = [curve(t, rising(0.5 + 0.05 * t)) for t in range(8)]

@@ -76,6 +76,22 @@ def test_no_stop_runs_every_trial_to_its_end():
     assert r.to_json()["completed"] == 8 and r.to_json()["format"] == "oasis-opt/automl-replay@1"
 
 
+class Doubler(Controller):
+    name = "doubler"
+
+    def plan(self, running, capacity, now):
+        starts, units = super().plan(running, capacity, now)
+        return starts, {t: capacity // max(len(units), 1) for t in units}
+
+
+def test_more_units_run_an_epoch_faster_at_the_same_cost():
+    """u units: an epoch of s seconds takes s / u of wall time and s GPU-seconds."""
+    one = replay([curve(0, rising(0.9, 10), seconds=2.0)], Doubler(), workers=1)
+    four = replay([curve(0, rising(0.9, 10), seconds=2.0)], Doubler(), workers=4)
+    assert one.wall_seconds == pytest.approx(20.0) and four.wall_seconds == pytest.approx(5.0)
+    assert one.gpu_seconds == pytest.approx(20.0) == four.gpu_seconds
+
+
 def test_the_budget_is_never_exceeded_and_cuts_running_trials():
     curves = [curve(t, rising(0.9, 10), seconds=1.0 + t) for t in range(5)]
     r = replay(curves, get_controller("no-stop"), workers=2, budget=17.5, seed=0)

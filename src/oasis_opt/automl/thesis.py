@@ -9,7 +9,8 @@ The controller of the thesis's third contribution (reference 6.2), on a study ca
 2. **Prediction** of its final accuracy and remaining time (``predict.predict``): the regression
    on partial curves and configurations (Baker et al.) once ``min_completed`` trials of the
    same length have completed, refitted each time that number has grown by a quarter; before,
-   the BIC-weighted parametric ensemble (Domhan et al.); before 2 points, the last value.
+   the BIC-weighted parametric ensemble (Domhan et al.); with fewer than 3 points (too few for
+   any family), the last value.
 3. **Classification** against the best completed trial (``classify.classify``): poor if
    P(final > best) < ``delta``, promising if P(final >= best - ``epsilon``) >= 0.5, else
    uncertain. Poor trials stop at once.
