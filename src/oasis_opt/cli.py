@@ -95,14 +95,24 @@ def _int_at_least(low: int) -> Callable[[str], int]:
     return parse
 
 
-def positive_seconds(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not math.isfinite(v) or v <= 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
-    return v
+def _seconds(positive: bool) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected a number of seconds, got {text!r}") from None
+        if not math.isfinite(v) or v < 0 or (positive and v == 0):
+            raise argparse.ArgumentTypeError(
+                f"must be a finite number {'>' if positive else '>='} 0, got {text!r}")
+        return v
+
+    parse.__name__ = "seconds > 0" if positive else "seconds >= 0"
+    return parse
+
+
+positive_seconds = _seconds(positive=True)
+non_negative_seconds = _seconds(positive=False)
 
 
 def floor_grid(text: str) -> tuple[float, ...]:
@@ -397,6 +407,15 @@ def run_options(args: argparse.Namespace, policy: Policy) -> dict[str, Any]:
                    else "it takes no such option")
             raise CliError(flag, f"policy {args.policy!r}: {why}")
     return {k: v for k, (_, v, _) in given.items() if takes is None or k in takes}
+
+
+def look_up(registry: Callable[[str], Any], name: str, field: str) -> Any:
+    """``registry(name)``; its ValueError ("<parameter>: unknown ...") is bad input on
+    ``field``."""
+    try:
+        return registry(name)
+    except ValueError as e:
+        raise CliError(field, str(e).partition(": ")[2]) from None
 
 
 def blame(err: Exception, fields: dict[str, str], default: str) -> CliError:
@@ -715,10 +734,7 @@ def cmd_automl_curves(args: argparse.Namespace) -> int:
     from .model.io import FormatError
     from .automl.tasks import get_task
 
-    try:
-        task = get_task(args.task)
-    except ValueError as e:
-        raise CliError("--task", str(e).partition(": ")[2]) from None
+    task = look_up(get_task, args.task, "--task")
     try:
         run = generate_curves(task, args.trials, args.epochs, args.seed, args.out,
                               study=args.study, progress=args.progress)
@@ -732,16 +748,6 @@ def cmd_automl_curves(args: argparse.Namespace) -> int:
     print(f"{run.study}: {run.existing} trials were in {args.out}, {run.added} trained now "
           f"({run.seconds:.1f} s) -> {args.out}")
     return EXIT_OK
-
-
-def non_negative_seconds(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not math.isfinite(v) or v < 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
-    return v
 
 
 @command("automl replay", "replay a study of all trials of a curves CSV under an early-stopping "
@@ -766,10 +772,7 @@ def cmd_automl_replay(args: argparse.Namespace) -> int:
     from .automl.replay import one_study, replay
     from .model.io import FormatError
 
-    try:
-        factory = controller_factory(args.policy)
-    except ValueError as e:
-        raise CliError("--policy", str(e).partition(": ")[2]) from None
+    factory = look_up(controller_factory, args.policy, "--policy")
     controller = build_with_options(args.policy, factory, policy_options(args))
     if not Path(args.curves).is_file():
         raise CliError("CURVES", f"no such file: {args.curves!r}")

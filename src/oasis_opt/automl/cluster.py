@@ -46,7 +46,7 @@ from ..costmodel.models import get_model
 from ..model import Instance, Job, Utility
 from ..model.policy import OnlinePolicy
 from ..sim.core import simulate
-from ..sim.placement import FirstFit, apply
+from ..sim.placement import FirstFit, apply, free_after
 from ..workloads.traces import PS_DEMAND, WORKER_DEMAND, WORKERS_PER_PS
 from .curves import Curve
 from .replay import CONTINUE, STOP, VERDICTS, Controller, ControllerError, TrialInfo, \
@@ -182,12 +182,6 @@ class StudyInCluster(OnlinePolicy):
         return True
 
     # ---- one slot --------------------------------------------------------------------------------
-    def _free(self) -> np.ndarray:
-        free = self.instance.capacity.copy()
-        for j, rows in self.held.items():
-            apply(self.instance, j, rows, free)
-        return free
-
     def _room(self, free: np.ndarray, limit: int) -> int:
         """One-worker trials (with a PS each) that still fit, at most ``limit``."""
         free = free.copy()
@@ -203,7 +197,7 @@ class StudyInCluster(OnlinePolicy):
 
     def allocate(self, t, state):
         inst = self.instance
-        free = self._free()
+        free = free_after(inst, self.held)
         for j in list(self.queue):  # background: arrival order, first fit, backfilling
             rows = self.placement.place(inst, j, int(inst.chunks[j]), free)
             if rows is not None:

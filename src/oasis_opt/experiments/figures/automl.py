@@ -110,6 +110,12 @@ def draw_cluster(data, out_dir: Path, summary) -> list[Path]:
     return save(fig, out_dir, "automl_cluster")
 
 
+def _predict_rows(data, table: str, cells) -> list[list]:
+    """One row per record of the prediction sweep's ``table``: the study, then ``cells(r)``."""
+    return [[study, *cells(r)] for study in data["settings"]["studies"]
+            for r in data["predict"][study][table]]
+
+
 def markdown(data) -> str:
     s = data["settings"]
     c = s["cluster"]
@@ -125,26 +131,23 @@ def markdown(data) -> str:
              "model fitted on the completed curves of the four others. Coverage: share of true "
              "finals inside mean +- 1.645 std (90 % if calibrated). Single families that cannot "
              "be fitted (too few points) fall back to the last value (`fallback`).", ""]
-    rows = []
-    for study in s["studies"]:
-        for r in data["predict"][study]["quality"]:
-            rows.append([study, f"{100 * r['fraction']:g} % ({r['observed']})", r["predictor"],
-                         fmt(r["mae"], 4), fmt(r["spearman"], 3), fmt(r["coverage90"], 2),
-                         fmt(r["mean_std"], 3), r["fallback"]])
-    lines += [markdown_table(["study", "observed (epochs)", "predictor", "MAE", "Spearman",
-                              "90 % coverage", "mean std", "fallback"], rows)]
+    lines += [markdown_table(
+        ["study", "observed (epochs)", "predictor", "MAE", "Spearman", "90 % coverage",
+         "mean std", "fallback"],
+        _predict_rows(data, "quality", lambda r: [
+            f"{100 * r['fraction']:g} % ({r['observed']})", r["predictor"], fmt(r["mae"], 4),
+            fmt(r["spearman"], 3), fmt(r["coverage90"], 2), fmt(r["mean_std"], 3),
+            r["fallback"]]))]
     lines += ["## Classification", "",
               "Classes of `oasis_opt.automl.classify` (poor: P(final > best) < 0.05; promising: "
               "P(final >= best - 0.005) >= 0.5; else uncertain) against an incumbent best = the "
               "90th percentile of the other folds' finals. Truth: poor = final below the "
               "incumbent; promising = final within 0.005 of it or above.", ""]
-    rows = []
-    for study in s["studies"]:
-        for r in data["predict"][study]["classification"]:
-            rows.append([study, f"{100 * r['fraction']:g} %", r["predictor"], r["class"],
-                         r["predicted"], r["true"], fmt(r["precision"], 3), fmt(r["recall"], 3)])
-    lines += [markdown_table(["study", "observed", "predictor", "class", "predicted", "true",
-                              "precision", "recall"], rows)]
+    lines += [markdown_table(
+        ["study", "observed", "predictor", "class", "predicted", "true", "precision", "recall"],
+        _predict_rows(data, "classification", lambda r: [
+            f"{100 * r['fraction']:g} %", r["predictor"], r["class"], r["predicted"], r["true"],
+            fmt(r["precision"], 3), fmt(r["recall"], 3)]))]
     lines += ["## Replayed studies", "",
               f"Every trial of the curve set, in a seeded random order (seeds "
               f"{s['seeds'][0]}..{s['seeds'][-1]}), on {s['workers']} workers; regret = the "
