@@ -206,6 +206,7 @@ def test_water_filling_by_hand():
     assert water_fill([3.0, 1.0], 4, [2, 4]) == [2, 2]  # the limit sends the rest on
     assert water_fill([1.0, 0.0], 3, [2, 2]) == [2, 0]  # zero weight takes nothing
     assert water_fill([], 3, []) == []
+    assert water_fill([5e-324], 2, [2]) == [2]  # a weight whose share underflows still takes
 
 
 @settings(max_examples=200, deadline=None)

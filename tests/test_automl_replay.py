@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import optuna
@@ -382,7 +383,11 @@ def test_cli_replay_bad_files(tmp_path, capsys):
     out = str(tmp_path / "x.json")
     assert main(["automl", "replay", str(tmp_path / "none.csv"), "--policy", "asha",
                  "--out", out]) == 2
-    assert "CURVES: no such file" in capsys.readouterr().err
+    assert "CURVES: no such file, nor a shipped curve set" in capsys.readouterr().err
+    assert main(["automl", "replay", "digits-cnn", "--policy", "no-stop", "--budget", "5",
+                 "--out", out]) == 0  # a shipped curve set by name
+    doc = json.loads(Path(out).read_text())
+    assert doc["study"] == "digits-cnn" and doc["seconds_spent"] == pytest.approx(5.0)
     bad = tmp_path / "bad.csv"
     bad.write_text("study,trial,epoch,val_accuracy,val_loss,seconds,config\n"
                    's,0,1,1.5,0.1,0.1,"{}"\n')

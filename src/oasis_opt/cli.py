@@ -752,7 +752,9 @@ def cmd_automl_curves(args: argparse.Namespace) -> int:
 
 @command("automl replay", "replay a study of all trials of a curves CSV under an early-stopping "
          "policy and write what it found and spent as JSON",
-         arg("curves", metavar="CURVES", help="curves CSV (one study, or name it with --study)"),
+         arg("curves", metavar="CURVES",
+             help="curves CSV (one study, or name it with --study), or the name of a shipped "
+                  "curve set: digits-mlp, breast-cancer-mlp, digits-cnn"),
          arg("--policy", required=True, metavar="NAME",
              help="automl-thesis, optuna-median, optuna-sh, optuna-hyperband, asha or no-stop"),
          arg("--budget", type=non_negative_seconds, metavar="SECONDS",
@@ -768,16 +770,21 @@ def cmd_automl_curves(args: argparse.Namespace) -> int:
          arg("--out", required=True, metavar="FILE", help="result JSON to write"))
 def cmd_automl_replay(args: argparse.Namespace) -> int:
     from .automl.controllers import controller_factory
-    from .automl.curves import read_curves
+    from .automl.curves import read_curves, shipped_curves
     from .automl.replay import one_study, replay
     from .model.io import FormatError
 
     factory = look_up(controller_factory, args.policy, "--policy")
     controller = build_with_options(args.policy, factory, policy_options(args))
-    if not Path(args.curves).is_file():
-        raise CliError("CURVES", f"no such file: {args.curves!r}")
+    path = Path(args.curves)
+    if not path.is_file():
+        shipped = shipped_curves()
+        if args.curves not in shipped:
+            raise CliError("CURVES", f"no such file, nor a shipped curve set: {args.curves!r} "
+                           f"(shipped: {', '.join(shipped)})")
+        path = shipped[args.curves]
     try:
-        curves = one_study(read_curves(args.curves), args.study)
+        curves = one_study(read_curves(path), args.study)
     except FormatError as e:
         raise _located(e, args.curves) from None
     except ValueError as e:

@@ -79,8 +79,9 @@ def water_fill(weights: Sequence[float], capacity: int, limits: Sequence[int]) -
     """Share ``capacity`` whole units in proportion to ``weights``, at most ``limits[i]`` each.
 
     Discrete water-filling: unit by unit, to the entry with the largest ``w_i / (x_i + 1)``
-    among those below their limit with w_i > 0 (ties: the lower index). The result converges to
-    the continuous x_i = min(limit_i, lambda w_i) as units grow; units nobody can take are left.
+    among those below their limit with w_i > 0 (ties, or scores that underflow to 0: the lower
+    index). The result converges to the continuous x_i = min(limit_i, lambda w_i) as units
+    grow; units nobody can take are left.
     """
     if len(weights) != len(limits):
         raise ValueError("limits: expected one per weight")
@@ -88,7 +89,7 @@ def water_fill(weights: Sequence[float], capacity: int, limits: Sequence[int]) -
     for _ in range(max(int(capacity), 0)):
         best, score = -1, 0.0
         for i, (w, cap) in enumerate(zip(weights, limits)):
-            if w > 0 and x[i] < cap and w / (x[i] + 1) > score:
+            if w > 0 and x[i] < cap and (best < 0 or w / (x[i] + 1) > score):
                 best, score = i, w / (x[i] + 1)
         if best < 0:
             break

@@ -206,8 +206,8 @@ def markdown(data) -> str:
                               "others unfinished", "most GPUs held", "valid"], rows)]
     lines += ["## Commands", "", "```bash", f"{COMMAND}            # results/automl/, "
               "paper_figs/automl*", f"{COMMAND} --quick    # small: one curve set, 2 seeds",
-              "oasis-opt automl replay src/oasis_opt/data/curves/digits-mlp.csv "
-              "--policy automl-thesis --workers 4 --seed 0 --out thesis.json", "```", ""]
+              "oasis-opt automl replay digits-mlp --policy automl-thesis --workers 4 --seed 0 "
+              "--out thesis.json", "```", ""]
     return "\n".join(lines)
 
 
