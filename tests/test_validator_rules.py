@@ -9,13 +9,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from oasis_opt.model import (DEFAULT_RESOURCES, PS, RULES, WORKER, Allocations, Instance, Job,
-                             Schedule, Server, Utility, derive_outcome, validate)
-from oasis_opt.testing import instances
+                             JobType, Schedule, Server, Utility, derive_outcome, validate)
+from oasis_opt.testing import hetero_instances, instances
 
 T = 5
 W0, W1, P0 = 0, 1, 2  # global server index: worker servers first, then PS servers
@@ -50,13 +51,47 @@ INST = Instance(
 VALID_ROWS = [(A, 2, W0, WORKER, 2), (A, 2, P0, PS, 1)]
 
 
-def schedule(rows, admitted=(True, False, False), completion=None, utility=None, total=None):
+# ---- a cluster with accelerator types: a V100, a K80 and a CPU server, one PS server ----------
+V100, K80, CPUS, TP0 = 0, 1, 2, 3
+X, Y, Z = 0, 1, 2
+_GPU_WORKER = {"gpu": 1.0, "cpu": 2.0, "mem": 4.0, "storage": 1.0, "bw": 5.0}
+
+
+def _typed_job(jid, types, span=False, worker=_GPU_WORKER):
+    # epochs 1 x chunks 2 x chunk_time 1.0 x unit 3 = 6 work units; a V100 worker does 3 a slot
+    return Job(jid, 1, 1, 2, 1.0, dict(worker), dict(_PS_DEMAND), Utility.sigmoid(10.0, 1.0, 1.0),
+               unit=3, types=types, span_types=span)
+
+
+TYPED = Instance(
+    T, DEFAULT_RESOURCES,
+    (Server("v0", dict(_WORKER_CAP), accelerator="v100"),
+     Server("k0", dict(_WORKER_CAP), accelerator="k80"),
+     Server("c0", {**_WORKER_CAP, "gpu": 0.0}, accelerator="cpu")),
+    (Server("tp0", dict(_PS_CAP)),),
+    (
+        # x: V100 at 3 units per worker-slot, K80 at 1; one type per slot
+        _typed_job("x", {"v100": JobType(3), "k80": JobType(1)}),
+        # y: the same, but its workers may span types
+        _typed_job("y", {"v100": JobType(3), "k80": JobType(1)}, span=True),
+        # z: V100 only, with no GPU demand, so a worker of it fits any server (only the type
+        # rule can object)
+        _typed_job("z", {"v100": JobType(2)}, worker={"cpu": 1.0, "mem": 1.0, "storage": 1.0,
+                                                       "bw": 5.0}),
+    ),
+)
+# valid: x's two workers on the V100 in slot 1 do 2 x 3 = 6 units, its work
+TYPED_ROWS = [(X, 1, V100, WORKER, 2), (X, 1, TP0, PS, 1)]
+
+
+def schedule(rows, admitted=(True, False, False), completion=None, utility=None, total=None,
+             inst=INST):
     """A schedule of ``rows``; completion/utility/total derived unless given (then as claimed)."""
     alloc = Allocations.from_rows(rows)
-    derived, _ = derive_outcome(INST, alloc)
+    derived, _ = derive_outcome(inst, alloc)
     completion = derived if completion is None else tuple(completion)
     if utility is None:
-        utility = tuple(INST.utility_of(i, c) if c is not None and 1 <= c <= T else 0.0
+        utility = tuple(inst.utility_of(i, c) if c is not None and 1 <= c <= T else 0.0
                         for i, c in enumerate(completion))
     total = math.fsum(utility) if total is None else total
     return Schedule("hand-made", tuple(admitted), alloc, completion, tuple(utility), total)
@@ -69,6 +104,7 @@ class Case:
     sched: Schedule
     # each dict must match some violation of `rule` on every key it gives (None = not named)
     where: list[dict] = field(default_factory=list)
+    inst: Instance = INST
 
 
 F_A0 = INST.utility_of(A, 2)  # f_a(0): job a finishing in its arrival slot
@@ -137,6 +173,26 @@ CASES = [
     Case("total", "total-not-the-sum",
          schedule(VALID_ROWS, total=F_A0 + 1.0),
          [dict(job=None, slot=None, server=None, resource=None)]),
+    # accelerator types
+    Case("type", "worker-on-a-type-the-job-cannot-use",
+         schedule([(Z, 1, K80, WORKER, 1), (Z, 1, TP0, PS, 1)], admitted=(False, False, True),
+                  inst=TYPED),
+         [dict(job="z", slot=1, server="k0")], TYPED),
+    Case("type", "worker-on-the-cpu-server",
+         schedule([(Z, 1, CPUS, WORKER, 1), (Z, 1, TP0, PS, 1)], admitted=(False, False, True),
+                  inst=TYPED),
+         [dict(job="z", slot=1, server="c0")], TYPED),
+    Case("mixed-types", "v100-and-k80-in-one-slot",
+         schedule([(X, 1, V100, WORKER, 1), (X, 1, K80, WORKER, 1), (X, 1, TP0, PS, 1)],
+                  inst=TYPED),
+         [dict(job="x", slot=1, server=None)], TYPED),
+    Case("workload", "two-k80-worker-slots-are-2-of-6-units",
+         schedule([(X, 1, K80, WORKER, 2), (X, 1, TP0, PS, 1)], completion=(1, None, None),
+                  inst=TYPED),
+         [dict(job="x", slot=None, server=None)], TYPED),
+    Case("completion", "six-units-claimed-unfinished",
+         schedule(TYPED_ROWS, completion=(None, None, None), inst=TYPED),
+         [dict(job="x", slot=None)], TYPED),
 ]
 
 
@@ -152,9 +208,26 @@ def test_the_base_schedule_is_valid():
     assert str(report) == "valid"
 
 
+def test_the_typed_base_schedules_are_valid():
+    """Six units by type: two V100 workers in one slot complete x; y may mix V100 and K80."""
+    sched = schedule(TYPED_ROWS, inst=TYPED)
+    assert sched.completion == (1, None, None)
+    assert validate(TYPED, sched).ok
+    # y: one V100 (3) and one K80 (1) worker in slot 1, one V100 in slot 2: 3 + 1 + 3 >= 6
+    rows = [(Y, 1, V100, WORKER, 1), (Y, 1, K80, WORKER, 1), (Y, 1, TP0, PS, 1),
+            (Y, 2, V100, WORKER, 1), (Y, 2, TP0, PS, 1)]
+    sched = schedule(rows, admitted=(False, True, False), inst=TYPED)
+    assert sched.completion == (None, 2, None)
+    assert validate(TYPED, sched).ok
+    # the same rows for x (no span_types): only the mixed slot is wrong
+    x_rows = [(X, t, s, r, c) for _, t, s, r, c in rows]
+    report = validate(TYPED, schedule(x_rows, inst=TYPED))
+    assert report.rules() == {"mixed-types"} and [v.slot for v in report.violations] == [1]
+
+
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.rule}:{c.name}" for c in CASES])
 def test_a_broken_rule_is_named_where_it_breaks(case):
-    report = validate(INST, case.sched)
+    report = validate(case.inst, case.sched)
     assert not report.ok
     assert report.rules() == {case.rule}, str(report)
     for where in case.where:
@@ -173,23 +246,24 @@ def _mutate(inst, sched, how, job):
     rows = list(sched.allocations.rows())
     admitted, utility = list(sched.admitted), list(sched.utility)
     total = sched.total_utility
+    h = int(np.flatnonzero(inst.server_speed(job) > 0)[0])  # a worker server the job can use
     if how == "total":
         total += 1.0
     elif how == "utility":
         utility[job] += 1.0
         total = math.fsum(utility)
     elif how == "horizon":  # one worker + its PS after the last slot: outside 1..T only
-        rows += [(job, inst.horizon + 1, 0, WORKER, 1), (job, inst.horizon + 1, inst.H, PS, 1)]
+        rows += [(job, inst.horizon + 1, h, WORKER, 1), (job, inst.horizon + 1, inst.H, PS, 1)]
     elif how == "count":
-        rows.append((job, int(inst.arrival[job]), 0, WORKER, 0))
+        rows.append((job, int(inst.arrival[job]), h, WORKER, 0))
     elif how == "rejected":
         admitted[job] = False
     return Schedule(sched.policy, tuple(admitted), Allocations.from_rows(rows), sched.completion,
                     tuple(utility), total)
 
 
-@given(instances(), st.sampled_from(["total", "utility", "horizon", "count", "rejected"]),
-       st.data())
+@given(st.one_of(instances(), hetero_instances()),
+       st.sampled_from(["total", "utility", "horizon", "count", "rejected"]), st.data())
 def test_mutating_a_valid_schedule_names_the_rule(inst, how, data):
     from oasis_opt import solve
 

@@ -10,17 +10,24 @@
 * ``EventPolicy``: base of policies that decide only at events - a slot in which a job arrives,
   or the slot after one completes - and between events keep every job's containers on the
   same servers (A8: FIFO, DRF, RRH and Dorm hold their allocations between events).
+
+**Accelerator types.** The baselines are type-agnostic: they decide how many workers a job
+gets as they do without types (shares and demands of the job's own ``worker``), and the
+placement component picks the type (``sim.placement``: the fastest type the job can use where its
+workers fit; a job grown one worker at a time stays on the type of its first worker, and stops
+at the workers that still help there, ceil(remaining / speed)). Remaining work is in work units,
+so "workers that still help" divide by the job's speed (``work_cap``: its slowest type's, an
+upper bound the placement trims per type).
 """
 from __future__ import annotations
 
 import heapq
-import math
 from collections import defaultdict
 from typing import Callable, Sequence
 
 import numpy as np
 
-from ..model.numerics import DONE_EPS, workers_alone
+from ..model.numerics import useful_workers, workers_alone
 from ..sim.core import OnlinePolicy
 from ..sim.placement import Placement, apply, free_after, get_placement
 
@@ -45,11 +52,12 @@ def ps_table(instance) -> list[list[int]]:
 
 def fixed_workers(instance, seed: int, high: int = 30) -> np.ndarray:
     """k_i ~ U{1..high} (one draw per job, instance order, ``numpy.random.default_rng(seed)``),
-    capped at N_i, at ceil(E_i N_i x_i) worker-slots of work and at ``max_workers_alone``."""
+    capped at N_i, at the workers its work can use (ceil(E_i N_i x_i) worker-slots; with
+    accelerator types ceil(W_i / s_i) for its slowest speed s_i) and at ``max_workers_alone``."""
     if high < 1:
         raise ValueError(f"max_workers: must be >= 1, got {high}")
     draw = np.random.default_rng(seed).integers(1, high + 1, size=instance.I)
-    work = np.maximum(instance.work, 1)
+    work = np.maximum(useful_workers(instance.work, instance.min_speed), 1)
     return np.minimum.reduce([draw, instance.chunks, work, max_workers_alone(instance)])
 
 
@@ -98,14 +106,32 @@ def progressive_fill(jobs: Sequence[int], cap: dict[int, int],
     return k
 
 
+def rows_type(instance, job: int, rows: Rows) -> int | None:
+    """The accelerator type of the job's workers in ``rows`` (None: no worker yet, or a job that
+    may span types)."""
+    if instance.span_types[job]:
+        return None
+    for s, role, _ in rows:
+        if role == 0:
+            return int(instance.worker_type[s])
+    return None
+
+
 def grow_one(placement: Placement, instance, ps: list[list[int]], job: int, k: int,
-             free: np.ndarray, rows: Rows) -> bool:
+             free: np.ndarray, rows: Rows, remaining: float | None = None) -> bool:
     """Place the k-th worker of ``job`` and the PSs it adds, ceil(k b/B) - ceil((k-1) b/B)
     (constraint (6); ``ps`` = ``ps_table``), on ``free``; on success subtract them from
-    ``free``, append them to ``rows`` and return True. Refuses when ceil(k b/B) > k (7)."""
+    ``free``, append them to ``rows`` and return True. Refuses when ceil(k b/B) > k (7).
+    The worker goes on the type of the job's workers already in ``rows`` (module docstring);
+    with ``remaining`` work units given, refuses a worker beyond those that still help there."""
     if ps[job][k] > k:
         return False
-    placed = placement.place_counts(instance, job, 1, ps[job][k] - ps[job][k - 1], free)
+    g = rows_type(instance, job, rows)
+    if remaining is not None and g is not None and \
+            k > useful_workers(remaining, int(instance.type_speed[job, g])):
+        return False
+    placed = placement.place_counts(instance, job, 1, ps[job][k] - ps[job][k - 1], free,
+                                    on_type=g)
     if placed is None:
         return False
     apply(instance, job, placed, free)
@@ -129,8 +155,9 @@ def make_placement(placement: str | Placement, seed: int) -> Placement:
 
 
 def work_cap(state, job: int) -> int:
-    """Workers that still help: ceil(remaining worker-slots)."""
-    return max(0, math.ceil(state.remaining[job] - DONE_EPS))
+    """Workers that still help: ceil(remaining / s) work units, s the job's slowest speed (an
+    upper bound on every type; ceil(remaining worker-slots) without types)."""
+    return useful_workers(state.remaining[job], int(state.instance.min_speed[job]))
 
 
 class EventPolicy(OnlinePolicy):

@@ -66,6 +66,12 @@ reaches it uses its incumbent, and then the run depends on machine speed (counte
 A provably infeasible fair MILP (``fairness_hopeless``: more than M_adj running jobs below
 their bound, or the bounds cannot fit even after the M_adj largest reductions) goes straight
 to the relaxation without a solve.
+
+Accelerator types: Dorm stays type-agnostic (``baselines.common``). Its pooled rows count the
+job's own ``worker`` demand over all worker servers, as if every type were one pool, and U_j
+divides the remaining work units by the job's slowest speed; the placement puts the workers on
+the fastest type where they fit, and ``place_most`` (``placement_shortfall``) absorbs what the
+pooled count overestimates when the types split the pool.
 """
 from __future__ import annotations
 

@@ -12,7 +12,8 @@ Documented choices (A8):
 
   (shares over the pooled cluster resources; ties by arrival, then instance order), placing
   each increment with the placement component at once; a job leaves the filling when its next
-  worker does not fit or k_i = min(N_i, ceil(remaining worker-slots));
+  worker does not fit or k_i = min(N_i, ceil(remaining worker-slots)) (with accelerator types:
+  ceil(remaining units / the speed of the type its first worker got), ``baselines.common``);
 * the allocation is held (same servers) until the next event; since the filling restarts from
   an empty cluster, containers may move between servers at an event (the slot model charges
   nothing for moving, as for every policy here);
@@ -45,7 +46,8 @@ class DrfPolicy(EventPolicy):
         rows: dict[int, list] = {j: [] for j in jobs}
 
         def grow(j: int, k: int) -> bool:
-            return grow_one(self.placement, inst, self.ps, j, k, free, rows[j])
+            return grow_one(self.placement, inst, self.ps, j, k, free, rows[j],
+                            float(state.remaining[j]))
 
         k = progressive_fill(jobs, cap, self.share, grow)
         self.held = {j: merge_rows(rows[j]) for j in jobs if k[j] > 0}

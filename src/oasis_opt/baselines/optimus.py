@@ -21,6 +21,9 @@ bottleneck, constraint (6)), so Optimus's "one more PS" step never wins and PSs 
 as (6) requires. A job stops growing at min(N_i, ceil(r_i)) workers or when its next worker
 does not fit. Ties in gain per resource: arrival, then instance order.
 
+With accelerator types r_i is the remaining work units divided by the speed of the type the
+job's first worker got (``baselines.common``), so the gain is in slots there.
+
 Documented choices: the continuous estimate r/k (not ceil(r/k)) so that gains never plateau;
 allocations are recomputed every slot (Optimus reschedules every interval) and placed afresh;
 every job is admitted; placement first-fit by default.
@@ -32,7 +35,7 @@ import heapq
 from ..sim.core import OnlinePolicy
 from ..sim.placement import Placement
 from .common import (DominantShare, grow_one, make_placement, max_workers_alone, merge_rows,
-                     ps_table, work_cap)
+                     ps_table, rows_type, work_cap)
 
 
 class OptimusPolicy(OnlinePolicy):
@@ -53,11 +56,19 @@ class OptimusPolicy(OnlinePolicy):
         self.steps = 0
 
     def marginal(self, job: int, k: int, remaining: float) -> float:
-        """gain_i(k) / dominant share of the (k+1)-th worker and its extra PSs."""
+        """gain_i(k) / dominant share of the (k+1)-th worker and its extra PSs; ``remaining`` in
+        worker-slots of the job's type (work units / speed)."""
         dp = self.ps[job][k + 1] - self.ps[job][k]
         cost = float((self.share.w[job] + dp * self.share.s[job]).max())
         gain = remaining / k - remaining / (k + 1)
         return gain / max(cost, 1e-12)
+
+    def slots_left(self, job: int, rows, remaining: float) -> float:
+        """r_i in worker-slots on the type of the job's workers: remaining units / its speed
+        (the units themselves without accelerator types)."""
+        g = rows_type(self.instance, job, rows)
+        speed = self.instance.max_speed[job] if g is None else self.instance.type_speed[job, g]
+        return remaining if not self.instance.typed else remaining / float(speed)
 
     def allocate(self, t, state):
         jobs = state.active().tolist()
@@ -66,20 +77,23 @@ class OptimusPolicy(OnlinePolicy):
         k = dict.fromkeys(jobs, 0)
         rows: dict[int, list] = {j: [] for j in jobs}
         heap = []
+        left: dict[int, float] = {}
         for pos, j in enumerate(jobs):
             if cap[j] > 0 and grow_one(self.placement, self.instance, self.ps, j, 1, free, rows[j]):
                 k[j] = 1
+                left[j] = self.slots_left(j, rows[j], state.remaining[j])
                 if cap[j] > 1:
-                    heap.append((-self.marginal(j, 1, state.remaining[j]), pos, j))
+                    heap.append((-self.marginal(j, 1, left[j]), pos, j))
         heapq.heapify(heap)
         while heap:
             _, pos, j = heapq.heappop(heap)
-            if not grow_one(self.placement, self.instance, self.ps, j, k[j] + 1, free, rows[j]):
+            if not grow_one(self.placement, self.instance, self.ps, j, k[j] + 1, free, rows[j],
+                            float(state.remaining[j])):
                 continue
             k[j] += 1
             self.steps += 1
             if k[j] < cap[j]:
-                heapq.heappush(heap, (-self.marginal(j, k[j], state.remaining[j]), pos, j))
+                heapq.heappush(heap, (-self.marginal(j, k[j], left[j]), pos, j))
         for j in jobs:
             for s, role, n in merge_rows(rows[j]):
                 yield j, s, role, n

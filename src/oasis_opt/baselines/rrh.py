@@ -7,7 +7,9 @@ runs with exactly these or not at all. Formulas, at slot t, with r_j the remaini
 worker-slots of job j and f_j(c) its utility when it completes in slot c (0 for c > T: a job
 unfinished by T earns nothing, A7):
 
-* run time still needed     d_j(t) = ceil(r_j / k_j)
+* run time still needed     d_j(t) = ceil(r_j / (k_j s_j))  (s_j: units per worker and slot on
+                             the job's fastest accelerator type, where the placement puts it
+                             first; 1 without types)
 * completion if run now     C_j(t) = t + d_j(t) - 1
 * remaining utility gain    G_j(t) = f_j(C_j(t))
 * loss of j if delayed by D L_j(D, t) = f_j(C_j(t)) - f_j(C_j(t) + D)
@@ -73,8 +75,9 @@ class RrhPolicy(EventPolicy):
 
     # ---- the formulas of the module docstring -------------------------------------------
     def run_time(self, jobs: np.ndarray, state) -> np.ndarray:
-        """d_j(t) = ceil(r_j / k_j)."""
-        return np.ceil(state.remaining[jobs] / self.k[jobs] - DONE_EPS).astype(np.int64)
+        """d_j(t) = ceil(r_j / (k_j s_j))."""
+        rate = self.k[jobs] * self.instance.max_speed[jobs] if self.instance.typed else self.k[jobs]
+        return np.ceil(state.remaining[jobs] / rate - DONE_EPS).astype(np.int64)
 
     def gain(self, jobs: np.ndarray, t: int, state) -> np.ndarray:
         """G_j(t) = f_j(t + d_j - 1), 0 beyond T."""

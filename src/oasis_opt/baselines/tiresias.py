@@ -7,7 +7,8 @@ A modern peer, in the same slot model as the paper's baselines.
   same k_i), trimmed in its last slots to ceil(remaining worker-slots), with
   ceil(k b_i / B_i) PSs; all of them or nothing (gang).
 * **Attained service** (the 2D of 2D-LAS) = workers x slots received, i.e. worker-slots
-  (``state.attained``), counted since the job last entered the top queue.
+  (``state.attained``), counted since the job last entered the top queue; with accelerator
+  types, work units / u_i, i.e. worker-slots at the job's reference speed.
 * **Discretised priority queues** Q_0 (highest) .. Q_{K-1}. A new job enters Q_0; a job in Q_q
   whose attained service reaches ``limits[q]`` moves to the back of Q_{q+1}. Defaults follow
   Tiresias's simulator (``SymbioticLab/Tiresias``, ``jobs.py``: two queues, queue_limit
@@ -91,8 +92,9 @@ class TiresiasPolicy(OnlinePolicy):
         return True
 
     def service(self, job: int, state) -> float:
-        """Attained service since the job last entered Q_0, in worker-slots."""
-        return float(state.attained[job] - self.base[job])
+        """Attained service since the job last entered Q_0, in (reference) worker-slots."""
+        got = float(state.attained[job] - self.base[job])
+        return got / float(self.instance.unit[job]) if self.instance.typed else got
 
     def _requeue(self, t: int, state, jobs: np.ndarray) -> None:
         for j in jobs.tolist():

@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.numerics import fit_count
-from ..sim.placement import Placement
+from ..sim.placement import Placement, most_progress, worker_fit_options
 from .predictors import get_predictor
 
 LEVELS = ("server", "rack", "pod", "core")
@@ -114,28 +114,38 @@ class TreePlacement(Placement):
             self._last_free = free
 
     # ---- placement ------------------------------------------------------------------------------
-    def _fits(self, instance, job: int, free: np.ndarray, wfit=None, pfit=None):
+    def _fits(self, instance, job: int, g: int | None, wfit: np.ndarray, pfit: np.ndarray):
+        """Fit counts per server and per tree node, now and on the empty cluster (cached per job
+        and accelerator type ``g``; None: every type the job can use)."""
         H = instance.H
-        if wfit is None:
-            wfit = fit_count(free[:H], instance.worker_demand[job])
-            pfit = fit_count(free[H:], instance.ps_demand[job])
         wfit, pfit = wfit.astype(float), pfit.astype(float)
-        if job not in self._full:
-            cw = fit_count(instance.capacity[:H], instance.worker_demand[job]).astype(float)
+        if (job, g) not in self._full:
+            cw = dict(worker_fit_options(instance, job, instance.capacity, g))[g].astype(float)
             cp = fit_count(instance.capacity[H:], instance.ps_demand[job]).astype(float)
-            self._full[job] = (self._member_w @ cw, self._member_p @ cp)
+            self._full[(job, g)] = (self._member_w @ cw, self._member_p @ cp)
         return wfit, pfit, self._member_w @ wfit, self._member_p @ pfit
 
-    def place(self, instance, job: int, k: int, free: np.ndarray, _fit=(None, None)):
+    def place(self, instance, job: int, k: int, free: np.ndarray):
+        """The job's k workers and their PSs in the smallest fitting subtree (module doc), on
+        the first accelerator type (fastest for the job) where they fit; None if none."""
         if k <= 0:
             return []
         self._see(free)
+        pfit = fit_count(free[instance.H:], instance.ps_demand[job])
+        for g, wfit in worker_fit_options(instance, job, free):
+            rows = self._place_on(instance, job, k, free, g, wfit, pfit)
+            if rows is not None:
+                return rows
+        return None
+
+    def _place_on(self, instance, job: int, k: int, free: np.ndarray, g: int | None,
+                  wfit: np.ndarray, pfit: np.ndarray):
         p = int(instance.ps_needed(job, k))
-        wfit, pfit, fw, fp = self._fits(instance, job, free, *_fit)
+        wfit, pfit, fw, fp = self._fits(instance, job, g, wfit, pfit)
         root = 0
         if fw[root] < k or fp[root] < p:
             return None
-        full_w, full_p = self._full[job]
+        full_w, full_p = self._full[(job, g)]
         pred = self.predicted_utilisation()
         fits = (fw >= k) & (fp >= p)
         home = root
@@ -161,19 +171,18 @@ class TreePlacement(Placement):
         pss = self._pack(node, p, self._member @ pleaf, full_p, pred)
         return [(int(s), 0, int(n)) for s, n in workers] + [(int(s), 1, int(n)) for s, n in pss]
 
-    def place_most(self, instance, job: int, k_max: int, free: np.ndarray):
-        """The largest k <= k_max whose workers and PSs fit in total: ``place`` never fails then
-        (the core always holds them), so one call suffices."""
-        H = instance.H
-        wfit = fit_count(free[:H], instance.worker_demand[job])
-        pfit = fit_count(free[H:], instance.ps_demand[job])
-        wcap, pcap = int(wfit.sum()), int(pfit.sum())
-        k = min(int(k_max), wcap)
-        while k > 0 and instance.ps_needed(job, k) > pcap:
-            k -= 1
-        if k <= 0:
+    def place_most(self, instance, job: int, k_max: int, free: np.ndarray, *,
+                   remaining: float | None = None):
+        """The largest k <= k_max whose workers and PSs fit in total (on the type where the most
+        progress fits, as ``Placement.place_most``): ``place`` never fails then (the core always
+        holds them), so one call suffices."""
+        best = most_progress(instance, job, k_max, free, remaining)
+        if best is None:
             return 0, []
-        rows = self.place(instance, job, k, free, (wfit, pfit))
+        k, g, wfit = best
+        self._see(free)
+        pfit = fit_count(free[instance.H:], instance.ps_demand[job])
+        rows = self._place_on(instance, job, k, free, g, wfit, pfit)
         return (k, rows) if rows is not None else (0, [])
 
     # ---- helpers ---------------------------------------------------------------------------------

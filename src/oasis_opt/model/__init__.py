@@ -1,7 +1,7 @@
 """The problem model: instances, jobs, servers, topology, utilities, schedules and the validator."""
 from .checks import FormatError
-from .instance import (BANDWIDTH, DEFAULT_RESOURCES, JOB_CLASSES, Instance, Job, Server,
-                       required_work)
+from .instance import (BANDWIDTH, DEFAULT_RESOURCES, JOB_CLASSES, Instance, Job, JobType, Server,
+                       UnsupportedInstance, required_work)
 from .schedule import PS, ROLES, WORKER, Allocations, Schedule, ScheduleBuilder, derive_outcome
 from .topology import Topology
 from .utility import Utility
@@ -9,7 +9,8 @@ from .validate import (RULES, InvalidSchedule, ValidationReport, Violation, asse
                        validate)
 
 __all__ = [
-    "FormatError", "BANDWIDTH", "DEFAULT_RESOURCES", "JOB_CLASSES", "Instance", "Job", "Server", "required_work",
+    "FormatError", "BANDWIDTH", "DEFAULT_RESOURCES", "JOB_CLASSES", "Instance", "Job", "JobType", "Server",
+    "UnsupportedInstance", "required_work",
     "PS", "ROLES", "WORKER", "Allocations", "Schedule", "ScheduleBuilder", "derive_outcome",
     "Topology", "Utility", "RULES", "InvalidSchedule", "ValidationReport", "Violation",
     "assert_valid", "validate",

@@ -72,6 +72,13 @@ def integer(v: Any, path: str, *, minimum: int | None = 0) -> int:
     return v
 
 
+def boolean(v: Any, path: str) -> bool:
+    """``true`` or ``false`` (not 0 / 1)."""
+    if not isinstance(v, bool):
+        raise FormatError(path, f"expected true or false, got {_shown(v)}")
+    return v
+
+
 def text(v: Any, path: str) -> str:
     if not isinstance(v, str) or not v:
         raise FormatError(path, f"expected a non-empty string, got {_shown(v)}")

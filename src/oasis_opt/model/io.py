@@ -1,4 +1,11 @@
-"""JSON formats ``oasis-opt/instance@1`` and ``oasis-opt/result@1``: strict readers, exact writers.
+"""JSON formats ``oasis-opt/instance@1`` / ``@2`` and ``oasis-opt/result@1``: strict readers, exact
+writers.
+
+``instance@2`` is ``instance@1`` plus accelerator types (``Server.accelerator``; a job's
+``unit``, ``types`` and ``span_types``, ``model.instance``). The writer writes ``@2`` exactly when
+the worker servers carry types and ``@1`` otherwise, so every instance without types writes the
+bytes (and the fingerprint) it always did; the reader takes both, and refuses the new fields in an
+``@1`` document and an ``@2`` document without types (each has one canonical form).
 
 Readers check everything once at the edge and raise ``FormatError`` naming the offending field
 (e.g. ``jobs[3].worker.bw``); inside the package, data is trusted. The instance reader checks the
@@ -17,17 +24,19 @@ from typing import Any
 import numpy as np
 
 from .checks import FormatError, free_form, integer, number, text, within
-from .instance import PROGRESS_MODES, Instance, Job, Server
+from .instance import PROGRESS_MODES, Instance, Job, JobType, Server
 from .schedule import ROLES, Allocations, Schedule
 from .topology import Topology
 from .utility import PARAMETERS, Utility
 
 INSTANCE_FORMAT = "oasis-opt/instance@1"
+TYPED_INSTANCE_FORMAT = "oasis-opt/instance@2"  # @1 + accelerator types
+INSTANCE_FORMATS = (INSTANCE_FORMAT, TYPED_INSTANCE_FORMAT)
 RESULT_FORMAT = "oasis-opt/result@1"
 _FINGERPRINT = "instance_sha256"
 
 # kept importable from here: the error every reader and constructor raises
-__all__ = ["INSTANCE_FORMAT", "RESULT_FORMAT", "PROGRESS_MODES", "FormatError", "InstanceMismatch",
+__all__ = ["INSTANCE_FORMAT", "TYPED_INSTANCE_FORMAT", "INSTANCE_FORMATS", "RESULT_FORMAT", "PROGRESS_MODES", "FormatError", "InstanceMismatch",
            "instance_from_dict", "instance_to_dict", "result_from_dict", "result_to_dict",
            "dumps", "read_json", "write_json_atomic", "load_instance", "save_instance",
            "load_result", "save_result"]
@@ -44,12 +53,17 @@ def _get(d: dict, key: str, path: str, default: Any = ...) -> Any:
     return d[key]
 
 
-def _no_extra(d: dict, allowed: set[str], path: str) -> None:
+def _no_extra(d: dict, allowed: set[str], path: str, typed: set[str] = frozenset()) -> None:
+    """Unknown fields are errors; ``typed`` are the ``instance@2`` fields allowed in ``allowed``
+    only when the document is ``@2`` (the message then says so)."""
     if not isinstance(d, dict):
         raise FormatError(path, "expected an object")
     extra = sorted(set(d) - allowed)
     if extra:
-        raise FormatError(f"{path}.{extra[0]}" if path else extra[0], "unknown field")
+        name = f"{path}.{extra[0]}" if path else extra[0]
+        if extra[0] in typed:
+            raise FormatError(name, f"accelerator types need format {TYPED_INSTANCE_FORMAT!r}")
+        raise FormatError(name, "unknown field")
 
 
 def _list(v: Any, path: str) -> list:
@@ -68,12 +82,18 @@ def _utility(d: Any, path: str) -> Utility:
         return Utility(kind, **{name: _get(d, name, "") for name in PARAMETERS[kind]})
 
 
-def _servers(v: Any, path: str) -> list[Server]:
+_SERVER_FIELDS = {"id", "capacity", "rack", "kind"}
+_TYPED_SERVER_FIELDS = {"accelerator"}
+
+
+def _servers(v: Any, path: str, typed: bool) -> list[Server]:
     out = []
     for n, s in enumerate(_list(v, path)):
         p = f"{path}[{n}]"
-        _no_extra(s, {"id", "capacity", "rack", "kind"}, p)
-        out.append(Server(_get(s, "id", p), _get(s, "capacity", p), s.get("rack"), s.get("kind")))
+        _no_extra(s, _SERVER_FIELDS | (_TYPED_SERVER_FIELDS if typed else set()), p,
+                  _TYPED_SERVER_FIELDS)
+        out.append(Server(_get(s, "id", p), _get(s, "capacity", p), s.get("rack"), s.get("kind"),
+                          s.get("accelerator")))
     return out
 
 
@@ -104,14 +124,30 @@ def _topology(d: Any, path: str) -> Topology:
 
 
 _JOB_FIELDS = ("id", "arrival", "epochs", "chunks", "chunk_time", "worker", "ps")
+_TYPED_JOB_FIELDS = {"unit", "types", "span_types"}
 
 
-def _job(d: Any, n: int) -> Job:
+def _job_types(v: Any, path: str) -> dict[str, JobType]:
+    """``{type: {"speed", "worker"?}}`` as written; ``Instance`` checks the values."""
+    if not isinstance(v, dict):
+        raise FormatError(path, "expected an object {accelerator type: {speed, worker?}}")
+    out = {}
+    for name, t in v.items():
+        _no_extra(t, {"speed", "worker"}, f"{path}.{name}")
+        out[name] = JobType(_get(t, "speed", f"{path}.{name}"), t.get("worker"))
+    return out
+
+
+def _job(d: Any, n: int, typed: bool) -> Job:
     p = f"jobs[{n}]"
-    _no_extra(d, {*_JOB_FIELDS, "utility", "class", "provenance"}, p)
+    _no_extra(d, {*_JOB_FIELDS, "utility", "class", "provenance",
+                  *(_TYPED_JOB_FIELDS if typed else ())}, p, _TYPED_JOB_FIELDS)
     values = {key: _get(d, key, p) for key in _JOB_FIELDS}
+    types = d.get("types")
     return Job(**values, utility=_utility(_get(d, "utility", p), f"{p}.utility"),
-               job_class=d.get("class"), provenance=d.get("provenance"))
+               job_class=d.get("class"), provenance=d.get("provenance"),
+               unit=d.get("unit", 1), span_types=d.get("span_types", False),
+               types=None if types is None else _job_types(types, f"{p}.types"))
 
 
 def instance_from_dict(doc: Any) -> Instance:
@@ -120,19 +156,25 @@ def instance_from_dict(doc: Any) -> Instance:
     if not isinstance(doc, dict):
         raise FormatError("", "an instance must be a JSON object")
     fmt = _get(doc, "format", "")
-    if fmt != INSTANCE_FORMAT:
-        raise FormatError("format", f"expected {INSTANCE_FORMAT!r}, got {fmt!r}")
+    if fmt not in INSTANCE_FORMATS:
+        raise FormatError("format", f"expected {' or '.join(map(repr, INSTANCE_FORMATS))}, "
+                          f"got {fmt!r}")
+    typed = fmt == TYPED_INSTANCE_FORMAT
     _no_extra(doc, {"format", "horizon", "resources", "worker_servers", "ps_servers", "topology",
                     "jobs", "progress", "meta"}, "")
     horizon = _get(doc, "horizon", "")
     resources = _list(_get(doc, "resources", ""), "resources")
-    workers = _servers(_get(doc, "worker_servers", ""), "worker_servers")
-    pss = _servers(_get(doc, "ps_servers", ""), "ps_servers")
-    jobs = [_job(j, n) for n, j in enumerate(_list(_get(doc, "jobs", ""), "jobs"))]
+    workers = _servers(_get(doc, "worker_servers", ""), "worker_servers", typed)
+    pss = _servers(_get(doc, "ps_servers", ""), "ps_servers", False)
+    jobs = [_job(j, n, typed) for n, j in enumerate(_list(_get(doc, "jobs", ""), "jobs"))]
     topo = doc.get("topology")
     topology = None if topo is None else _topology(topo, "topology")
-    return Instance(horizon, tuple(resources), tuple(workers), tuple(pss), tuple(jobs), topology,
+    inst = Instance(horizon, tuple(resources), tuple(workers), tuple(pss), tuple(jobs), topology,
                     doc.get("progress", "chunk-time"), doc.get("meta", {}))
+    if typed and not inst.typed:
+        raise FormatError("format", f"{TYPED_INSTANCE_FORMAT!r} is for clusters with accelerator "
+                          f"types and no worker server names one (write {INSTANCE_FORMAT!r})")
+    return inst
 
 
 def _server_json(s: Server) -> dict:
@@ -141,13 +183,23 @@ def _server_json(s: Server) -> dict:
         d["rack"] = s.rack
     if s.kind is not None:
         d["kind"] = s.kind
+    if s.accelerator is not None:
+        d["accelerator"] = s.accelerator
     return d
 
 
 def _job_json(j: Job) -> dict:
     d: dict[str, Any] = {"id": j.id, "arrival": j.arrival, "epochs": j.epochs, "chunks": j.chunks,
-                         "chunk_time": j.chunk_time, "worker": dict(j.worker), "ps": dict(j.ps),
-                         "utility": j.utility.to_json()}
+                         "chunk_time": j.chunk_time, "worker": dict(j.worker), "ps": dict(j.ps)}
+    if j.unit != 1:
+        d["unit"] = j.unit
+    if j.types is not None:
+        d["types"] = {name: {"speed": t.speed, **({} if t.worker is None
+                                                  else {"worker": dict(t.worker)})}
+                      for name, t in j.types.items()}
+    if j.span_types:
+        d["span_types"] = True
+    d["utility"] = j.utility.to_json()
     if j.job_class is not None:
         d["class"] = j.job_class
     if j.provenance is not None:
@@ -156,7 +208,8 @@ def _job_json(j: Job) -> dict:
 
 
 def instance_to_dict(inst: Instance) -> dict:
-    d: dict[str, Any] = {"format": INSTANCE_FORMAT, "horizon": inst.horizon,
+    d: dict[str, Any] = {"format": TYPED_INSTANCE_FORMAT if inst.typed else INSTANCE_FORMAT,
+                         "horizon": inst.horizon,
                          "resources": list(inst.resources),
                          "worker_servers": [_server_json(s) for s in inst.worker_servers],
                          "ps_servers": [_server_json(s) for s in inst.ps_servers]}

@@ -129,12 +129,22 @@ def ps_count(workers: ArrayLike, worker_bw: float, ps_bw: float) -> Any:
     return out if out.ndim else int(out)
 
 
+def useful_workers(remaining: Any, speed: Any) -> Any:
+    """Workers that still help a job with ``remaining`` work units at ``speed`` units per worker
+    and slot: ceil(remaining / speed - DONE_EPS) (>= 0); scalar or array."""
+    out = np.maximum(np.ceil(np.asarray(remaining, dtype=float) / speed - DONE_EPS), 0)
+    return out.astype(np.int64) if out.ndim else int(out)
+
+
 def workers_alone(instance: Any, job: int) -> int:
     """The most workers (<= N_i) job ``job`` can run at once with its PSs on the empty cluster:
     k workers fit when the worker servers hold k of its containers and the PS servers
-    ceil(k b_i / B_i) <= k (constraints (6), (7)), counted per server (fragmentation counts)."""
+    ceil(k b_i / B_i) <= k (constraints (6), (7)), counted per server (fragmentation counts).
+    With accelerator types the workers sit on one type it can use (the best), or on all of them
+    if it may span types."""
     H = instance.H
-    wcap = int(fit_count(instance.capacity[:H], instance.worker_demand[job]).sum())
+    fits = instance.worker_fits(job, instance.capacity[:H]).sum(axis=1)
+    wcap = int(fits.sum() if instance.span_types[job] else fits.max())
     pcap = int(fit_count(instance.capacity[H:], instance.ps_demand[job]).sum())
     k = min(int(instance.chunks[job]), wcap)
     while k > 0 and not instance.ps_needed(job, k) <= min(pcap, k):

@@ -86,15 +86,31 @@ class Schedule:
         return np.array([c is not None for c in self.completion], dtype=bool)
 
 
+def work_done(instance: Instance, allocations: Allocations) -> np.ndarray:
+    """Work units each job's workers do in slots 0..T, shape (I,) int64: the sum over its worker
+    rows of count x the speed of the server's accelerator type (``Instance.worker_credit``; one
+    unit per worker-slot without types), the left-hand side of constraint (2)."""
+    a = allocations
+    m = (a.role == WORKER) & (a.slot >= 0) & (a.slot <= instance.horizon)
+    out = np.zeros(instance.I, dtype=np.int64)
+    if not instance.typed:  # one unit per worker-slot
+        np.add.at(out, a.job[m], a.count[m])
+    elif m.any():
+        np.add.at(out, a.job[m], a.count[m] * instance.worker_credit(a.job[m], a.server[m]))
+    return out
+
+
 def derive_outcome(instance: Instance, allocations: Allocations
                    ) -> tuple[tuple[int | None, ...], tuple[float, ...]]:
-    """Completion slot (last slot with workers, if the worker-slots cover ``work``) and utility.
+    """Completion slot (last slot with workers, if the work units done cover ``work``) and
+    utility.
 
-    With ``instance.progress == "placement"`` the worker-slots are the placement-aware ones of
+    Work units are ``work_done``'s (worker-slots without accelerator types). With
+    ``instance.progress == "placement"`` they are the placement-aware worker-slots of
     ``oasis_opt.costmodel.placement`` (k T_ref / T_actual per slot), summed as the simulator does.
     """
     workers = allocations.workers_per_job_slot(instance.I, instance.horizon)
-    done = workers.sum(axis=1) >= instance.work
+    done = work_done(instance, allocations) >= instance.work
     if instance.progress == "placement":  # placement-aware worker-slots (costmodel.placement)
         from ..costmodel.placement import placement_work_remaining
 

@@ -1,4 +1,8 @@
-"""The validator: constraints (2)-(10) of the paper, in worker-slots, plus utility accounting.
+"""The validator: constraints (2)-(10) of the paper, in work units, plus utility accounting.
+
+Work units are worker-slots without accelerator types; with types a worker on type g does the
+job's s_ig units per slot (``model.instance``), a job's workers may sit only on types it can use,
+and in one slot on one type unless it allows spanning types.
 
 Every policy's schedule must pass ``validate(instance, schedule)``. Each violation names its rule
 and, where they apply, the job, slot, server and resource.
@@ -12,20 +16,25 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .numerics import DONE_EPS, UTILITY_RTOL, capacity_slack
-from .schedule import PS, WORKER, Schedule, derive_outcome
+from .schedule import PS, WORKER, Schedule, derive_outcome, work_done
 
 if TYPE_CHECKING:
     from .instance import Instance
 
 RULES = {
-    "workload": "(2) a completed job gets at least epochs*chunks*chunk_time worker-slots "
-                "(placement-aware ones when instance.progress == 'placement')",
+    "workload": "(2) a completed job gets at least W_i = ceil(epochs*chunks*chunk_time*unit) "
+                "work units: the sum over its workers of their server type's speed (one per "
+                "worker-slot without types; placement-aware worker-slots when "
+                "instance.progress == 'placement')",
     "max-workers": "(3) at most N_i workers per slot",
     "capacity": "(4)/(5) per server, slot and resource: used <= capacity",
     "ps-bandwidth": "(6) PSs * B_i >= workers * b_i",
     "ps-le-workers": "(7) PSs <= workers",
     "ps-without-workers": "no PS in a slot without workers",
     "pool": "workers only on worker servers, PSs only on PS servers",
+    "type": "a job's workers only on servers of an accelerator type it can use (its types)",
+    "mixed-types": "a job's workers in one slot on one accelerator type, unless it allows "
+                   "span_types",
     "arrival": "(9)/(10) nothing before arrival",
     "horizon": "slots lie in 1..T",
     "count": "allocation counts are positive integers",
@@ -117,6 +126,15 @@ def validate(instance: Instance, schedule: Schedule) -> ValidationReport:
          lambda j, t, s, r, c: f"{('worker', 'ps')[r]} placed on a "
                                f"{'worker' if s < H else 'PS'} server"),
     )
+    if instance.typed and len(a):  # workers on a type the job cannot use
+        on_worker = (a.role == WORKER) & (a.server >= 0) & (a.server < H)
+        server_type = np.where(on_worker, instance.worker_type[np.where(on_worker, a.server, 0)],
+                               -1)
+        usable = instance.usable[a.job, np.maximum(server_type, 0)]
+        names = instance.types
+        checks += (("type", on_worker & ~usable,
+                    lambda j, t, s, r, c: f"worker on a {names[instance.worker_type[s]]} server, "
+                                          "a type the job cannot use"),)
     for rule, bad, msg in checks:
         for n in np.flatnonzero(bad):
             j, t, s, r, c = (int(a.job[n]), int(a.slot[n]), int(a.server[n]), int(a.role[n]),
@@ -136,10 +154,21 @@ def validate(instance: Instance, schedule: Schedule) -> ValidationReport:
     for j, t in zip(*np.nonzero((z > 0) & (y == 0))):
         add("ps-without-workers", f"{z[j, t]} PSs with no workers", j, t)
 
+    if instance.typed:  # one type per job and slot unless the job may span types
+        m = (a.role == WORKER) & (a.server >= 0) & (a.server < H) & (a.count > 0)
+        triples = np.unique(np.stack([a.job[m], a.slot[m], instance.worker_type[a.server[m]]]),
+                            axis=1)  # sorted (job, slot, type), each once
+        pairs, first, kinds = np.unique(triples[:2], axis=1, return_index=True,
+                                        return_counts=True)
+        for (j, t), f, k in zip(pairs.T.tolist(), first.tolist(), kinds.tolist()):
+            if k > 1 and not instance.span_types[j]:
+                names = ", ".join(str(instance.types[g]) for g in triples[2, f:f + k].tolist())
+                add("mixed-types", f"workers on types {names} in one slot (the job does not "
+                    "allow span_types)", j, t)
+
     # ---- capacities (4), (5) -----------------------------------------------------------
     ok = (a.slot >= 1) & (a.slot <= T)
-    demand = np.where(a.role[ok, None] == WORKER, instance.worker_demand[a.job[ok]],
-                      instance.ps_demand[a.job[ok]]) * a.count[ok, None]
+    demand = instance.row_demand(a.job[ok], a.server[ok], a.role[ok]) * a.count[ok, None]
     used = np.zeros((T + 1, len(sid), instance.R))
     np.add.at(used, (a.slot[ok], a.server[ok]), demand)
     over = used > instance.capacity[None, :, :] + capacity_slack(instance.capacity)
@@ -149,8 +178,8 @@ def validate(instance: Instance, schedule: Schedule) -> ValidationReport:
 
     # ---- workload (2), completion (8), utility accounting -------------------------------
     completion, utility = derive_outcome(instance, a)
-    got = y.sum(axis=1)
-    short, unit = got < instance.work, "worker-slots"
+    got = work_done(instance, a)
+    short, unit = got < instance.work, "work units" if instance.typed else "worker-slots"
     if instance.progress == "placement":  # placement-aware worker-slots (costmodel.placement)
         from ..costmodel.placement import placement_work_remaining
 

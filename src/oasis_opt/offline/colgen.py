@@ -532,6 +532,7 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0, max_iterati
     """
     from ..policies import get_policy
 
+    instance.require_untyped(f"policy {policy_name!r}")
     if time_limit is not None and not time_limit > 0:
         raise ValueError(f"time_limit: must be > 0 seconds, got {time_limit}")
     for name, v in (("cg_share", cg_share), ("pooled_share", pooled_share)):

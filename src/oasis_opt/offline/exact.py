@@ -52,6 +52,7 @@ class OfflinePolicy:
 
     def solve(self, instance: Instance, *, time_limit: float | None = None, progress: bool = False,
               **_ignored: Any) -> Schedule:
+        instance.require_untyped(f"policy {self.name!r}")
         model = build_milp(instance)
         res = solve_program(model.lp, backend=self.backend, time_limit=time_limit,
                             seed=self.seed, mip_gap=self.mip_gap,

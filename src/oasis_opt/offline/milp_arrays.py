@@ -176,6 +176,7 @@ def ps_ratio(instance: Instance, job: int, kmax: int) -> tuple[float, float]:
 
 def build_milp(instance: Instance) -> MilpModel:
     """The reduced MILP of section 2.1 for ``instance`` (see the module docstring)."""
+    instance.require_untyped("the offline MILP")
     t_start = time.perf_counter()
     T, H = instance.horizon, instance.H
     wroom = np.minimum(server_room(instance.worker_capacity, instance.worker_demand),

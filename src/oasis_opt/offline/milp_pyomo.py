@@ -32,6 +32,7 @@ import pyomo.environ as pyo  # noqa: E402
 
 def build_pyomo(instance: Instance) -> pyo.ConcreteModel:
     """The MILP as a ``pyo.ConcreteModel`` (variables x, u, y, z; constraints named by equation)."""
+    instance.require_untyped("the offline MILP")
     T = instance.horizon
     jobs = range(instance.I)
     H = range(instance.H)

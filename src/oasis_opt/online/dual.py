@@ -190,6 +190,7 @@ def best_schedule(instance: Instance, job: int, worker_price: ArrayLike, ps_pric
     """The payoff-maximising schedule (21)/(27) of ``job`` of ``instance`` at the given prices:
     ``best_schedule_arrays`` with the job's parameters read from the instance (PS counts by
     its rule ceil(k b_i / B_i)). Arrays as there, with T, H, K, R the instance's."""
+    instance.require_untyped("the dual subroutine")
     T, H, K, R = instance.horizon, instance.H, instance.K, instance.R
     for name, arr, n in (("worker_price", worker_price, H), ("ps_price", ps_price, K),
                          ("worker_free", worker_free, H), ("ps_free", ps_free, K)):

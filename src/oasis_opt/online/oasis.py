@@ -66,6 +66,7 @@ class OasisPolicy(OnlinePolicy):
 
     # ---- simulator hooks ---------------------------------------------------------------------
     def start(self, instance: Instance, state: Any) -> None:
+        instance.require_untyped(f"policy {self.name!r}")
         self.instance = instance
         T, H, K, R = instance.horizon, instance.H, instance.K, instance.R
         self.pricing = (resolve_pricing(self.pricing_spec, instance, self.u_scale)

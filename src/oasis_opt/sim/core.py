@@ -8,8 +8,14 @@ The simulator owns time and the ``ClusterState``. Each slot t = 1..T it
    count)``, checking each against its own account of free capacity (a policy bug raises
    ``PolicyError``); ``state.free`` is a fresh copy of the capacities each slot that the policy may
    use as scratch space while it places jobs;
-3. credits progress: by default k workers give k worker-slots (the paper's model);
+3. credits progress: by default each worker gives the job its server type's speed in work units
+   (``Instance.type_speed``), so k workers give k worker-slots without accelerator types (the
+   paper's model);
 4. completes jobs whose remaining work reaches 0 (completion = t) and calls ``policy.on_slot_end``.
+
+Besides capacity, the simulator holds every policy to the pools (workers on worker servers, PSs
+on PS servers) and, with accelerator types, to the types (a job's workers only on types it can
+use, and on one type per slot unless it allows ``span_types``): a breach raises ``PolicyError``.
 """
 from __future__ import annotations
 
@@ -28,13 +34,17 @@ class PolicyError(RuntimeError):
     """A policy asked for something impossible (over capacity, a finished or rejected job ...)."""
 
 
-# progress(instance, job, rows of this job in this slot [(server, role, count)], t) -> worker-slots
+# progress(instance, job, rows of this job in this slot [(server, role, count)], t) -> work units
 ProgressFn = Callable[[object, int, list, int], float]
 
 
 def chunk_time_progress(instance, job: int, rows, t: int) -> float:
-    """The paper's model: each worker in a slot does one worker-slot of work."""
-    return float(sum(n for _, role, n in rows if role == WORKER))
+    """The paper's model, by accelerator type: each worker in a slot does its server type's
+    speed s_ig in work units (one worker-slot without types)."""
+    if not instance.typed:
+        return float(sum(n for _, role, n in rows if role == WORKER))
+    speed, kind = instance.type_speed[job], instance.worker_type
+    return float(sum(n * int(speed[kind[s]]) for s, role, n in rows if role == WORKER))
 
 
 def simulate(instance, policy: OnlinePolicy, *, progress_fn: ProgressFn | None = None,
@@ -50,7 +60,7 @@ def simulate(instance, policy: OnlinePolicy, *, progress_fn: ProgressFn | None =
     by_slot: dict[int, list[int]] = {}
     for i, a in enumerate(instance.arrival.tolist()):
         by_slot.setdefault(a, []).append(i)
-    wdem, pdem = instance.worker_demand, instance.ps_demand
+    H = instance.H
     slots = range(1, instance.horizon + 1)
     if show_progress:
         from tqdm import tqdm
@@ -73,12 +83,19 @@ def simulate(instance, policy: OnlinePolicy, *, progress_fn: ProgressFn | None =
             if not state.admitted[job] or state.done[job] or not state.arrived[job]:
                 raise PolicyError(f"{policy.name}: slot {t}: allocation for job "
                                   f"{instance.jobs[job].id} which is not running")
-            free[server] -= count * (wdem[job] if role == WORKER else pdem[job])
+            if (role == WORKER) != (server < H):
+                raise PolicyError(f"{policy.name}: slot {t}: job {instance.jobs[job].id}: "
+                                  f"{('worker', 'PS')[role]} on server "
+                                  f"{instance.servers[server].id} of the other pool")
+            free[server] -= count * instance.container_demand(job, server, role)
             if (free[server] < -capacity_slack(instance.capacity[server])).any():
                 raise PolicyError(f"{policy.name}: slot {t}: server {instance.servers[server].id} "
                                   "over capacity")
             per_job.setdefault(job, []).append((server, role, count))
             builder.add(job, t, server, role, count)
+        if instance.typed:
+            for job, rows in per_job.items():
+                _check_types(instance, policy.name, t, job, rows)
         for job, rows in per_job.items():
             gained = progress_fn(instance, job, rows, t)
             state.remaining[job] -= gained
@@ -91,6 +108,19 @@ def simulate(instance, policy: OnlinePolicy, *, progress_fn: ProgressFn | None =
     stats = dict(policy.stats())
     stats["timing"] = {"run_time_s": time.perf_counter() - t0, **stats.get("timing", {})}
     return builder.build(policy.name, stats)
+
+
+def _check_types(instance, name: str, t: int, job: int, rows) -> None:
+    """A job's workers only on types it can use, on one type unless it may span types."""
+    kinds = {int(instance.worker_type[s]) for s, role, _ in rows if role == WORKER}
+    for g in sorted(kinds):
+        if not instance.usable[job, g]:
+            raise PolicyError(f"{name}: slot {t}: job {instance.jobs[job].id} on accelerator type "
+                              f"{instance.types[g]}, which it cannot use")
+    if len(kinds) > 1 and not instance.span_types[job]:
+        raise PolicyError(f"{name}: slot {t}: job {instance.jobs[job].id} on types "
+                          f"{', '.join(str(instance.types[g]) for g in sorted(kinds))} in one "
+                          "slot (it does not allow span_types)")
 
 
 def _progress_for(instance) -> ProgressFn:

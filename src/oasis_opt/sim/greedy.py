@@ -1,13 +1,11 @@
 """A deliberately simple reference policy used to exercise the simulator.
 
 Admit every job; each slot, in arrival order, give each running job as many workers as still
-help (up to N_i and its remaining work) with their PSs, first fit.
+help (up to N_i and its remaining work) with their PSs, first fit (with accelerator types: on the
+type where the most progress fits, ``Placement.place_most``).
 """
 from __future__ import annotations
 
-import math
-
-from ..model.numerics import DONE_EPS
 from .core import OnlinePolicy
 from .placement import FirstFit, apply, get_placement
 
@@ -24,8 +22,8 @@ class GreedyPolicy(OnlinePolicy):
     def allocate(self, t, state):
         inst = state.instance
         for job in state.active():
-            want = min(int(inst.chunks[job]), math.ceil(state.remaining[job] - DONE_EPS))
-            k, rows = self.placement.place_most(inst, int(job), want, state.free)
+            k, rows = self.placement.place_most(inst, int(job), int(inst.chunks[job]), state.free,
+                                                remaining=float(state.remaining[job]))
             if k:
                 apply(inst, int(job), rows, state.free)
                 for s, role, n in rows:

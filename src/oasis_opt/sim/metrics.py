@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model.schedule import WORKER
 from .report import Summary, SummaryTable, policy_label, solver_stats
 
 
@@ -23,8 +22,7 @@ def utilisation(instance, schedule) -> dict[str, dict[str, float]]:
     """Allocated / available resource-slots over slots 1..T, per pool and resource."""
     a = schedule.allocations
     T, H = instance.horizon, instance.H
-    demand = np.where(a.role[:, None] == WORKER, instance.worker_demand[a.job],
-                      instance.ps_demand[a.job]) * a.count[:, None]
+    demand = instance.row_demand(a.job, a.server, a.role) * a.count[:, None]
     used_w = demand[a.server < H].sum(axis=0)
     used_p = demand[a.server >= H].sum(axis=0)
     cap_w = instance.worker_capacity.sum(axis=0) * T

@@ -3,6 +3,14 @@
 A placement turns "job i gets k workers" into per-server counts, given the free capacity of
 every server (global index: worker servers 0..H-1, PS servers H..H+K-1). Policies decide *how
 many*; placements decide *where*. ``ceil(k b_i / B_i)`` PSs accompany k workers (constraint (6)).
+
+**Accelerator types** (the rule every type-agnostic policy inherits). A job's workers go on one
+accelerator type it can use: the types are tried fastest first for the job (ties: the type
+listed first), and the first on which all of them fit is taken, so k workers land where they make
+the most progress; ``place_most`` takes the type on which the most progress fits (workers x
+speed). A job that allows ``span_types`` is placed over all its types at once, faster servers
+first. ``on_type`` pins a placement to one type (a job growing one worker at a time stays on the
+type of its first). Without types there is one type and nothing changes.
 """
 from __future__ import annotations
 
@@ -10,7 +18,49 @@ import importlib
 
 import numpy as np
 
-from ..model.numerics import fill, fit_count
+from ..model.numerics import fill, fit_count, useful_workers
+
+
+def worker_fit_options(instance, job: int, free: np.ndarray, on_type: int | None = None
+                       ) -> list[tuple[int | None, np.ndarray]]:
+    """Where the job's workers may go, in the order to try: ``(type, fits)`` pairs, ``fits``
+    (H,) the job's worker fit count per worker server restricted to that type (module
+    docstring); one pair ``(None, fits over all its types)`` for a job that may span types."""
+    H = instance.H
+    fits = instance.worker_fits(job, free[:H])
+    if on_type is not None:
+        return [(on_type, fits[on_type])]
+    if not instance.typed:
+        return [(0, fits[0])]
+    if instance.span_types[job]:
+        return [(None, fits.sum(axis=0))]
+    return [(g, fits[g]) for g in instance.type_order(job)]
+
+
+def most_progress(instance, job: int, k_max: int, free: np.ndarray, remaining: float | None
+                  ) -> tuple[int, int | None, np.ndarray] | None:
+    """``(k, type, fits)``: the type where the most progress (k x speed) fits in total, counting
+    workers and PSs per server but not how they pack (``Placement.place_most``); None if none."""
+    H = instance.H
+    pcap = int(fit_count(free[H:], instance.ps_demand[job]).sum())
+    best: tuple[int, int, int | None, np.ndarray] | None = None  # (progress, k, type, fits)
+    for g, wfit in worker_fit_options(instance, job, free):
+        speed = int(instance.max_speed[job] if g is None else instance.type_speed[job, g])
+        cap = k_max if remaining is None else min(k_max, useful_workers(remaining, speed))
+        k = min(cap, int(wfit.sum()))
+        while k > 0 and instance.ps_needed(job, k) > pcap:
+            k -= 1
+        if k > 0 and (best is None or k * speed > best[0]):
+            best = (k * speed, k, g, wfit)
+    return None if best is None else best[1:]
+
+
+def by_speed(instance, job: int, order: np.ndarray) -> np.ndarray:
+    """``order`` (worker servers) stably re-sorted with the job's faster types first."""
+    order = np.asarray(order)
+    if not instance.typed:
+        return order
+    return order[np.argsort(-instance.server_speed(job)[order], kind="stable")]
 
 
 class Placement:
@@ -36,17 +86,23 @@ class Placement:
             return []
         return self.place_counts(instance, job, k, instance.ps_needed(job, k), free)
 
-    def place_counts(self, instance, job: int, workers: int, ps: int, free: np.ndarray):
+    def place_counts(self, instance, job: int, workers: int, ps: int, free: np.ndarray, *,
+                     on_type: int | None = None):
         """Rows for exactly ``workers`` workers and ``ps`` PSs (either may be 0), or None.
 
         Used by policies that grow a job's allocation one worker (plus the PSs constraint (6)
-        then needs) at a time; ``place`` is this with ``ps = ceil(k b_i / B_i)``.
+        then needs) at a time; ``place`` is this with ``ps = ceil(k b_i / B_i)``. The workers go
+        on one type (module docstring), ``on_type`` if given.
         """
         H = instance.H
-        w: list[tuple[int, int]] = []
+        w: list[tuple[int, int]] | None = []
         if workers > 0:
-            wfit = fit_count(free[:H], instance.worker_demand[job])
-            w = fill(self.worker_order(instance, job, free), wfit, workers)
+            order = self.worker_order(instance, job, free)
+            for g, wfit in worker_fit_options(instance, job, free, on_type):
+                w = fill(order if g is not None else by_speed(instance, job, order), wfit,
+                         workers)
+                if w is not None:
+                    break
             if w is None:
                 return None
         p: list[tuple[int, int]] = []
@@ -57,16 +113,24 @@ class Placement:
                 return None
         return [(s, 0, n) for s, n in w] + [(H + s, 1, n) for s, n in p]
 
-    def place_most(self, instance, job: int, k_max: int, free: np.ndarray):
-        """The largest k <= k_max that fits, with its rows (k = 0 and [] if none)."""
-        H = instance.H
-        wcap = int(fit_count(free[:H], instance.worker_demand[job]).sum())
-        pcap = int(fit_count(free[H:], instance.ps_demand[job]).sum())
-        k = min(k_max, wcap)
-        while k > 0 and instance.ps_needed(job, k) > pcap:
-            k -= 1
+    def place_most(self, instance, job: int, k_max: int, free: np.ndarray, *,
+                   remaining: float | None = None):
+        """The largest k <= k_max that fits, with its rows (k = 0 and [] if none).
+
+        With accelerator types: on the type where the most progress fits (k x speed; ties: the
+        faster type, then the type listed first), and with ``remaining`` work units given, at
+        most the workers that still help there, ceil(remaining / speed)."""
+        best = most_progress(instance, job, k_max, free, remaining)
+        if best is None:
+            return 0, []
+        k, g, _ = best
+        return self._place_down(instance, job, k, free, g)
+
+    def _place_down(self, instance, job: int, k: int, free: np.ndarray, on_type: int | None):
+        """The largest k' <= k whose rows the greedy fill finds (on ``on_type``: None spans)."""
         while k > 0:
-            rows = self.place(instance, job, k, free)
+            rows = self.place_counts(instance, job, k, instance.ps_needed(job, k), free,
+                                     on_type=on_type)
             if rows is not None:
                 return k, rows
             k -= 1
@@ -74,9 +138,9 @@ class Placement:
 
 
 def apply(instance, job: int, rows, free: np.ndarray) -> None:
-    """Subtract placed containers from ``free`` in place."""
+    """Subtract placed containers from ``free`` in place (a worker's demand is its server type's)."""
     for s, role, n in rows:
-        free[s] -= n * (instance.worker_demand[job] if role == 0 else instance.ps_demand[job])
+        free[s] -= n * instance.container_demand(job, s, role)
 
 
 def free_after(instance, held) -> np.ndarray:
@@ -150,21 +214,29 @@ class Packing(Placement):
     name = "packing"
 
     @staticmethod
-    def _order(free: np.ndarray, capacity: np.ndarray, demand: np.ndarray) -> np.ndarray:
-        need = demand > 0
+    def _order(free: np.ndarray, capacity: np.ndarray, demand: np.ndarray,
+               fits: np.ndarray) -> np.ndarray:
+        """``demand``: (R,) or per server (S, R); ``fits``: does one container fit, (S,)."""
         with np.errstate(invalid="ignore", divide="ignore"):
-            rel = np.where(capacity[:, need] > 0, free[:, need] / capacity[:, need], 0.0)
-        score = rel.sum(axis=1) if need.any() else np.zeros(len(free))
-        fits = fit_count(free, demand) > 0
+            if demand.ndim == 1:
+                need = demand > 0
+                rel = np.where(capacity[:, need] > 0, free[:, need] / capacity[:, need], 0.0)
+            else:  # accelerator types: each server scored on its own type's demand
+                rel = np.where((demand > 0) & (capacity > 0), free / capacity, 0.0)
+        score = rel.sum(axis=1)
         return np.lexsort((np.arange(len(free)), score, ~fits))
 
     def worker_order(self, instance, job, free):
         H = instance.H
-        return self._order(free[:H], instance.capacity[:H], instance.worker_demand[job])
+        fits = instance.worker_fits(job, free[:H]).sum(axis=0) > 0
+        demand = instance.server_demand(job) if instance.typed else instance.worker_demand[job]
+        return self._order(free[:H], instance.capacity[:H], demand, fits)
 
     def ps_order(self, instance, job, free):
         H = instance.H
-        return self._order(free[H:], instance.capacity[H:], instance.ps_demand[job])
+        demand = instance.ps_demand[job]
+        return self._order(free[H:], instance.capacity[H:], demand,
+                           fit_count(free[H:], demand) > 0)
 
 
 # name -> "module:Class", resolved on use (a lower layer names what lives above it by string:

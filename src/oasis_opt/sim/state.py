@@ -7,8 +7,8 @@ import numpy as np
 class ClusterState:
     """What a policy may look at in slot ``t``.
 
-    ``remaining[i]``: worker-slots job i still needs (float: placement-aware progress may charge
-    fractions). ``free``: capacity of every server (global index), reset at the start of each slot, which
+    ``remaining[i]``: work units job i still needs (worker-slots without accelerator types; float:
+    placement-aware progress may charge fractions). ``free``: capacity of every server (global index), reset at the start of each slot, which
     the policy may decrement as it places containers (the simulator keeps its own account). ``completion[i]``: slot or -1.
     """
 
@@ -20,7 +20,7 @@ class ClusterState:
         self.decided = np.zeros(instance.I, dtype=bool)
         self.remaining = instance.work.astype(float)
         self.completion = np.full(instance.I, -1, dtype=np.int64)
-        self.attained = np.zeros(instance.I)  # worker-slots received so far (Tiresias's service)
+        self.attained = np.zeros(instance.I)  # work units received so far (Tiresias's service)
         self.free = instance.capacity.copy()
 
     @property
