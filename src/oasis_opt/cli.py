@@ -445,6 +445,9 @@ def blame(err: Exception, fields: dict[str, str], default: str) -> CliError:
              help="servers per the preset's rule (preset default)"),
          arg("--calibration", choices=("calibrated", "literal"),
              help="job-size calibration (ambiguity A2; preset default: calibrated)"),
+         arg("--cluster-mix", metavar="TYPE[=SHARE]:...",
+             help="paper-sim: worker servers of these accelerator types by share, e.g. "
+                  "v100:p100:k80:cpu or v100=2:k80=1:cpu=1 (writes oasis-opt/instance@2)"),
          arg("--seed", type=non_negative_int, required=True, metavar="S", help="random seed"),
          MAX_WORK,
          arg("--out", required=True, metavar="FILE", help="instance JSON to write"))
@@ -460,6 +463,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
         raise CliError("--preset", f"unknown preset {args.preset!r} "
                        f"(known: {', '.join(sorted(PRESETS))})")
     options = {} if args.calibration is None else {"calibration": args.calibration}
+    if args.cluster_mix is not None:
+        options["cluster_mix"] = args.cluster_mix
     try:
         inst = generate(args.preset, seed=args.seed, jobs=args.jobs, horizon=args.horizon,
                         servers=args.servers, **options)
@@ -471,8 +476,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
         raise blame(e, given, f"--preset {args.preset}") from None
     _check_generated(inst, args)
     write(args.out, save_instance, inst)
+    types = f" ({', '.join(map(str, inst.types))})" if inst.typed else ""
     print(f"wrote {args.out}: preset {args.preset}, seed {args.seed}, {inst.I} jobs, "
-          f"T={inst.horizon}, {inst.H} worker + {inst.K} PS servers")
+          f"T={inst.horizon}, {inst.H} worker{types} + {inst.K} PS servers")
     return EXIT_OK
 
 

@@ -27,7 +27,8 @@ PAPER_SERVER_BW_GBPS = (20.0, 50.0)  # section 10: server bandwidth uniform in [
 class ServerType:
     """A server model: ``gpus`` (count), ``vcpus`` (count), ``memory_gb`` (GB), ``storage_gb`` (GB).
 
-    ``capacity(bandwidth_gbps)`` gives the capacity map of one server of this type.
+    ``capacity(bandwidth_gbps)`` gives the capacity map of one server of this type; ``accelerator``
+names its accelerator type (``costmodel.accelerators``) where the catalogue has one.
     """
 
     name: str
@@ -36,6 +37,7 @@ class ServerType:
     memory_gb: float
     storage_gb: float = DEFAULT_STORAGE_GB
     description: str = ""
+    accelerator: str | None = None  # its accelerator type in ``costmodel.accelerators``
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -61,8 +63,10 @@ def _types(*types: ServerType) -> dict[str, ServerType]:
 CATALOGUE: dict[str, ServerType] = _types(
     # EC2 types of the paper's simulations (A1)
     ServerType("c4.8xlarge", 0, 36, 60.0, description="EC2 C4, compute optimised, no GPU (PS pool)"),
-    ServerType("p2.8xlarge", 8, 32, 488.0, description="EC2 P2, 8 NVIDIA K80 GPUs"),
-    ServerType("p2.16xlarge", 16, 64, 732.0, description="EC2 P2, 16 NVIDIA K80 GPUs"),
+    ServerType("p2.8xlarge", 8, 32, 488.0, description="EC2 P2, 8 NVIDIA K80 GPUs",
+               accelerator="k80"),
+    ServerType("p2.16xlarge", 16, 64, 732.0, description="EC2 P2, 16 NVIDIA K80 GPUs",
+               accelerator="k80"),
     ServerType("g3.8xlarge", 2, 32, 244.0, description="EC2 G3, 2 NVIDIA M60 GPUs"),
     ServerType("g3.16xlarge", 4, 64, 488.0, description="EC2 G3, 4 NVIDIA M60 GPUs"),
     # the paper's 9-server testbed (section 14): worker hosts with and without a GPU, PS hosts
@@ -72,7 +76,28 @@ CATALOGUE: dict[str, ServerType] = _types(
                description="testbed worker host, 32 cores, 80 GB, 600 GB, no GPU"),
     ServerType("testbed-ps", 0, 8, 32.0, 1500.0,
                description="testbed PS host, 8 cores, 32 GB, 1.5 TB"),
+    # hosts of the other accelerator generations and of CPU-mode workers, for mixed clusters
+    # (approximate public EC2 specs, as A1; no EC2 type has P100s: a P3-shaped host [choice])
+    ServerType("p3.8xlarge", 4, 32, 244.0, description="EC2 P3, 4 NVIDIA V100 GPUs",
+               accelerator="v100"),
+    ServerType("p3.16xlarge", 8, 64, 488.0, description="EC2 P3, 8 NVIDIA V100 GPUs",
+               accelerator="v100"),
+    ServerType("p100x4", 4, 32, 244.0, description="a P3-shaped host with 4 NVIDIA P100 GPUs",
+               accelerator="p100"),
+    ServerType("p4d.24xlarge", 8, 96, 1152.0, description="EC2 P4d, 8 NVIDIA A100 GPUs",
+               accelerator="a100"),
+    ServerType("p5.48xlarge", 8, 192, 2048.0, description="EC2 P5, 8 NVIDIA H100 GPUs",
+               accelerator="h100"),
+    ServerType("c5.18xlarge", 0, 72, 144.0, description="EC2 C5, 72 vCPUs: CPU-mode workers",
+               accelerator="cpu"),
 )
+
+# Server types of each accelerator for mixed clusters (``workloads.paper``'s ``cluster_mix``).
+ACCELERATOR_SERVERS: dict[str, tuple[str, ...]] = {
+    "v100": ("p3.8xlarge", "p3.16xlarge"), "p100": ("p100x4",),
+    "k80": ("p2.8xlarge", "p2.16xlarge"), "a100": ("p4d.24xlarge",), "h100": ("p5.48xlarge",),
+    "cpu": ("c5.18xlarge",),
+}
 
 GPU_TYPES: tuple[str, ...] = ("p2.8xlarge", "p2.16xlarge", "g3.8xlarge", "g3.16xlarge")
 CPU_TYPES: tuple[str, ...] = ("c4.8xlarge",)

@@ -94,7 +94,9 @@ DEFAULT_MODEL = "resnet50"  # a job that names no model and records no gradient 
 # Relative training speed of one accelerator by server kind [choice]: roughly the ratio of fp32
 # ResNet-50 training throughputs, with the P100 (the Philly trace's GPUs) as the reference 1.0.
 # Kinds not listed (the paper's EC2 catalogue, whose tau_i is the same on every worker, p.3)
-# run at 1.0, so the paper's workloads keep the paper's compute time.
+# run at 1.0, so the paper's workloads keep the paper's compute time. This coarse per-kind table
+# is the placement-aware cost model's; jobs' per-type speeds on clusters with accelerator types
+# come from ``costmodel.accelerators`` (by model family).
 GPU_SPEED: dict[str, float] = {
     "P100": 1.0,
     "P40": 1.0,

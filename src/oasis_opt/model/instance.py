@@ -278,7 +278,7 @@ class Instance:
                 out[i] = j.unit
             else:
                 for g, t in enumerate(self.types):
-                    if t in j.types:
+                    if t is not None and t in j.types:
                         out[i, g] = j.types[t].speed
         return _frozen(out)
 

@@ -53,7 +53,8 @@ def _get(d: dict, key: str, path: str, default: Any = ...) -> Any:
     return d[key]
 
 
-def _no_extra(d: dict, allowed: set[str], path: str, typed: set[str] = frozenset()) -> None:
+def _no_extra(d: dict, allowed: set[str], path: str,
+              typed: set[str] | frozenset[str] = frozenset()) -> None:
     """Unknown fields are errors; ``typed`` are the ``instance@2`` fields allowed in ``allowed``
     only when the document is ``@2`` (the message then says so)."""
     if not isinstance(d, dict):
@@ -165,7 +166,7 @@ def instance_from_dict(doc: Any) -> Instance:
     horizon = _get(doc, "horizon", "")
     resources = _list(_get(doc, "resources", ""), "resources")
     workers = _servers(_get(doc, "worker_servers", ""), "worker_servers", typed)
-    pss = _servers(_get(doc, "ps_servers", ""), "ps_servers", False)
+    pss = _servers(_get(doc, "ps_servers", ""), "ps_servers", typed)
     jobs = [_job(j, n, typed) for n, j in enumerate(_list(_get(doc, "jobs", ""), "jobs"))]
     topo = doc.get("topology")
     topology = None if topo is None else _topology(topo, "topology")
@@ -198,7 +199,7 @@ def _job_json(j: Job) -> dict:
                                                   else {"worker": dict(t.worker)})}
                       for name, t in j.types.items()}
     if j.span_types:
-        d["span_types"] = True
+        d["span_types"] = j.span_types
     d["utility"] = j.utility.to_json()
     if j.job_class is not None:
         d["class"] = j.job_class

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -115,7 +115,7 @@ def validate(instance: Instance, schedule: Schedule) -> ValidationReport:
     # ---- per-allocation rules (vectorised: schedules of trace replays have 10^5+ rows) ------
     arr = instance.arrival[a.job] if len(a) else np.zeros(0, dtype=np.int64)
     adm = np.asarray(schedule.admitted, dtype=bool)
-    checks = (
+    checks: list[tuple[str, np.ndarray, Callable[..., str]]] = [
         ("count", a.count <= 0, lambda j, t, s, r, c: f"count {c} is not positive"),
         ("horizon", (a.slot < 1) | (a.slot > T), lambda j, t, s, r, c: f"slot {t} outside 1..{T}"),
         ("arrival", a.slot < arr,
@@ -125,16 +125,16 @@ def validate(instance: Instance, schedule: Schedule) -> ValidationReport:
         ("pool", (a.role == WORKER) != (a.server < H),
          lambda j, t, s, r, c: f"{('worker', 'ps')[r]} placed on a "
                                f"{'worker' if s < H else 'PS'} server"),
-    )
+    ]
     if instance.typed and len(a):  # workers on a type the job cannot use
         on_worker = (a.role == WORKER) & (a.server >= 0) & (a.server < H)
         server_type = np.where(on_worker, instance.worker_type[np.where(on_worker, a.server, 0)],
                                -1)
         usable = instance.usable[a.job, np.maximum(server_type, 0)]
-        names = instance.types
-        checks += (("type", on_worker & ~usable,
-                    lambda j, t, s, r, c: f"worker on a {names[instance.worker_type[s]]} server, "
-                                          "a type the job cannot use"),)
+        types = instance.types
+        checks.append(("type", on_worker & ~usable,
+                       lambda j, t, s, r, c: f"worker on a {types[instance.worker_type[s]]} "
+                                             "server, a type the job cannot use"))
     for rule, bad, msg in checks:
         for n in np.flatnonzero(bad):
             j, t, s, r, c = (int(a.job[n]), int(a.slot[n]), int(a.server[n]), int(a.role[n]),

@@ -60,7 +60,7 @@ def simulate(instance, policy: OnlinePolicy, *, progress_fn: ProgressFn | None =
     by_slot: dict[int, list[int]] = {}
     for i, a in enumerate(instance.arrival.tolist()):
         by_slot.setdefault(a, []).append(i)
-    H = instance.H
+    H, typed = instance.H, instance.typed
     slots = range(1, instance.horizon + 1)
     if show_progress:
         from tqdm import tqdm
@@ -87,15 +87,19 @@ def simulate(instance, policy: OnlinePolicy, *, progress_fn: ProgressFn | None =
                 raise PolicyError(f"{policy.name}: slot {t}: job {instance.jobs[job].id}: "
                                   f"{('worker', 'PS')[role]} on server "
                                   f"{instance.servers[server].id} of the other pool")
+            if typed and role == WORKER and not instance.usable[job, instance.worker_type[server]]:
+                raise PolicyError(f"{policy.name}: slot {t}: job {instance.jobs[job].id} on "
+                                  f"accelerator type {instance.types[instance.worker_type[server]]}"
+                                  ", which it cannot use")
             free[server] -= count * instance.container_demand(job, server, role)
             if (free[server] < -capacity_slack(instance.capacity[server])).any():
                 raise PolicyError(f"{policy.name}: slot {t}: server {instance.servers[server].id} "
                                   "over capacity")
             per_job.setdefault(job, []).append((server, role, count))
             builder.add(job, t, server, role, count)
-        if instance.typed:
+        if typed:
             for job, rows in per_job.items():
-                _check_types(instance, policy.name, t, job, rows)
+                _check_span(instance, policy.name, t, job, rows)
         for job, rows in per_job.items():
             gained = progress_fn(instance, job, rows, t)
             state.remaining[job] -= gained
@@ -110,13 +114,9 @@ def simulate(instance, policy: OnlinePolicy, *, progress_fn: ProgressFn | None =
     return builder.build(policy.name, stats)
 
 
-def _check_types(instance, name: str, t: int, job: int, rows) -> None:
-    """A job's workers only on types it can use, on one type unless it may span types."""
+def _check_span(instance, name: str, t: int, job: int, rows) -> None:
+    """A job's workers on one type in a slot unless it may span types."""
     kinds = {int(instance.worker_type[s]) for s, role, _ in rows if role == WORKER}
-    for g in sorted(kinds):
-        if not instance.usable[job, g]:
-            raise PolicyError(f"{name}: slot {t}: job {instance.jobs[job].id} on accelerator type "
-                              f"{instance.types[g]}, which it cannot use")
     if len(kinds) > 1 and not instance.span_types[job]:
         raise PolicyError(f"{name}: slot {t}: job {instance.jobs[job].id} on types "
                           f"{', '.join(str(instance.types[g]) for g in sorted(kinds))} in one "

@@ -8,7 +8,7 @@ many*; placements decide *where*. ``ceil(k b_i / B_i)`` PSs accompany k workers 
 accelerator type it can use: the types are tried fastest first for the job (ties: the type
 listed first), and the first on which all of them fit is taken, so k workers land where they make
 the most progress; ``place_most`` takes the type on which the most progress fits (workers x
-speed). A job that allows ``span_types`` is placed over all its types at once, faster servers
+speed, capped at the work left). A job that allows ``span_types`` is placed over all its types at once, faster servers
 first. ``on_type`` pins a placement to one type (a job growing one worker at a time stays on the
 type of its first). Without types there is one type and nothing changes.
 """
@@ -39,19 +39,21 @@ def worker_fit_options(instance, job: int, free: np.ndarray, on_type: int | None
 
 def most_progress(instance, job: int, k_max: int, free: np.ndarray, remaining: float | None
                   ) -> tuple[int, int | None, np.ndarray] | None:
-    """``(k, type, fits)``: the type where the most progress (k x speed) fits in total, counting
-    workers and PSs per server but not how they pack (``Placement.place_most``); None if none."""
+    """``(k, type, fits)``: the type where the most progress fits in total (k x speed, at most
+    ``remaining`` when given; ties to the faster type), counting workers and PSs per server but
+    not how they pack (``Placement.place_most``); None if nothing fits."""
     H = instance.H
     pcap = int(fit_count(free[H:], instance.ps_demand[job]).sum())
-    best: tuple[int, int, int | None, np.ndarray] | None = None  # (progress, k, type, fits)
+    best: tuple[float, int, int | None, np.ndarray] | None = None  # (progress, k, type, fits)
     for g, wfit in worker_fit_options(instance, job, free):
         speed = int(instance.max_speed[job] if g is None else instance.type_speed[job, g])
         cap = k_max if remaining is None else min(k_max, useful_workers(remaining, speed))
         k = min(cap, int(wfit.sum()))
         while k > 0 and instance.ps_needed(job, k) > pcap:
             k -= 1
-        if k > 0 and (best is None or k * speed > best[0]):
-            best = (k * speed, k, g, wfit)
+        gain = k * speed if remaining is None else min(k * speed, remaining)
+        if k > 0 and (best is None or gain > best[0]):
+            best = (gain, k, g, wfit)
     return None if best is None else best[1:]
 
 

@@ -25,6 +25,21 @@ Every server's NIC is U[20, 50] Gbps; storage 1000 GB. Servers are spread over r
 ``rack_size`` (ceil((H + K) / rack_size) racks, each holding a contiguous block of the worker
 servers and of the PS servers), so the default topology has several racks mixing both pools.
 
+Mixed clusters (``cluster_mix``, accelerator types; ``model.instance``). ``paper_sim`` can
+split its H worker servers over accelerator types by shares, e.g. ``"v100:p100:k80:cpu"`` (equal
+shares) or ``"v100=2:k80=1:cpu=1"``: each type gets its largest-remainder share of the servers
+(ties to the type listed first; every listed type needs at least one), in contiguous blocks in
+the order listed (so racks hold one generation), each server a uniform draw among the
+catalogue's hosts of its type (``costmodel.catalogue.ACCELERATOR_SERVERS``). Every job draws a
+model family (``costmodel.accelerators.FAMILIES``, uniformly, from its own seeded stream); its
+drawn chunk time is read as its time on a V100 (the reference accelerator), and on each type of
+the mix its chunk time is the V100 one with the computation share sped up or slowed down by the
+family's relative speed (``chunk_time_on``); the integer unit and speeds follow
+``integer_speeds`` (loss below ``speed_tolerance``, default 1%). A job whose workers need a
+GPU lists every type of the mix, the CPU type with its CPU-mode demand (``cpu_mode_worker``);
+a job that needs no GPU runs on every type alike (no ``types``, unit 1). No job spans types.
+Without ``cluster_mix`` the instance is exactly the untyped one.
+
 Guards. A container that fits on no server of its pool is capped resource by resource at the
 largest server's capacity (count recorded in ``meta``; never happens with the default pools,
 where a p2.16xlarge holds any worker, unless the pool has no server large enough), so every job
@@ -34,12 +49,16 @@ generator enforces B_i = max(B_i, b_i) anyway).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
-from ..costmodel.catalogue import (CATALOGUE, CPU_TYPES, GPU_TYPES, PAPER_SERVER_BW_GBPS)
-from ..costmodel.chunktime import chunk_time, provenance
-from ..model import JOB_CLASSES, Instance, Job
+from ..costmodel.accelerators import (ACCELERATORS, FAMILIES, SPEED_TOLERANCE, chunk_time_on,
+                                      cpu_mode_worker, integer_speeds, relative_speed)
+from ..costmodel.catalogue import (ACCELERATOR_SERVERS, CATALOGUE, CPU_TYPES, GPU_TYPES,
+                                   PAPER_SERVER_BW_GBPS)
+from ..costmodel.chunktime import chunk_time, comm_time_s, provenance
+from ..model import JOB_CLASSES, Instance, Job, JobType
 from ..model.numerics import workers_alone
 from ._common import (DEFAULT_CLASS_MIX, MAX_REDRAWS, RESOURCES, cap_demands, capacity_matrix,
                       check_choice, check_class_mix, check_int, check_interval, check_positive,
@@ -124,6 +143,88 @@ def paper_servers(rng: np.random.Generator, H: int, K: int, gpu_pool: str, rack_
     return workers, pss
 
 
+def parse_cluster_mix(mix) -> dict[str, float]:
+    """``"v100:p100:k80:cpu"`` (equal shares), ``"v100=2:k80=1"`` or ``{type: share}`` ->
+    ``{type: share > 0}`` in the order given; ValueError naming ``cluster_mix`` otherwise."""
+    if isinstance(mix, str):
+        out: dict[str, float] = {}
+        for part in mix.split(":"):
+            name, sep, share = part.partition("=")
+            if name in out:
+                raise ValueError(f"cluster_mix: type {name!r} given twice")
+            try:
+                out[name] = float(share) if sep else 1.0
+            except ValueError:
+                raise ValueError(f"cluster_mix: bad share {share!r} of {name!r} "
+                                 "(expected TYPE[=SHARE]:TYPE[=SHARE]...)") from None
+        mix = out
+    if not isinstance(mix, dict) or not mix:
+        raise ValueError(f"cluster_mix: expected 'TYPE[=SHARE]:...' or {{type: share}}, got {mix!r}")
+    for name, share in mix.items():
+        if name not in ACCELERATORS:
+            raise ValueError(f"cluster_mix: unknown accelerator {name!r} "
+                             f"(known: {', '.join(ACCELERATORS)})")
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or \
+                not math.isfinite(share) or share <= 0:
+            raise ValueError(f"cluster_mix: the share of {name!r} must be a finite number > 0, "
+                             f"got {share!r}")
+    return {name: float(share) for name, share in mix.items()}
+
+
+def apportion(total: int, shares: dict[str, float]) -> dict[str, int]:
+    """Largest-remainder (Hamilton) split of ``total`` by ``shares``; ties to the earlier type."""
+    weight = np.array(list(shares.values()))
+    quota = total * weight / weight.sum()
+    count = np.floor(quota).astype(np.int64)
+    rest = quota - count
+    for n in np.lexsort((np.arange(len(rest)), -rest))[: total - int(count.sum())].tolist():
+        count[n] += 1
+    return dict(zip(shares, count.tolist()))
+
+
+def mixed_servers(rng: np.random.Generator, counts: dict[str, int], K: int, rack_size: int):
+    """Worker servers by accelerator type (contiguous blocks, each a uniform draw among the
+    type's catalogue hosts) and K C4 PS servers, NICs U[20, 50] Gbps, racks of ``rack_size``."""
+    H = sum(counts.values())
+    w_kinds = []
+    for acc, n in counts.items():
+        hosts = ACCELERATOR_SERVERS[acc]
+        w_kinds += [hosts[k] for k in rng.integers(0, len(hosts), size=n)]
+    bw = rng.uniform(*PAPER_SERVER_BW_GBPS, size=H + K)
+    p_kinds = [CPU_TYPES[0]] * K
+    racks = math.ceil((H + K) / rack_size)
+    workers = tuple(
+        replace(s, accelerator=CATALOGUE[k].accelerator) for s, k in zip(
+            make_servers("worker", w_kinds,
+                         [CATALOGUE[k].capacity(v) for k, v in zip(w_kinds, bw[:H])],
+                         rack_of(H, racks)), w_kinds))
+    pss = make_servers("ps", p_kinds, [CATALOGUE[k].capacity(v) for k, v in zip(p_kinds, bw[H:])],
+                       rack_of(K, racks))
+    return workers, pss
+
+
+def job_types(params: dict, families: np.ndarray, mix: dict[str, float], tolerance: float
+              ) -> list[tuple[int, dict[str, JobType] | None]]:
+    """``(unit, types)`` per job row of ``params`` on a cluster of the types of ``mix``
+    (module docstring: GPU jobs list every type, CPU mode with its own demand)."""
+    gpu = RESOURCES.index("gpu")
+    comm = comm_time_s(params["gradient_mb"], params["worker"][:, RESOURCES.index("bw")])
+    tau = params["minibatch_time_s"]
+    share = np.divide(tau, tau + comm, out=np.zeros(len(tau)), where=(tau + comm) > 0)
+    out: list[tuple[int, dict[str, JobType] | None]] = []
+    for i, family in enumerate(families.tolist()):
+        if params["worker"][i, gpu] <= 0:
+            out.append((1, None))
+            continue
+        ratios = {g: 1.0 / chunk_time_on(1.0, float(share[i]), relative_speed(family, g))
+                  for g in mix}
+        unit, speeds = integer_speeds(ratios, tolerance)
+        worker = demand_map(params["worker"][i])
+        out.append((unit, {g: JobType(speeds[g], cpu_mode_worker(worker) if g == "cpu" else None)
+                           for g in mix}))
+    return out
+
+
 def _guard(params: dict, workers, pss) -> None:
     """Apply ``cap_demands`` to both pools; masks of capped rows go to params["capped_*"]."""
     params["worker"], params["capped_worker"] = cap_demands(params["worker"], capacity_matrix(workers))
@@ -136,8 +237,10 @@ def _capped_meta(params: dict) -> dict:
 
 
 def build_jobs(params: dict, arrival: np.ndarray, classes: np.ndarray, utilities, slot_s: float,
-               order: np.ndarray | None = None, extra_provenance=None) -> tuple[Job, ...]:
-    """Jobs in instance order ``order`` (row indices into the arrays), ids job-000, job-001 ..."""
+               order: np.ndarray | None = None, extra_provenance=None,
+               types: list | None = None) -> tuple[Job, ...]:
+    """Jobs in instance order ``order`` (row indices into the arrays), ids job-000, job-001 ...;
+    ``types``: ``(unit, types)`` per row (``job_types``) on a cluster with accelerator types."""
     order = np.arange(len(arrival)) if order is None else order
     ids = job_ids(len(order))
     jobs = []
@@ -147,9 +250,11 @@ def build_jobs(params: dict, arrival: np.ndarray, classes: np.ndarray, utilities
                           slot_s)
         if extra_provenance is not None:
             prov.update(extra_provenance[i])
+        unit, typed = (1, None) if types is None else types[i]
         jobs.append(Job(ids[new], int(arrival[i]), int(params["epochs"][i]), int(params["chunks"][i]),
                         float(params["chunk_time"][i]), demand_map(params["worker"][i]),
-                        demand_map(params["ps"][i]), utilities[i], JOB_CLASSES[int(classes[i])], prov))
+                        demand_map(params["ps"][i]), utilities[i], JOB_CLASSES[int(classes[i])], prov,
+                        unit=unit, types=typed))
     return tuple(jobs)
 
 
@@ -162,7 +267,8 @@ def _check_common(seed, calibration, class_mix, priority, gpu_pool, slot_s):
 def paper_sim(seed: int, *, jobs: int = 100, horizon: int = 300, worker_servers: int = 50,
               ps_servers: int = 50, calibration: str = "calibrated", arrivals: str = "uniform",
               class_mix=DEFAULT_CLASS_MIX, priority=(1.0, 100.0), gpu_pool: str = "worker",
-              slot_s: float = 3600.0, rack_size: int = 10) -> Instance:
+              slot_s: float = 3600.0, rack_size: int = 10, cluster_mix=None,
+              speed_tolerance: float = SPEED_TOLERANCE) -> Instance:
     """The paper's simulation instance (section 10), deterministic in ``seed``.
 
     jobs: I (``arrivals="uniform"``: exactly I jobs, arrival slots i.i.d. uniform on 1..T;
@@ -172,6 +278,9 @@ def paper_sim(seed: int, *, jobs: int = 100, horizon: int = 300, worker_servers:
     priority: range of gamma1. gpu_pool: which pool gets the P2/G3 GPU servers (A1).
     slot_s: slot length in seconds (the comm term 2 e_i / b_i is converted with it).
     rack_size: servers per rack (before spreading both pools over the racks).
+    cluster_mix: None (the paper's cluster) or accelerator types with shares of the worker
+    servers, ``"v100:p100:k80:cpu"`` (module docstring); speed_tolerance: the largest share of a
+    job's speed on a type lost by rounding it to whole work units (``integer_speeds``).
 
     Jobs arriving in the same slot are shuffled with the seed, then sorted stably by arrival, so
     instance order is the tie order (A4). ``meta`` records the generator, seed and options.
@@ -184,9 +293,25 @@ def paper_sim(seed: int, *, jobs: int = 100, horizon: int = 300, worker_servers:
     K = check_int("ps_servers", ps_servers, 1)
     arrivals = check_choice("arrivals", arrivals, ARRIVALS)
     rack_size = check_int("rack_size", rack_size, 1)
+    mix = None if cluster_mix is None else parse_cluster_mix(cluster_mix)
+    if mix is not None:
+        if gpu_pool != "worker":
+            raise ValueError("cluster_mix: accelerator types are for worker servers: only with "
+                             "gpu_pool='worker'")
+        if not (isinstance(speed_tolerance, (int, float)) and 0 < speed_tolerance < 1):
+            raise ValueError(f"speed_tolerance: must be in (0, 1), got {speed_tolerance!r}")
 
-    r_srv, r_arr, r_job, r_util, r_ord = np.random.default_rng(seed).spawn(5)
-    workers, pss = paper_servers(r_srv, H, K, gpu_pool, rack_size)
+    # the sixth stream (families) exists only with a mix; the first five are the same either way
+    r_srv, r_arr, r_job, r_util, r_ord, r_fam = np.random.default_rng(seed).spawn(6)
+    if mix is None:
+        workers, pss = paper_servers(r_srv, H, K, gpu_pool, rack_size)
+    else:
+        counts = apportion(H, mix)
+        empty = [t for t, n in counts.items() if n == 0]
+        if empty:
+            raise ValueError(f"cluster_mix: {H} worker servers leave type {empty[0]!r} with none "
+                             "(more servers, or a larger share)")
+        workers, pss = mixed_servers(r_srv, counts, K, rack_size)
     if arrivals == "uniform":
         arrival = r_arr.integers(1, horizon + 1, size=jobs)
     else:
@@ -199,8 +324,15 @@ def paper_sim(seed: int, *, jobs: int = 100, horizon: int = 300, worker_servers:
     meta = {"generator": "paper-sim", "seed": seed, "calibration": calibration,
             "arrivals": arrivals, "class_mix": list(class_mix), "priority": list(priority),
             "gpu_pool": gpu_pool, "slot_s": slot_s, "rack_size": rack_size, **_capped_meta(params)}
+    types = families = None
+    if mix is not None:
+        families = r_fam.choice(np.array(FAMILIES), size=n)
+        types = job_types(params, families, mix, float(speed_tolerance))
+        meta.update(cluster_mix=mix, speed_tolerance=float(speed_tolerance))
+    extra = None if families is None else [{"model_family": f} for f in families.tolist()]
     return Instance(horizon, RESOURCES, workers, pss,
-                    build_jobs(params, arrival, classes, utilities, slot_s, order), meta=meta)
+                    build_jobs(params, arrival, classes, utilities, slot_s, order, extra, types),
+                    meta=meta)
 
 
 def paper_fig5(seed: int, *, servers: int = 3, priority=(50.0, 100.0), jobs: int = 10,
