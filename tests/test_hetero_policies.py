@@ -204,3 +204,37 @@ def test_growing_workers_stay_on_the_type_of_the_first():
     rows, free = [], inst.capacity.copy()
     assert grow_one(FirstFit(), inst, ps, 0, 1, free, rows, remaining=3.0)
     assert not grow_one(FirstFit(), inst, ps, 0, 2, free, rows, remaining=3.0)
+
+
+# ---- what the type-agnostic baselines read off the types -------------------------------------------
+def test_workers_alone_takes_the_best_type_or_every_type_when_spanning():
+    from oasis_opt.model.numerics import useful_workers, workers_alone
+
+    one = _cluster(_job("a", {"v100": JobType(3), "k80": JobType(1)}, chunks=16, chunk_time=6.0))
+    assert workers_alone(one, 0) == 4  # 4 GPUs on either GPU server, one type at a time
+    both = _cluster(_job("a", {"v100": JobType(3), "k80": JobType(1)}, chunks=16, chunk_time=6.0,
+                         span=True))
+    assert workers_alone(both, 0) == 8
+    assert useful_workers(7.0, 3) == 3 and useful_workers(6.0, 3) == 2
+    assert useful_workers(np.array([0.0, 1.0]), 2).tolist() == [0, 1]
+
+
+def test_rrh_tiresias_and_optimus_measure_work_by_speed():
+    from oasis_opt import get_policy
+    from oasis_opt.sim.state import ClusterState
+
+    inst = _cluster(_job("a", {"v100": JobType(6), "k80": JobType(2)}, chunks=2, unit=2,
+                         chunk_time=6.0))  # W = 1 x 2 x 6 x 2 = 24 units
+    state = ClusterState(inst)
+    rrh = get_policy("rrh", max_workers=2)
+    rrh.start(inst, state)
+    # d = ceil(r / (k s)) with the fastest speed: 24 / (2 x 6) = 2 slots
+    assert rrh.run_time(np.array([0]), state).tolist() == [2]
+    tiresias = get_policy("tiresias")
+    tiresias.start(inst, state)
+    state.attained[0] = 8.0  # 8 units at u = 2 units per reference worker-slot
+    assert tiresias.service(0, state) == 4.0
+    optimus = get_policy("optimus")
+    optimus.start(inst, state)
+    assert optimus.slots_left(0, [(K0, 0, 1)], 24.0) == 12.0  # on the K80: 24 / 2
+    assert optimus.slots_left(0, [(V0, 0, 1)], 24.0) == 4.0
