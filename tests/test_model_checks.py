@@ -139,7 +139,11 @@ def test_bad_instance_in_code_raises_naming_the_field(case):
 def test_the_file_reader_reports_the_same_field_and_message(case):
     """The reader builds instances through ``Instance``: a file with the same bad value fails
     with the same field and message as the code."""
-    fields, field = CASES[case]
+    assert_file_reports_as_code(*CASES[case])
+
+
+def assert_file_reports_as_code(fields: dict, field: str) -> None:
+    """``Instance(**fields)`` and the reader of its document fail naming ``field``, alike."""
     with pytest.raises(FormatError) as in_code:
         Instance(**fields)
     doc = json.loads(json.dumps(instance_to_dict(_unchecked(**fields))))
