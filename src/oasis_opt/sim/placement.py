@@ -99,6 +99,7 @@ class Placement:
         H = instance.H
         w: list[tuple[int, int]] | None = []
         if workers > 0:
+            w = None
             order = self.worker_order(instance, job, free)
             for g, wfit in worker_fit_options(instance, job, free, on_type):
                 w = fill(order if g is not None else by_speed(instance, job, order), wfit,
