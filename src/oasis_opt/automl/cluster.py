@@ -221,7 +221,7 @@ class StudyInCluster(OnlinePolicy):
                 continue
             j = self.job_of[trial]
             for s, role, n in self.held.pop(j, []):  # give back, re-place
-                free[s] += n * (inst.worker_demand[j] if role == 0 else inst.ps_demand[j])
+                free[s] += n * inst.container_demand(j, s, role)
             k, rows = self.placement.place_most(inst, j, min(u, int(inst.chunks[j])), free)
             if k:
                 apply(inst, j, rows, free)
