@@ -14,7 +14,7 @@ from oasis_opt.offline.colgen import (ColumnPool, CGState, RestrictedMaster, bra
                                       price_jobs)
 from oasis_opt.offline.exact import OfflinePolicy, lp_bound
 from oasis_opt.policies import get_policy, solve
-from test_offline_milp import tiny
+from test_offline_milp import tiny, tiny_typed
 
 TOL = 1e-6
 
@@ -26,6 +26,17 @@ def close_le(a, b):
 @settings(max_examples=100)
 @given(tiny)
 def test_bound_chain_on_random_instances(inst):
+    bound_chain(inst)
+
+
+@settings(max_examples=60, deadline=None)
+@given(tiny_typed)
+def test_bound_chain_on_random_typed_instances(inst):
+    """With accelerator types: OPT by the typed MILP, itself held to a brute force."""
+    bound_chain(inst)
+
+
+def bound_chain(inst):
     opt = OfflinePolicy().solve(inst).total_utility
     oasis = get_policy("oasis").solve(inst)
     br = bracket(inst, time_limit=None)

@@ -22,7 +22,7 @@ from oasis_opt.offline.colgen import price_jobs
 from oasis_opt.online.dual import BACKENDS, best_schedule
 from oasis_opt.online.oasis import OasisPolicy
 from oasis_opt.sim import simulate
-from oasis_opt.testing import instances
+from oasis_opt.testing import hetero_instances, instances
 from oasis_opt.workloads import generate, paper_sim
 
 NOT_DETERMINED = ("timing", "backend")  # the only stats a backend may change
@@ -74,6 +74,24 @@ def test_every_decision_and_every_result_file_is_the_same(tmp_path_factory, inst
     sched = simulate(inst, EveryBackend(granularity=granularity))
     assert validate(inst, sched).ok
     assert_identical_runs(inst, tmp_path_factory.mktemp("r"), granularity=granularity)
+
+
+@settings(max_examples=15, deadline=None)
+@given(hetero_instances())
+def test_typed_every_decision_and_every_result_file_is_the_same(tmp_path_factory, inst):
+    sched = simulate(inst, EveryBackend())
+    assert validate(inst, sched).ok
+    assert_identical_runs(inst, tmp_path_factory.mktemp("r"))
+
+
+def test_numpy_and_jax_on_a_mixed_cluster(tmp_path):
+    """paper-sim's jobs on V100/K80/CPU servers: work in units of ~1e4-1e5 a job (too many for
+    the reference's Python loops; the typed hypothesis test above holds it to them)."""
+    inst = generate("paper-sim", seed=3, jobs=8, horizon=30, servers=4,
+                    cluster_mix="v100:k80:cpu")
+    assert inst.typed
+    doc = assert_identical_runs(inst, tmp_path, backends=("numpy", "jax"))
+    assert sum(j["admitted"] for j in doc["jobs"]) > 0
 
 
 def test_all_three_backends_on_a_small_paper_instance(tmp_path):

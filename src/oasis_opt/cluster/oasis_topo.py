@@ -63,6 +63,7 @@ class TopoOasisPolicy(OasisPolicy):
         self.candidates = int(candidates)
 
     def start(self, instance, state) -> None:
+        instance.require_untyped(f"policy {self.name!r}")  # its cost model reads one demand
         super().start(instance, state)
         ctx = context(instance)
         topo = instance.get_topology()

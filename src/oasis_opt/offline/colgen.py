@@ -37,6 +37,12 @@ L at them is a valid bound, equal to the pooled LP's value at convergence. Phase
 the per-server master, starting from all phase-1 columns, with Wentges dual smoothing: pricing at
 ``alpha * center + (1 - alpha) * duals``, ``center`` being the prices of the best L so far.
 
+**Accelerator types.** Columns are priced by the typed dual subroutine (exact over the typed
+schedules: workers on usable types, one type a slot unless spanning, work in units), amounts
+use each worker's type demand, and a column completes its job when its work units reach W_i.
+The ``spread`` re-placement, which moves workers across servers, is not used there (it would
+move them across types).
+
 **Integer schedule.** A feasible schedule from the pool: the best of the seed policy's own
 schedule (OASiS by default: each of its completed jobs is a column), an LP-guided greedy rounding
 (columns by decreasing LP value, each taken if its job is free and it fits), and the restricted
@@ -94,7 +100,9 @@ def column_from_rows(instance: Instance, job: int, rows: np.ndarray) -> Column |
     rows = np.asarray(rows, dtype=np.int64).reshape(-1, 5)
     rows = rows[rows[:, 4] > 0]
     w = rows[rows[:, 3] == WORKER]
-    if len(w) == 0 or w[:, 4].sum() < instance.work[job]:
+    # (2) in work units: each worker does its server type's speed (1 without types)
+    if len(w) == 0 or (w[:, 4] * instance.worker_credit(w[:, 0], w[:, 2])).sum() \
+            < instance.work[job]:
         return None
     completion = int(w[:, 1].max())
     rows = rows[np.lexsort((rows[:, 3], rows[:, 2], rows[:, 1]))]
@@ -145,10 +153,11 @@ class ColumnPool:
         return out
 
     def entries_of(self, col: Column) -> tuple[np.ndarray, np.ndarray]:
-        """(keys, amounts): w_i^r y (workers) or s_i^r z (PSs) per slot, server and resource."""
+        """(keys, amounts): w_i^r y (workers, with their server type's demand) or s_i^r z (PSs)
+        per slot, server and resource."""
         inst = self.instance
-        demand = np.where((col.rows[:, 3] == WORKER)[:, None], inst.worker_demand[col.job],
-                          inst.ps_demand[col.job]) * col.rows[:, 4:5]
+        r = col.rows
+        demand = inst.row_demand(r[:, 0], r[:, 2], r[:, 3]) * r[:, 4:5]
         m, r = np.nonzero(demand > 0)
         return (col.rows[m, 1] * self.shape[1] + col.rows[m, 2]) * self.shape[2] + r, demand[m, r]
 
@@ -532,7 +541,6 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0, max_iterati
     """
     from ..policies import get_policy
 
-    instance.require_untyped(f"policy {policy_name!r}")
     if time_limit is not None and not time_limit > 0:
         raise ValueError(f"time_limit: must be > 0 seconds, got {time_limit}")
     for name, v in (("cg_share", cg_share), ("pooled_share", pooled_share)):
@@ -553,7 +561,8 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0, max_iterati
     pooled = RestrictedMaster(pool, pooled=True)
     pooled.sync()
     one = column_generation(pool, pooled, state, deadline=phase1_end,
-                            max_iterations=max_iterations, backend=backend, spread="only",
+                            max_iterations=max_iterations, backend=backend,
+                            spread=None if instance.typed else "only",
                             phase="(pooled)", progress=progress)
     candidates = set(seed_cols) | set(state.last_x)
     # interior-point duals without crossover: faster on the big per-server master, and centred
@@ -562,7 +571,8 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0, max_iterati
     full = RestrictedMaster(pool, **ipm)
     full.sync(sorted(candidates))  # the pooled LP's support: a small, good start
     two = column_generation(pool, full, state, deadline=cg_end, max_iterations=max_iterations,
-                            backend=backend, smoothing=smoothing, spread="both",
+                            backend=backend, smoothing=smoothing,
+                            spread=None if instance.typed else "both",
                             phase="(per server)", progress=progress)
     candidates |= {n for n, v in state.last_x.items() if v >= CANDIDATE_X}
     cg_s = time.perf_counter() - t_cg

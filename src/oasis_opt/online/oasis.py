@@ -18,7 +18,12 @@ committed, as the prices were set at admission).
 
 Options: ``backend`` ("numpy" | "jax" | "reference"), ``pricing`` ("oracle" | path of an
 ``oasis-opt/pricing@1`` file | a pricing dict | a ``Pricing``), ``u_scale`` (multiplies U, Fig.
-6), ``granularity`` ("worker-slot" | "chunk").
+6), ``granularity`` ("worker-slot" | "chunk"; chunk takes no accelerator types).
+
+With accelerator types (``model.instance``) the dual subroutine prices work, not workers, and
+the constants are per server type (``online.pricing``: U1_g^r, L1 from the leanest single-type
+schedule, alpha and the 2 alpha bound restated there); a plan's workers reserve their type's
+demand on their servers.
 """
 from __future__ import annotations
 
@@ -66,7 +71,8 @@ class OasisPolicy(OnlinePolicy):
 
     # ---- simulator hooks ---------------------------------------------------------------------
     def start(self, instance: Instance, state: Any) -> None:
-        instance.require_untyped(f"policy {self.name!r}")
+        if self.granularity == "chunk":  # the literal Alg. 2 counts chunks, not typed work
+            instance.require_untyped(f"policy {self.name!r} with granularity 'chunk'")
         self.instance = instance
         T, H, K, R = instance.horizon, instance.H, instance.K, instance.R
         self.pricing = (resolve_pricing(self.pricing_spec, instance, self.u_scale)
@@ -118,15 +124,16 @@ class OasisPolicy(OnlinePolicy):
         w = rows[rows[:, 3] == WORKER]
         p = rows[rows[:, 3] != WORKER]
         # (slot, server) pairs are unique within one plan, so plain fancy-index updates are exact
-        for sel, used, free, demand, cap, price_fn, prices, base in (
-                (w, self.worker_used, self.worker_free, inst.worker_demand[plan.job],
-                 inst.worker_capacity, pricing.worker_prices, self.worker_price, 0),
-                (p, self.ps_used, self.ps_free, inst.ps_demand[plan.job], inst.ps_capacity,
-                 pricing.ps_prices, self.ps_price, H)):
+        for sel, used, free, cap, price_fn, prices, base in (
+                (w, self.worker_used, self.worker_free, inst.worker_capacity,
+                 lambda g, c, s: pricing.worker_prices(g, c, s), self.worker_price, 0),
+                (p, self.ps_used, self.ps_free, inst.ps_capacity,
+                 lambda g, c, s: pricing.ps_prices(g, c), self.ps_price, H)):
             slot, server, count = sel[:, 1], sel[:, 2] - base, sel[:, 4]
+            demand = inst.row_demand(sel[:, 0], sel[:, 2], sel[:, 3])  # a worker's: its type's
             used[slot, server] += count[:, None] * demand
             free[slot, server] = cap[server] - used[slot, server]
-            prices[slot, server] = price_fn(used[slot, server], cap[server])
+            prices[slot, server] = price_fn(used[slot, server], cap[server], server)
         for t in np.unique(rows[:, 1]).tolist():
             self.rows_by_slot.setdefault(t, []).append(rows[rows[:, 1] == t])
 

@@ -39,6 +39,27 @@ Choices the paper leaves open (reference section 15.6 and A6), applied by ``orac
 ``alpha = max_r(1, ln(U1^r/L1), ln(U2^r/L2))`` over priced resources; OASiS is 2 alpha-competitive
 (Theorem 4, assuming each container is small relative to its server, A12).
 
+**Accelerator types** (``model.instance``: worker servers of types g, job i does s_ig work units
+per worker-slot on g with demand w_ig, W_i units in all). The dual subroutine then prices work
+(``dual``), and the payoff of a plan is still (27), f_i(t_hat - a_i) minus the price of the
+resources its workers (each with its type's demand) and PSs hold. The constants become, per type:
+
+    U1_g^r = max_{i: s_ig > 0, w_ig^r > 0} f_i(dmin_i - 1) / w_ig^r                      (23')
+    L1     = 1/(4 eta1) min_i f_i(T - a_i) / V_i,   V_i = min_{g: s_ig > 0} ceil(W_i / s_ig) sum_r w_ig^r
+    eta1   = max(1, max_i T sum_h sum_r c_h^r / V_i)                                  (25')
+
+with dmin_i = ceil(W_i / (N_i max_g s_ig)) (``Instance.min_duration``). A worker on a type-g
+server whose resource r is priced at U1_g^r costs at least f_i(dmin_i - 1), the most any plan of
+a job that can use g earns, so, as in (23), no job ever overfills a server; V_i is the resource
+use of the job's leanest single-type schedule, so an empty cluster still admits every job whose
+f(T - a) > 0 (its plan on that type costs at most L1 V_i < f_i(T - a_i)). Servers of type g
+price resource r with eq. (22) and U1_g^r; U2, L2 and the PS pool are unchanged (PSs have no
+type). ``alpha = max(1, max_{g,r} ln(U1_g^r / L1), max_r ln(U2^r / L2))`` and the 2 alpha bound
+is Theorem 4's, its argument run per server with that server's constants (A12 as before).
+``U_worker`` is then the max over types (what the file format and alpha read) and
+``U_worker_types`` (G, R) the per-type table; a pricing file gives one U per resource, for
+every type.
+
 An explicit pricing file (``"format": "oasis-opt/pricing@1"``)::
 
     {"format": "oasis-opt/pricing@1",
@@ -86,6 +107,9 @@ class Pricing:
     eta_worker: float | None = None
     eta_ps: float | None = None
     excluded_from_L: tuple[str, ...] = field(default=())
+    U_worker_types: np.ndarray | None = None  # (G, R): U1_g^r with accelerator types
+    server_type: np.ndarray | None = None  # (H,): each worker server's type index
+    type_names: tuple[str, ...] = ()
 
     # ---- derived constants ---------------------------------------------------------------
     @property
@@ -115,12 +139,20 @@ class Pricing:
         if not (math.isfinite(u_scale) and u_scale > 0):
             raise ValueError(f"u_scale: must be a finite number > 0, got {u_scale!r}")
         return replace(self, U_worker=self.U_worker * u_scale, U_ps=self.U_ps * u_scale,
-                       u_scale=self.u_scale * u_scale)
+                       u_scale=self.u_scale * u_scale,
+                       U_worker_types=(None if self.U_worker_types is None
+                                       else self.U_worker_types * u_scale))
 
     # ---- eq. (22) ----------------------------------------------------------------------------
-    def worker_prices(self, committed: np.ndarray, capacity: np.ndarray) -> np.ndarray:
-        """p_h^r = P_h^r(g): ``committed`` (..., H, R) g, ``capacity`` (H, R) c."""
-        return price_function(committed, capacity, self.log_L_worker, self.U_worker)
+    def worker_prices(self, committed: np.ndarray, capacity: np.ndarray,
+                      servers: np.ndarray | None = None) -> np.ndarray:
+        """p_h^r = P_h^r(g): ``committed`` (..., H, R) g, ``capacity`` (H, R) c; ``servers``:
+        the worker servers of the H axis when not all of them (their types pick U1_g)."""
+        U = self.U_worker
+        if self.U_worker_types is not None and self.server_type is not None:
+            types = self.server_type if servers is None else self.server_type[servers]
+            U = self.U_worker_types[types]
+        return price_function(committed, capacity, self.log_L_worker, U)
 
     def ps_prices(self, committed: np.ndarray, capacity: np.ndarray) -> np.ndarray:
         """q_k^r = Q_k^r(v): ``committed`` (..., K, R), ``capacity`` (K, R)."""
@@ -145,6 +177,10 @@ class Pricing:
                  unpriced_ps=[r for r, u in zip(self.resources, self.U_ps) if np.isnan(u)],
                  excluded_from_L=list(self.excluded_from_L), alpha=self.alpha,
                  competitive_bound=self.competitive_bound)
+        if self.U_worker_types is not None:
+            d["U_worker_types"] = {
+                str(t): {r: float(u) for r, u in zip(self.resources, U) if not np.isnan(u)}
+                for t, U in zip(self.type_names, self.U_worker_types)}
         return d
 
 
@@ -177,7 +213,8 @@ def worst_case_utility(instance: Instance) -> np.ndarray:
 
 def oracle_u(instance: Instance) -> tuple[np.ndarray, np.ndarray]:
     """U1^r, U2^r of eqs. (23)-(24), shape (R,) each; ``nan`` where no job demands r on that
-    pool (unpriced). Needs no L, so it is defined even where ``oracle_pricing`` is not."""
+    pool (unpriced). Needs no L, so it is defined even where ``oracle_pricing`` is not. With
+    accelerator types U1^r is the max over types of U1_g^r (23')."""
     best = best_case_utility(instance)
 
     def one(demand: np.ndarray) -> np.ndarray:
@@ -186,7 +223,30 @@ def oracle_u(instance: Instance) -> tuple[np.ndarray, np.ndarray]:
         U = ratio.max(axis=0)
         return np.where(np.isfinite(U), U, np.nan)
 
+    if instance.typed:  # (23'): the max over types of U1_g^r
+        Ut = oracle_u_types(instance)
+        Uw = np.where(np.isnan(Ut).all(axis=0), np.nan,
+                      np.where(np.isnan(Ut), -np.inf, Ut).max(axis=0))
+        return Uw, one(instance.ps_demand)
     return one(instance.worker_demand), one(instance.ps_demand)
+
+
+def oracle_u_types(instance: Instance) -> np.ndarray:
+    """U1_g^r of eq. (23') (module docstring), shape (G, R); ``nan`` where no job that can use
+    type g demands r there."""
+    best = best_case_utility(instance)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where((instance.type_demand > 0) & instance.usable[:, :, None],
+                         best[:, None, None] / instance.type_demand, -np.inf)  # (I, G, R)
+    U = ratio.max(axis=0) if instance.I else np.full(instance.type_demand.shape[1:], -np.inf)
+    return np.where(np.isfinite(U), U, np.nan)
+
+
+def leanest_use(instance: Instance) -> np.ndarray:
+    """V_i = min over the types job i can use of ceil(W_i / s_ig) sum_r w_ig^r, shape (I,)."""
+    slots = -(-instance.work[:, None] // np.maximum(instance.type_speed, 1))  # (I, G)
+    use = np.where(instance.usable, slots * instance.type_demand.sum(axis=2), np.inf)
+    return use.min(axis=1).astype(float)
 
 
 def oracle_pricing(instance: Instance, u_scale: float = 1.0) -> Pricing:
@@ -204,17 +264,26 @@ def oracle_pricing(instance: Instance, u_scale: float = 1.0) -> Pricing:
                          "(eqs. 25-26) are undefined; give an explicit pricing file")
     excluded = tuple(i for i, k in zip(ids, keep) if not k)
 
-    def floor(demand: np.ndarray, capacity: np.ndarray) -> tuple[float, float]:
-        per_job = work * demand.sum(axis=1)  # W_i sum_r w_i^r
+    def floor(demand: np.ndarray, capacity: np.ndarray, per_job: np.ndarray | None = None
+              ) -> tuple[float, float]:
+        if per_job is None:
+            per_job = work * demand.sum(axis=1)  # W_i sum_r w_i^r
         eta = max(1.0, float(np.max(T * capacity.sum() / per_job[keep])))
         log_L = float(np.min(np.log(worst[keep]) - np.log(per_job[keep]))) - math.log(4 * eta)
         return log_L, eta
 
     Uw, Up = oracle_u(instance)
-    logLw, etaw = floor(instance.worker_demand, instance.worker_capacity)
+    typed: dict[str, Any] = {}
+    if instance.typed:  # (23'), (25'): U per type, V_i the leanest single-type use
+        typed = {"U_worker_types": oracle_u_types(instance), "server_type": instance.worker_type,
+                 "type_names": tuple(str(t) for t in instance.types)}
+        logLw, etaw = floor(instance.worker_demand, instance.worker_capacity,
+                            leanest_use(instance))
+    else:
+        logLw, etaw = floor(instance.worker_demand, instance.worker_capacity)
     logLp, etap = floor(instance.ps_demand, instance.ps_capacity)
     pricing = Pricing(tuple(instance.resources), Uw, Up, logLw, logLp, "oracle", 1.0, etaw, etap,
-                      excluded)
+                      excluded, **typed)
     return pricing.scaled(u_scale) if u_scale != 1.0 else pricing
 
 
@@ -276,7 +345,9 @@ def pricing_from_values(values: Mapping[str, Any], instance: Instance, source: s
     """Bind checked pricing values to an instance: resource names, and a U for every demanded one."""
     R = instance.resources
     arrays = {}
-    for key, demand in (("U_worker", instance.worker_demand), ("U_ps", instance.ps_demand)):
+    # what workers demand: on every type a job can use, with types
+    wdem = instance.type_demand[instance.usable] if instance.typed else instance.worker_demand
+    for key, demand in (("U_worker", wdem), ("U_ps", instance.ps_demand)):
         given = values[key]
         for r in given:
             if r not in R:
@@ -284,7 +355,10 @@ def pricing_from_values(values: Mapping[str, Any], instance: Instance, source: s
         U = np.array([given.get(r, np.nan) for r in R], dtype=float)
         for n, r in enumerate(R):
             if np.isnan(U[n]) and (demand[:, n] > 0).any():
-                job = instance.jobs[int(np.flatnonzero(demand[:, n] > 0)[0])].id
+                first = int(np.flatnonzero(demand[:, n] > 0)[0])
+                if key == "U_worker" and instance.typed:
+                    first = int(np.nonzero(instance.usable)[0][first])
+                job = instance.jobs[first].id
                 raise FormatError(f"{key}.{r}", f"missing: job {job!r} demands {r!r} on this pool")
         arrays[key] = U
     return Pricing(tuple(R), arrays["U_worker"], arrays["U_ps"], math.log(values["L_worker"]),
