@@ -217,6 +217,7 @@ def slot_costs(spec: JobSpec, wprice: np.ndarray, pprice: np.ndarray, wfree: np.
         return (A + ps[:, :, None]).min(axis=1)
     C = np.full((S, spec.options), np.inf)
     C[:, 0] = 0.0
+    assert tp.opt_k is not None and tp.opt_type is not None  # set without span
     for o in range(1, spec.options):
         k, g = int(tp.opt_k[o]), int(tp.opt_type[o])
         C[:, o] = cw_by_type[g][:, k] + ps[:, k]
@@ -322,6 +323,7 @@ def slot_split(spec: JobSpec, option: int, wprice: np.ndarray, pprice: np.ndarra
     if tp is None:
         return {0: option} if option else {}
     if not tp.span:
+        assert tp.opt_k is not None and tp.opt_type is not None
         return {int(tp.opt_type[option]): int(tp.opt_k[option])} if option else {}
     cw = type_costs(spec, wprice[None], wfree[None])
     ps = ps_costs(spec, pprice[None], pfree[None])[0]
