@@ -334,6 +334,62 @@ def test_time_limit_on_an_online_policy_is_refused(tmp_path, capsys, instance_fi
     assert not result.exists()
 
 
+# ---- offline policies: the solver's outcome in words; nothing from the solver on stdout ---------
+@pytest.fixture
+def fig5_file(tmp_path):
+    from oasis_opt.workloads import paper_fig5
+
+    path = tmp_path / "fig5.json"
+    save_instance(paper_fig5(0, servers=3, priority=(50.0, 100.0)), path)
+    return path
+
+
+@pytest.mark.parametrize("policy, args, says", [
+    ("offline", ["--option", "node_limit=0"], "; solver: node limit, no incumbent, no bound; "
+                                              "schedule valid, "),
+    ("offline", ["--time-limit", "1e-9"], "; solver: time limit, no incumbent, no bound; "
+                                          "schedule valid, "),
+    ("offline-cpsat", ["--option", "deterministic_time=1e-9"],
+     "; solver: deterministic time limit, no incumbent, no bound; schedule valid, "),
+    ("offline", ["--option", "solution_limit=1"], "; solver: solution limit, incumbent 210.143, "
+                                                  "bound 334.794, gap 59.317%; schedule valid, "),
+    ("offline", [], "; solver: proven optimal, bound 240.57; schedule valid, "),
+])
+def test_offline_solve_line_gives_the_solvers_outcome_and_only_it_reaches_stdout(
+        tmp_path, fig5_file, policy, args, says):
+    result = tmp_path / "r.json"
+    proc = subprocess.run([sys.executable, "-m", "oasis_opt", "solve", str(fig5_file), "--policy",
+                           policy, *args, "--out", str(result)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    line, = proc.stdout.splitlines()  # no HiGHS banner, no solver log
+    assert line.startswith(f"{policy}: total utility ") and says in line, line
+    assert "HiGHS" not in proc.stderr  # solver logs only when asked for
+    stats = json.loads(result.read_text())["stats"]
+    if "no incumbent" in says:
+        assert stats["incumbent"] is False and stats["bound"] is None
+        assert "best incumbent" not in stats["message"]
+
+
+def test_solver_logs_go_to_stderr_at_log_level_debug(tmp_path, fig5_file):
+    proc = subprocess.run([sys.executable, "-m", "oasis_opt", "--log-level", "debug", "solve",
+                           str(fig5_file), "--policy", "offline", "--option", "node_limit=3",
+                           "--out", str(tmp_path / "r.json")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert len(proc.stdout.splitlines()) == 1 and "HiGHS" not in proc.stdout
+    assert "oasis_opt.offline.solver: HiGHS: Running HiGHS" in proc.stderr  # the banner
+    assert "oasis_opt.offline.solver: HiGHS: Solving report" in proc.stderr
+
+
+def test_a_milp_above_the_memory_budget_exits_2_pointing_to_colgen(tmp_path, capsys, fig5_file):
+    code, out, err = run(["solve", fig5_file, "--policy", "offline", "--option",
+                          "memory_budget_gb=0.001", "--out", tmp_path / "r.json"], capsys)
+    assert_bad_input(code, out, err, "--option memory_budget_gb")
+    assert "offline-colgen" in err and "227 columns" in err
+    assert not (tmp_path / "r.json").exists()
+
+
 def test_validate_valid_and_tampered(tmp_path, capsys, solved):
     instance_file, result, _ = solved
     code, out, err = run(["validate", instance_file, result], capsys)
