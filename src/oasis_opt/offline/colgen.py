@@ -539,8 +539,8 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0,
     crossover) or "simplex" for phase 2.
 
     ``lower <= upper`` holds by weak duality; float noise in the duals may put ``upper`` below
-    ``lower`` by at most ``solver.BOUND_RTOL`` (relative), and then ``upper = lower``. A larger
-    inversion raises ``RuntimeError`` naming both numbers (a bug, never hidden).
+    ``lower`` by at most ``model.numerics.BOUND_RTOL`` (relative), and then ``upper = lower``.
+    A larger inversion raises ``RuntimeError`` naming both numbers (a bug, never hidden).
     """
     from ..policies import get_policy
 

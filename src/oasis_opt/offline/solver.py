@@ -77,7 +77,8 @@ from numpy.typing import ArrayLike
 
 from .._extras import require
 
-from ..model.numerics import FEAS_TOL, ROW_TOL  # HiGHS feasibility, CP-SAT row scaling
+# HiGHS feasibility, CP-SAT row scaling, bound vs incumbent noise
+from ..model.numerics import BOUND_RTOL, FEAS_TOL, ROW_TOL
 
 BACKENDS = ("highs", "cpsat")
 # the status of a solve stopped short, by what stopped it
@@ -166,12 +167,6 @@ class SolverResult:
     backend: str
     info: dict[str, Any] = field(default_factory=dict)
     incumbent: str | None = None
-
-
-# A bound below the incumbent (max; above for min) by at most this, relative to max(1, |value|),
-# is float noise (HiGHS's 1e-9 feasibility and integrality tolerances, rounding of integer
-# columns): the bound is moved to the incumbent. A larger inversion is a bug and raises.
-BOUND_RTOL = 1e-6
 
 
 @overload
