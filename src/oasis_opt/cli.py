@@ -60,7 +60,7 @@ _COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str, tuple]] = {
 
 # command groups: a command registered as "group leaf" is ``oasis-opt group leaf``
 _GROUPS: dict[str, str] = {
-    "automl": "AutoML: real training tasks and their learning curves",
+    "automl": "AutoML: real training tasks, their learning curves, early-stopping studies",
 }
 
 
@@ -98,14 +98,24 @@ def _int_at_least(low: int) -> Callable[[str], int]:
     return parse
 
 
-def positive_seconds(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not math.isfinite(v) or v <= 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
-    return v
+def _seconds(positive: bool) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected a number of seconds, got {text!r}") from None
+        if not math.isfinite(v) or v < 0 or (positive and v == 0):
+            raise argparse.ArgumentTypeError(
+                f"must be a finite number {'>' if positive else '>='} 0, got {text!r}")
+        return v
+
+    parse.__name__ = "seconds > 0" if positive else "seconds >= 0"
+    return parse
+
+
+positive_seconds = _seconds(positive=True)
+non_negative_seconds = _seconds(positive=False)
 
 
 def floor_grid(text: str) -> tuple[float, ...]:
@@ -375,13 +385,23 @@ def make_policy(name: str, options: dict[str, tuple[Any, str]]) -> Policy:
     An option the policy does not take, an unknown policy, or a value the policy's constructor
     rejects (ValueError / TypeError) is bad input naming the field.
     """
-    from .model.io import FormatError
-    from .policies import UnknownPolicy, keyword_names, policy_factory
+    from .policies import UnknownPolicy, policy_factory
 
     try:
         factory = policy_factory(name)
     except UnknownPolicy as e:
         raise CliError("--policy", str(e)) from None
+    return build_with_options(name, factory, options)
+
+
+def build_with_options(name: str, factory: Callable[..., Any],
+                       options: dict[str, tuple[Any, str]]) -> Any:
+    """``factory(**options)`` for the policy ``name`` (a scheduling policy or a study
+    controller); an option it does not take, or a value it rejects, is bad input naming the
+    option's field."""
+    from .model.io import FormatError
+    from .policies import keyword_names
+
     accepted = keyword_names(factory)
     if accepted is not None:
         for key, (_, field) in options.items():
@@ -414,6 +434,15 @@ def run_options(args: argparse.Namespace, policy: Policy) -> dict[str, Any]:
                    else "it takes no such option")
             raise CliError(flag, f"policy {args.policy!r}: {why}")
     return {k: v for k, (_, v, _) in given.items() if takes is None or k in takes}
+
+
+def look_up(registry: Callable[[str], Any], name: str, field: str) -> Any:
+    """``registry(name)``; its ValueError ("<parameter>: unknown ...") is bad input on
+    ``field``."""
+    try:
+        return registry(name)
+    except ValueError as e:
+        raise CliError(field, str(e).partition(": ")[2]) from None
 
 
 def blame(err: Exception, fields: dict[str, str], default: str) -> CliError:
@@ -675,7 +704,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 @command("reproduce", "run the paper's experiments and draw its figures beside the paper's values",
          arg("figures", nargs="*", default=["all"], metavar="FIGURE",
-             help="fig3, fig4, fig5, fig6, testbed or all (default: all)"),
+             help="fig3, fig4, fig5, fig6, testbed or all (default: all, the paper's "
+                  "figures); automl (early stopping on real learning curves) by name"),
          arg("--quick", action="store_true",
              help="small variant of each figure (all of them in a minute or two)"),
          arg("--workers", type=positive_int, metavar="N",
@@ -745,10 +775,7 @@ def cmd_automl_curves(args: argparse.Namespace) -> int:
     from .model.io import FormatError
     from .automl.tasks import get_task
 
-    try:
-        task = get_task(args.task)
-    except ValueError as e:
-        raise CliError("--task", str(e).partition(": ")[2]) from None
+    task = look_up(get_task, args.task, "--task")
     try:
         run = generate_curves(task, args.trials, args.epochs, args.seed, args.out,
                               study=args.study, progress=args.progress)
@@ -761,6 +788,58 @@ def cmd_automl_curves(args: argparse.Namespace) -> int:
         raise CliError("--out", f"cannot write {args.out}: {e.strerror or e}") from None
     print(f"{run.study}: {run.existing} trials were in {args.out}, {run.added} trained now "
           f"({run.seconds:.1f} s) -> {args.out}")
+    return EXIT_OK
+
+
+@command("automl replay", "replay a study of all trials of a curves CSV under an early-stopping "
+         "policy and write what it found and spent as JSON",
+         arg("curves", metavar="CURVES",
+             help="curves CSV (one study, or name it with --study), or the name of a shipped "
+                  "curve set: digits-mlp, breast-cancer-mlp, digits-cnn"),
+         arg("--policy", required=True, metavar="NAME",
+             help="automl-thesis, optuna-median, optuna-sh, optuna-hyperband, asha or no-stop"),
+         arg("--budget", type=non_negative_seconds, metavar="SECONDS",
+             help="GPU-seconds the study may spend (recorded epoch seconds summed over "
+                  "workers; default: no limit)"),
+         arg("--workers", type=positive_int, default=4, metavar="N",
+             help="parallel workers: the study's resource cap (default 4)"),
+         arg("--seed", type=non_negative_int, default=0, metavar="S",
+             help="seed of the order the study visits the trials in (default 0)"),
+         arg("--study", metavar="NAME", help="the study to replay when CURVES holds several"),
+         arg("--option", action="append", default=[], metavar="KEY=VALUE",
+             help="a policy option (repeatable), e.g. delta=0.1 for automl-thesis"),
+         arg("--out", required=True, metavar="FILE", help="result JSON to write"))
+def cmd_automl_replay(args: argparse.Namespace) -> int:
+    from .automl.controllers import controller_factory
+    from .automl.curves import read_curves, shipped_curves
+    from .automl.replay import one_study, replay
+    from .model.io import FormatError
+
+    factory = look_up(controller_factory, args.policy, "--policy")
+    controller = build_with_options(args.policy, factory, policy_options(args))
+    path = Path(args.curves)
+    if not path.is_file():
+        shipped = shipped_curves()
+        if args.curves not in shipped:
+            raise CliError("CURVES", f"no such file, nor a shipped curve set: {args.curves!r} "
+                           f"(shipped: {', '.join(shipped)})")
+        path = shipped[args.curves]
+    try:
+        curves = one_study(read_curves(path), args.study)
+    except FormatError as e:
+        raise _located(e, args.curves) from None
+    except ValueError as e:
+        raise blame(e, {"study": "--study"}, "CURVES") from None
+    result = replay(curves, controller, workers=args.workers, budget=args.budget, seed=args.seed)
+    doc = {**result.to_json(), "curves": str(args.curves)}
+    def save(d: dict, path: str) -> None:
+        Path(path).write_text(json.dumps(d, indent=1) + "\n")
+
+    write(args.out, save, doc)
+    best = "none" if result.best is None else f"{result.best:.4f}"
+    print(f"{result.policy} on {result.study}: best final val_accuracy {best} "
+          f"({doc['completed']} of {len(result.trials)} trials completed), "
+          f"{result.gpu_seconds:.1f} of {result.total_gpu_seconds:.1f} GPU-seconds -> {args.out}")
     return EXIT_OK
 
 

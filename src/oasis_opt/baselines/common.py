@@ -22,7 +22,7 @@ import numpy as np
 
 from ..model.numerics import DONE_EPS, workers_alone
 from ..sim.core import OnlinePolicy
-from ..sim.placement import Placement, apply, get_placement
+from ..sim.placement import Placement, apply, free_after, get_placement
 
 Rows = list[tuple[int, int, int]]  # (global server, role, count)
 
@@ -172,10 +172,7 @@ class EventPolicy(OnlinePolicy):
 
     def free_after_held(self) -> np.ndarray:
         """Capacity minus every held container."""
-        free = self.instance.capacity.copy()
-        for j, rows in self.held.items():
-            apply(self.instance, j, rows, free)
-        return free
+        return free_after(self.instance, self.held)
 
     def allocate(self, t, state):
         if self._event:

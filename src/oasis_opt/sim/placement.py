@@ -79,6 +79,14 @@ def apply(instance, job: int, rows, free: np.ndarray) -> None:
         free[s] -= n * (instance.worker_demand[job] if role == 0 else instance.ps_demand[job])
 
 
+def free_after(instance, held) -> np.ndarray:
+    """Capacity minus every container of ``held`` (job -> rows), a fresh array."""
+    free = instance.capacity.copy()
+    for job, rows in held.items():
+        apply(instance, job, rows, free)
+    return free
+
+
 class FirstFit(Placement):
     """Servers in instance order."""
 

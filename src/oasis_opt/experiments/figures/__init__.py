@@ -1,4 +1,5 @@
-"""The paper's figures as experiment definitions: one module per figure, each with a ``FIGURE``.
+"""The paper's figures as experiment definitions: one module per figure, each with a ``FIGURE``;
+beyond them the extra experiments (``EXTRA_NAMES``: ``automl``), requested by name.
 
 ``get_figure(name)`` imports the module on demand (Fig. 5 pulls in the offline solvers).
 """
@@ -16,12 +17,20 @@ FIGURE_MODULES = {
     "testbed": "oasis_opt.experiments.figures.testbed",
 }
 FIGURE_NAMES = tuple(FIGURE_MODULES)
+# Experiments beyond the paper, drawn by name only (``all`` stays the paper's figures).
+EXTRA_MODULES = {
+    "automl": "oasis_opt.experiments.figures.automl",
+}
+EXTRA_NAMES = tuple(EXTRA_MODULES)
 
 
 def get_figure(name: str) -> Figure:
-    if name not in FIGURE_MODULES:
-        raise ValueError(f"figure: unknown figure {name!r} (known: {', '.join(FIGURE_NAMES)})")
-    return importlib.import_module(FIGURE_MODULES[name]).FIGURE
+    modules = {**FIGURE_MODULES, **EXTRA_MODULES}
+    if name not in modules:
+        raise ValueError(f"figure: unknown figure {name!r} "
+                         f"(known: {', '.join(FIGURE_NAMES + EXTRA_NAMES)})")
+    return importlib.import_module(modules[name]).FIGURE
 
 
-__all__ = ["FIGURE_MODULES", "FIGURE_NAMES", "Figure", "get_figure"]
+__all__ = ["EXTRA_MODULES", "EXTRA_NAMES", "FIGURE_MODULES", "FIGURE_NAMES", "Figure",
+           "get_figure"]
