@@ -580,8 +580,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
 def solve_line(inst: Instance, sched: Schedule, report: ValidationReport, seconds: float) -> str:
     """``solve``'s summary line. For a solver-backed policy (stats with ``status`` and
-    ``bound``) the solver's outcome comes first, in words ("time limit, no incumbent, no
-    bound"), so a schedule returned at a limit never reads as a result."""
+    ``bound``) the solver's outcome, in words ("time limit, no incumbent, no bound"), comes
+    before the schedule's validity, so a schedule returned at a limit never reads as a result."""
     done = int(sched.completed.sum())
     line = (f"{sched.policy}: total utility {sched.total_utility:.4f}, admitted "
             f"{sum(sched.admitted)}/{inst.I}, completed {done}")
