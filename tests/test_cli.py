@@ -388,6 +388,17 @@ def test_offline_solve_line_gives_the_solvers_outcome_and_only_it_reaches_stdout
     assert cells["gap"] == ("-" if stats["gap"] is None else f"{stats['gap']:.2%}")
 
 
+def test_the_time_limit_counts_from_the_commands_start(tmp_path, capsys, fig5_file):
+    # reading the instance and building the policy come out of --time-limit: the solver gets
+    # what is left (recorded in the result)
+    result = tmp_path / "r.json"
+    code, out, err = run(["solve", fig5_file, "--policy", "offline", "--time-limit", "600",
+                          "--out", result], capsys)
+    assert code == 0, err
+    stats = json.loads(result.read_text())["stats"]
+    assert stats["status"] == "optimal" and 0 < stats["time_limit"] < 600
+
+
 def test_solver_logs_go_to_stderr_at_log_level_debug(tmp_path, fig5_file):
     proc = subprocess.run([sys.executable, "-m", "oasis_opt", "--log-level", "debug", "solve",
                            str(fig5_file), "--policy", "offline", "--option", "node_limit=3",

@@ -322,6 +322,25 @@ def test_the_time_limit_counts_building_the_model():
     assert st["bound"] is None and "while building the MILP" in st["message"]
 
 
+@pytest.mark.parametrize("deadline, stops", [(15.0, True), (25.0, False)])
+def test_the_matrix_is_not_assembled_with_less_time_left_than_the_build_took(
+        monkeypatch, deadline, stops):
+    # a clock that reads 0 when the build starts and 10 ever after: 10 s of building, then
+    # 5 s (stop) or 15 s (go on) left for the one step that cannot be interrupted
+    import types
+
+    import oasis_opt.offline.milp_arrays as milp_arrays
+
+    reads = iter([0.0])
+    monkeypatch.setattr(milp_arrays, "time",
+                        types.SimpleNamespace(perf_counter=lambda: next(reads, 10.0)))
+    if stops:
+        with pytest.raises(milp_arrays.DeadlineReached, match="assembling the MILP's matrix"):
+            build_milp(_fig5(), deadline=deadline)
+    else:
+        assert build_milp(_fig5(), deadline=deadline).size()["columns"] == 227
+
+
 def test_an_instance_above_the_memory_budget_is_refused_pointing_to_colgen():
     from oasis_opt.offline.exact import ModelTooLarge
 

@@ -44,6 +44,8 @@ if TYPE_CHECKING:
 
 PROG = "oasis-opt"
 EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT, EXIT_FAILURE = 0, 1, 2, 3
+# seconds a solver gets when reading the instance used up --time-limit (it then stops at once)
+MIN_TIME_LEFT = 1e-9
 
 
 class CliError(Exception):
@@ -231,8 +233,10 @@ def configure_logging(level: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit code."""
+    started = time.perf_counter()  # a time limit counts from here (solve --time-limit)
     try:
         args = build_parser().parse_args(argv)
+        args.started = started
         configure_logging(args.log_level)
         return _run(args)
     except SystemExit as e:  # --help / --version
@@ -536,7 +540,8 @@ def _check_generated(inst: Instance, args: argparse.Namespace) -> None:
          arg("instance", metavar="INSTANCE", help="instance JSON"),
          arg("--policy", required=True, metavar="NAME", help="policy (see `oasis-opt policies`)"),
          arg("--time-limit", type=positive_seconds, metavar="S",
-             help="time limit in seconds (solvers that support one)"),
+             help="time limit in seconds for the whole command, reading the instance included "
+                  "(offline solvers)"),
          arg("--backend", choices=("numpy", "jax", "reference"),
              help="kernel backend (policy option backend=...)"),
          arg("--pricing", type=existing_file, metavar="FILE",
@@ -557,6 +562,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
     run = run_options(args, policy)
     check_size(estimate_work(inst, args.policy), args.max_work, args.instance)
     t0 = time.perf_counter()
+    if "time_limit" in run:  # what is left of it: the limit counts from the command's start
+        run["time_limit"] = max(args.time_limit - (t0 - args.started), MIN_TIME_LEFT)
     try:
         sched = policy.solve(inst, **run)
     except FormatError:

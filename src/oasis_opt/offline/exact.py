@@ -151,13 +151,13 @@ class OfflinePolicy:
         start = time.perf_counter()
         if time_limit is not None and not time_limit > 0:
             raise ValueError(f"time_limit: must be > 0 seconds, got {time_limit}")
-        estimate = self.check_size(instance)["memory_estimate_gb"]
+        size = self.check_size(instance)
+        estimate = size["memory_estimate_gb"]
         deadline = None if time_limit is None else start + time_limit
         try:
             model = build_milp(instance, deadline=deadline)
         except DeadlineReached as e:
-            return self._unbuilt(instance, time_limit, estimate, time.perf_counter() - start,
-                                 str(e))
+            return self._unbuilt(instance, time_limit, size, time.perf_counter() - start, str(e))
         options: dict[str, Any] = {"backend": self.backend, "seed": self.seed,
                                    "mip_gap": self.mip_gap,
                                    "initial": np.zeros(model.lp.n_cols), **self.limits}
@@ -187,10 +187,11 @@ class OfflinePolicy:
         assert_valid(instance, schedule)  # a solver tolerance must never leak an invalid schedule
         return schedule
 
-    def _unbuilt(self, instance: Instance, time_limit: float | None, estimate: float,
+    def _unbuilt(self, instance: Instance, time_limit: float | None, size: dict[str, Any],
                  build_s: float, why: str) -> Schedule:
         """The time limit passed while building the MILP: the empty schedule (zero-work jobs,
-        which complete on arrival, admitted as in every schedule of the model)."""
+        which complete on arrival, admitted as in every schedule of the model); ``size``:
+        ``check_size``'s (counting the MILP again would run further past the limit)."""
         builder = ScheduleBuilder(instance)
         for i in np.flatnonzero(instance.work == 0):
             builder.admit(int(i))
@@ -199,8 +200,8 @@ class OfflinePolicy:
             "backend": self.backend, "status": "time_limit", "proven_optimal": False,
             "incumbent": False, "objective": None,
             "bound": None, "gap": None, "build_s": build_s, "handoff_s": 0.0, "solve_s": 0.0,
-            "time_limit": time_limit, "columns": milp_size(instance)["columns"],
-            "memory_estimate_gb": estimate,
+            "time_limit": time_limit, "columns": size["columns"],
+            "memory_estimate_gb": size["memory_estimate_gb"],
             "message": f"{why}: the solver was not run; returning the empty starting schedule "
                        "(every job rejected), no proven bound"})
         return schedule
