@@ -9,8 +9,9 @@ returned (``stats["incumbent"]`` False, ``objective`` None), so a limit always l
 schedule.
 
 **Time limit.** ``solve(instance, time_limit=S)`` counts everything from the call: building the
-MILP arrays (checked after every job), the hand-off to the solver and the solve, which gets
-what is left. With a time limit, a MILP of at least ``CHILD_MIN_COLUMNS`` columns is solved in
+MILP arrays (checked before every job and resource; the sparse matrix, one step that cannot be
+interrupted, is not assembled with less time left than the build took so far), the hand-off to
+the solver and the solve, which gets what is left. With a time limit, a MILP of at least ``CHILD_MIN_COLUMNS`` columns is solved in
 a child process (:func:`.solver.solve_in_child`) that is killed if it overshoots by more than
 1 s + 5 %: HiGHS does not check its clock everywhere on big models (its presolve ran 216 s of a
 60 s limit on the 100-job MILP below). Smaller ones are solved in this process, where HiGHS
