@@ -17,7 +17,7 @@ import numpy as np
 
 from .._extras import require
 from .calibration import calibration_specs, resolve_all
-from .figures import FIGURE_NAMES, get_figure
+from .figures import EXTRA_FIGURES, FIGURE_MODULES, FIGURE_NAMES, get_figure
 from .figures.common import fmt, markdown_table
 from .runner import run_sweep, unique_specs
 
@@ -26,15 +26,15 @@ DEFAULT_OUT = Path("paper_figs")
 
 
 def figure_names(requested: Iterable[str]) -> list[str]:
-    """Expand ``all``; keep the canonical order; reject unknown names."""
+    """Expand ``all`` (every figure but the ``EXTRA_FIGURES``, which run only when named); keep
+    the canonical order; reject unknown names."""
     requested = list(requested) or ["all"]
-    unknown = [n for n in requested if n != "all" and n not in FIGURE_NAMES]
+    unknown = [n for n in requested if n != "all" and n not in FIGURE_MODULES]
     if unknown:
         raise ValueError(f"figure: unknown figure {unknown[0]!r} "
-                         f"(known: {', '.join(FIGURE_NAMES)}, all)")
-    if "all" in requested:
-        return list(FIGURE_NAMES)
-    return [n for n in FIGURE_NAMES if n in requested]
+                         f"(known: {', '.join(FIGURE_MODULES)}, all)")
+    return [n for n in FIGURE_MODULES
+            if n in requested or ("all" in requested and n not in EXTRA_FIGURES)]
 
 
 def default_out(quick: bool) -> Path:
