@@ -145,6 +145,23 @@ def test_an_invalid_schedule_is_refused():
     assert err.value.field == "schedule"
 
 
+def test_an_executor_takes_more_jobs_on_the_same_servers():
+    import dataclasses
+
+    from oasis_opt.runtime.executor import Executor
+
+    inst, _ = tiny()
+    ex = Executor(inst.with_jobs(inst.jobs[:1]), slot_seconds=1.0)
+    ex.extend(inst)  # job b arrives
+    assert ex.instance is inst
+    with pytest.raises(ValueError, match="first 2 jobs"):
+        ex.extend(inst.with_jobs(inst.jobs[1:]))
+    with pytest.raises(ValueError, match="servers differ"):
+        ex.extend(dataclasses.replace(inst, ps_servers=(Server("p9", {"cpu": 2.0, "bw": 9.0}),)))
+    with pytest.raises(ValueError, match="slot_seconds"):
+        Executor(inst, slot_seconds=0)
+
+
 def test_unknown_task_is_refused_by_the_cli_before_ray_starts(tmp_path):
     inst, sched = tiny("nope")
     save_instance(inst, tmp_path / "inst.json")

@@ -288,6 +288,16 @@ def load_profile(path: str) -> SpeedProfile:
         raise _located(e, path) from None
 
 
+def training_task(name: str) -> Task:
+    """``--task NAME``: the registered training task (``get_task``), else bad input."""
+    from .automl.tasks import get_task
+
+    try:
+        return get_task(name)
+    except ValueError as e:
+        raise CliError("--task", str(e).partition(": ")[2]) from None
+
+
 def check_size(estimate: WorkEstimate, max_work: float | None, where: str) -> None:
     """Refuse work beyond ``--max-work`` (field ``--max-work``) or the machine's memory
     (field ``where``: the instance)."""
@@ -307,6 +317,8 @@ def show_progress(args: argparse.Namespace) -> bool:
 MAX_WORK = arg("--max-work", type=work_limit, metavar="N",
                help="refuse instances whose estimated work T x (H+K) x I exceeds N "
                     "slot-server-jobs (default 1e10, minutes to an hour; inf: no limit)")
+TASK = arg("--task", required=True, metavar="NAME", help="training task (see `automl tasks`)")
+PROGRESS_BAR = arg("--progress", action="store_true", help="show a progress bar")
 PROGRESS = arg("--progress", action=argparse.BooleanOptionalAction, default=None,
                help="progress bar on stderr (default: when stderr is a terminal)")
 
@@ -719,24 +731,20 @@ def cmd_automl_tasks(args: argparse.Namespace) -> int:
 
 @command("automl curves", "train random-search trials of a task for real and write their "
          "learning curves as CSV (an existing file is extended)",
-         arg("--task", required=True, metavar="NAME", help="training task (see `automl tasks`)"),
+         TASK,
          arg("--trials", type=positive_int, required=True, metavar="N",
              help="trials in the study; a file holding fewer of them gets the missing ones"),
          arg("--epochs", type=positive_int, required=True, metavar="E", help="epochs per trial"),
          arg("--seed", type=non_negative_int, default=0, metavar="S",
              help="study seed: data split, configurations, weights (default 0)"),
          arg("--study", metavar="NAME", help="study name in the CSV (default: the task's name)"),
-         arg("--progress", action="store_true", help="show a progress bar"),
+         PROGRESS_BAR,
          arg("--out", required=True, metavar="FILE", help="curves CSV to write or extend"))
 def cmd_automl_curves(args: argparse.Namespace) -> int:
     from .automl.study import generate_curves
     from .model.io import FormatError
-    from .automl.tasks import get_task
 
-    try:
-        task = get_task(args.task)
-    except ValueError as e:
-        raise CliError("--task", str(e).partition(": ")[2]) from None
+    task = training_task(args.task)
     try:
         run = generate_curves(task, args.trials, args.epochs, args.seed, args.out,
                               study=args.study, progress=args.progress)
@@ -828,7 +836,7 @@ def cmd_execute(args: argparse.Namespace) -> int:
 
 @command("profile", "time real synchronous PS training of a task at several worker and PS "
          "counts and fit the Optimus speed model (a profile for `generate --profile`)",
-         arg("--task", required=True, metavar="NAME", help="training task (see `automl tasks`)"),
+         TASK,
          arg("--config", type=json_object, metavar="JSON",
              help="the task's hyperparameters as a JSON object (default: a documented one per "
                   "task, oasis_opt.runtime.profile.DEFAULT_CONFIGS)"),
@@ -843,21 +851,19 @@ def cmd_execute(args: argparse.Namespace) -> int:
          arg("--seed", type=non_negative_int, default=0, metavar="S",
              help="the task's weights and batch order (default 0)"),
          arg("--address", metavar="ADDR", help="join this running Ray cluster"),
-         arg("--progress", action="store_true", help="show a progress bar"),
+         PROGRESS_BAR,
          arg("--out", required=True, metavar="PROFILE", help="profile JSON to write"))
 def cmd_profile(args: argparse.Namespace) -> int:
-    from .automl.tasks import get_task
     from .costmodel.profile import save_profile
     from .runtime.executor import ExecutionError
     from .runtime.profile import DEFAULT_CONFIGS, profile_points, profile_task
 
+    task = training_task(args.task)
     try:
-        task = get_task(args.task)
         config = task.space.check(args.config if args.config is not None
                                   else DEFAULT_CONFIGS[task.name], "--config")
     except ValueError as e:
-        field, _, message = str(e).partition(": ")
-        raise CliError("--task" if field == "task" else field, message) from None
+        raise CliError(*str(e).split(": ", 1)) from None
     points = profile_points(args.workers, args.ps)
     if len(points) < 4:
         raise CliError("--workers", f"{len(points)} (workers, PSs) points with PSs <= workers; "

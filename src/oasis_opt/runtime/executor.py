@@ -305,6 +305,21 @@ class Executor:
             self._jobs[i] = _Job(plan, np.asarray(flat), state)
         return self._jobs[i]
 
+    def extend(self, instance) -> None:
+        """Go on with ``instance``: the same servers, and the jobs so far as its first jobs (a
+        service adds the jobs that arrived); ``ValueError("instance: ...")`` otherwise."""
+        if instance.servers != self.instance.servers:
+            raise ValueError("instance: the servers differ from the executor's")
+        if tuple(instance.jobs[:self.instance.I]) != tuple(self.instance.jobs):
+            raise ValueError(f"instance: its first {self.instance.I} jobs are not the "
+                             "executor's jobs")
+        self.instance = instance
+
+    @property
+    def jobs(self) -> Mapping[int, _Job]:
+        """The jobs that have run so far, by instance index (their checkpoints and records)."""
+        return self._jobs
+
     def job_records(self, job: int) -> list[dict]:
         """The per-slot records of job ``job`` so far (the report's ``jobs[].slots`` rows)."""
         return list(self._jobs[job].slots) if job in self._jobs else []
@@ -487,8 +502,6 @@ class Executor:
 
         for j, run in runs.items():
             submit(j, run)
-            if not run.sizes:
-                run.first = run.last = None
         while True:
             heads = {run.inflight[0][-1]: j for j, run in runs.items()
                      if run.inflight and j not in failed}

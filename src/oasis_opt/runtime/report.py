@@ -90,7 +90,7 @@ def build_report(executor, schedule=None, *, policy: str | None = None) -> "Exec
     jobs = []
     chunk_ratios, profile_ratios = [], []
     for i, job in enumerate(inst.jobs):
-        run = executor._jobs.get(i)
+        run = executor.jobs.get(i)
         planned_completion = schedule.completion[i] if schedule is not None else None
         planned = {"completion": planned_completion,
                    "utility": schedule.utility[i] if schedule is not None else None}
@@ -132,12 +132,13 @@ def build_report(executor, schedule=None, *, policy: str | None = None) -> "Exec
                      "checkpoint_s": float(sum(s["checkpoint_s"] or 0.0 for s in slots)),
                      "restart_s": float(sum(s["restart_s"] or 0.0 for s in slots)),
                      "restarts": restarts, "slots": slots})
-    ray = executor._ray
+    import ray
+
     doc = {"format": EXECUTION_FORMAT, "instance_sha256": inst.fingerprint,
            "policy": policy or (schedule.policy if schedule is not None else None),
            "slot_seconds": S,
            "ray": {"address": executor.address or "local",
-                   "nodes": len(ray.nodes()) if ray is not None else None},
+                   "nodes": len(ray.nodes()) if ray.is_initialized() else None},
            "startup_s": executor.startup_s,
            "wall_s": executor.slots[-1]["end_s"] if executor.slots else 0.0,
            "total_utility": {"planned": schedule.total_utility if schedule is not None else None,

@@ -83,7 +83,7 @@ def compute(quick: bool = False, results: Path = Path("results"), workers=None, 
                 _say(progress, f"profiling {task} ...")
                 prof = profile_task({"name": task, "config": DEFAULT_CONFIGS[task]},
                                     iterations=s["iterations"], repeats=s["repeats"],
-                                    address=address)
+                                    address=address, pool=pool)
                 save_profile(prof, path)
             profiles.append(load_profile(path))
         rounds["profile"] = _round(folder, "", s, profiles, 1.0, address, pool, progress)
@@ -234,7 +234,7 @@ def render(data: dict, out_dir: Path, reference_dir=None, quick: bool = False) -
         a.set_yscale("log")
         a.set_xticks(pos, names)
         a.set(ylabel="real busy time / predicted, per job-slot",
-              title="cost model (plain: chunk time; hatched: profile)")
+              title="cost model: chunk time (plain), profile (hatched)")
     fig.suptitle(f"Testbed, for real — {s['jobs']} jobs, {s['horizon']} slots of "
                  f"{s['slot_s']:g} s, seed {s['seed']}")
     paths = save(fig, out_dir, "testbed-real")
