@@ -26,6 +26,9 @@ CONFIG = {"learning_rate": 0.01, "weight_decay": 1e-4, "width": 16, "depth": 1,
 # digits: 1,078 training examples in 4 chunks -> M = 1078 // (4 * 32) = 8 mini-batches per chunk
 # pass; x = 0.5 worker-slots per chunk -> one worker-slot = M / x = 16 mini-batches.
 PER_WORKER_SLOT = 16
+# job b carries a fitted speed model (as testbed-real jobs do): the report predicts with it too
+SPEED = {"kind": "optimus-sync",
+         "theta": {"const": 1e-3, "ps_load": 2e-4, "per_worker": 5e-4, "per_ps": 3e-4}}
 # job a: 1 worker + 1 PS, then 2 + 2 (re-sharded), then 1 + 1: E N x = 2 * 4 * 0.5 = 4 worker-slots
 # job b: 1 + 1, paused in slot 2, then 1 + 1 on other servers: 1 * 4 * 0.5 = 2 worker-slots
 ROWS = {"a": [(1, "w0", WORKER, 1), (1, "p0", PS, 1), (2, "w0", WORKER, 1), (2, "w1", WORKER, 1),
@@ -37,9 +40,10 @@ def tiny(task_name: str = "digits-mlp"):
     cap = {"cpu": 2.0, "mem": 8.0, "bw": 10.0}
     dem = {"cpu": 1.0, "mem": 1.0, "bw": 1.0}
     u = Utility.sigmoid(10.0, 1.0, 2.0)
-    jobs = tuple(Job(name, 1, epochs, 4, 0.5, dem, dem, u,
+    jobs = tuple(Job(name, 1, epochs, 4, 0.5, dem, dem, u, provenance=provenance,
                      task={"name": task_name, "config": CONFIG, "seed": seed})
-                 for name, epochs, seed in (("a", 2, 1), ("b", 1, 2)))
+                 for name, epochs, seed, provenance in (("a", 2, 1, None),
+                                                        ("b", 1, 2, {"speed_model": SPEED})))
     inst = Instance(3, ("cpu", "mem", "bw"), (Server("w0", cap), Server("w1", cap)),
                     (Server("p0", cap),), jobs)
     b = ScheduleBuilder(inst)
@@ -211,6 +215,14 @@ def test_tiny_execution_progress_matches_the_schedule_slot_by_slot(cli_run):
     assert all(s["restart_s"] > 0 for s in report.job("a")["slots"])
     assert report.real_utility == sum(j["real"]["utility"] for j in report.jobs)
     assert report.doc["costmodel"]["chunk-time"]["job_slots"] == 5
+    # the fitted speed model: b's own counts (1, 1), and the slot's totals over both jobs (2, 2)
+    from oasis_opt.costmodel.profile import iteration_time
+
+    for s in report.job("b")["slots"]:
+        assert s["profile_predicted_s"] == pytest.approx(16 * iteration_time(SPEED["theta"], 1, 1))
+        assert s["shared_predicted_s"] == pytest.approx(16 * iteration_time(SPEED["theta"], 2, 2))
+    assert all(s["profile_predicted_s"] is None for s in report.job("a")["slots"])
+    assert report.doc["costmodel"]["profile"]["job_slots"] == 2
 
 
 @pytest.mark.ray

@@ -98,7 +98,7 @@ def _int_at_least(low: int) -> Callable[[str], int]:
     return parse
 
 
-def _positive(what: str):
+def _positive(what: str) -> Callable[[str], float]:
     def parse(text: str) -> float:
         try:
             v = float(text)
@@ -281,6 +281,7 @@ def load_result(instance: Instance, path: str, instance_path: str = "INSTANCE") 
 
 def load_profile(path: str) -> SpeedProfile:
     from .costmodel.profile import load_profile as load
+    from .model.io import FormatError
 
     try:
         return load(path)

@@ -54,6 +54,8 @@ from .ray_pool import SINGLE_THREAD_ENV
 
 SERVER_UNITS = 1000  # units of ``server:<id>`` a local Ray declares; a container holds one
 WINDOW = 2  # synchronous iterations of one job in flight (hides the driver's round trip)
+# Ray gives its local node 30 s to start; on a machine loaded by other work it may not: try again
+STARTS = 3
 
 
 def server_resource(server_id: str) -> str:
@@ -95,13 +97,21 @@ def start_ray(address: str | None, server_ids) -> bool:
 
     if ray.is_initialized():
         return False
-    kwargs = dict(include_dashboard=False, log_to_driver=False, logging_level="WARNING")
+    kwargs: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False,
+                                  logging_level="WARNING")
     if address:
         ray.init(address=address, **kwargs)
-    else:
-        ray.init(address="local", num_cpus=os.cpu_count() or 1,
-                 resources={server_resource(i): SERVER_UNITS for i in server_ids}, **kwargs)
-    return True
+        return True
+    for attempt in range(STARTS):
+        try:
+            ray.init(address="local", num_cpus=os.cpu_count() or 1,
+                     resources={server_resource(i): SERVER_UNITS for i in server_ids}, **kwargs)
+            return True
+        except Exception as e:  # noqa: BLE001 - only Ray's start-up timeout is retried
+            ray.shutdown()
+            if "timed out during startup" not in str(e) or attempt == STARTS - 1:
+                raise
+    return True  # pragma: no cover - the loop returns or raises
 
 
 @dataclass
@@ -185,12 +195,9 @@ class Executor:
 
     def start(self) -> None:
         """Start (or join) Ray; a Ray already running in this process is used as it is."""
-        try:
-            import ray
-        except ImportError as e:
-            raise ExecutionError("executing schedules needs Ray (pip install "
-                                 "'oasis-opt[dist]')") from e
-        self._ray = ray
+        from .._extras import require
+
+        self._ray = require("ray", extra="ray", feature="executing schedules")
         self._owned = start_ray(self.address, [s.id for s in self.instance.servers])
 
     def close(self) -> None:

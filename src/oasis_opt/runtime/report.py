@@ -29,11 +29,15 @@ attempt); ``slots``: per slot it ran, ``slot``, ``workers``, ``ps``, ``servers``
 / ``real_minibatches``, ``planned_iterations`` / ``iterations``, ``real_chunks`` (cumulative
 chunk passes, real minibatches / M_i), ``busy_s`` (first iteration submitted to last one done),
 ``predicted_s`` (the chunk-time model: iterations x_i S / M_i), ``profile_predicted_s`` (the
-job's fitted speed model when its provenance has one: sum of t(w, p), else null),
+job's fitted speed model when its provenance has one: iterations t(w, p) at the job's own
+counts, else null), ``shared_predicted_s`` (the same model at the slot's total counts over all
+jobs, iterations t(W, P): the jobs of a slot share one machine's cores, as on this testbed; on a
+cluster of several machines it overstates the sharing),
 ``restart_s``, ``checkpoint_s``, ``restarts`` (failed attempts in this slot), ``val_accuracy``
 after the slot.
 
-``costmodel``: ``{"chunk-time": stats, "profile": stats or null}`` where stats over the (job,
+``costmodel``: ``{"chunk-time": stats, "profile": stats or null, "profile-shared": stats or
+null}`` where stats over the (job,
 slot)s with iterations are ``{"job_slots", "median_ratio", "p10_ratio", "p90_ratio",
 "mean_abs_rel_error"}`` of ratio = busy_s / predicted_s (1 is a perfect prediction; > 1: the
 slot's work took longer than the model said).
@@ -58,9 +62,13 @@ REAL_FIELDS = ("completion_slot", "completion_s", "wall_slot", "utility", "val_a
                "val_loss")
 JOB_SLOT_FIELDS = ("slot", "workers", "ps", "servers", "planned_worker_slots",
                    "planned_minibatches", "real_minibatches", "planned_iterations", "iterations",
-                   "real_chunks", "busy_s", "predicted_s", "profile_predicted_s", "restart_s",
+                   "real_chunks", "busy_s", "predicted_s", "profile_predicted_s",
+                   "shared_predicted_s", "restart_s",
                    "checkpoint_s", "restarts", "val_accuracy")
 SLOT_FIELDS = ("slot", "start_s", "work_end_s", "end_s", "overrun_s", "jobs", "workers", "ps")
+# cost model -> the job-slot field of its prediction
+COSTMODELS = {"chunk-time": "predicted_s", "profile": "profile_predicted_s",
+              "profile-shared": "shared_predicted_s"}
 STATS_FIELDS = ("job_slots", "median_ratio", "p10_ratio", "p90_ratio", "mean_abs_rel_error")
 
 
@@ -88,7 +96,8 @@ def build_report(executor, schedule=None, *, policy: str | None = None) -> "Exec
     inst = executor.instance
     S = executor.slot_seconds
     jobs = []
-    chunk_ratios, profile_ratios = [], []
+    totals = {rec["slot"]: (rec["workers"], rec["ps"]) for rec in executor.slots}
+    ratios: dict[str, list[float]] = {name: [] for name in COSTMODELS}
     for i, job in enumerate(inst.jobs):
         run = executor.jobs.get(i)
         planned_completion = schedule.completion[i] if schedule is not None else None
@@ -108,16 +117,18 @@ def build_report(executor, schedule=None, *, policy: str | None = None) -> "Exec
                 cumulative += rec.get("real_minibatches", 0)
                 iters = rec.get("iterations", 0)
                 predicted = iters * plan.chunk_time * S / plan.minibatches
-                profile = (float(iters * iteration_time(theta, rec["workers"], rec["ps"]))
-                           if theta is not None else None)
+                own = shared = None
+                if theta is not None:
+                    own = float(iters * iteration_time(theta, rec["workers"], rec["ps"]))
+                    shared = float(iters * iteration_time(theta, *totals[rec["slot"]]))
                 row = {**rec, "real_chunks": cumulative / plan.minibatches,
-                       "predicted_s": predicted, "profile_predicted_s": profile}
+                       "predicted_s": predicted, "profile_predicted_s": own,
+                       "shared_predicted_s": shared}
                 row.setdefault("checkpoint_s", 0.0)
                 slots.append({k: row.get(k) for k in JOB_SLOT_FIELDS})
-                if iters:
-                    chunk_ratios.append(row["busy_s"] / predicted)
-                    if profile:
-                        profile_ratios.append(row["busy_s"] / profile)
+                for name, key in COSTMODELS.items():
+                    if iters and row[key]:
+                        ratios[name].append(row["busy_s"] / row[key])
             restarts = list(run.restarts)
             if run.completion_slot is not None:
                 wall_slot = max(1, math.ceil(run.completion_s / S - 1e-9))
@@ -143,8 +154,7 @@ def build_report(executor, schedule=None, *, policy: str | None = None) -> "Exec
            "wall_s": executor.slots[-1]["end_s"] if executor.slots else 0.0,
            "total_utility": {"planned": schedule.total_utility if schedule is not None else None,
                              "real": float(sum(j["real"]["utility"] or 0.0 for j in jobs))},
-           "costmodel": {"chunk-time": ratio_stats(chunk_ratios),
-                         "profile": ratio_stats(profile_ratios)},
+           "costmodel": {name: ratio_stats(r) for name, r in ratios.items()},
            "slots": list(executor.slots), "jobs": jobs,
            "meta": {"oasis-opt": __version__, "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}}
     return ExecutionReport(doc)
@@ -249,7 +259,7 @@ def report_from_dict(doc: Any) -> ExecutionReport:
         raise FormatError("format", f"expected {EXECUTION_FORMAT!r}, got {d['format']!r}")
     _fields(d["total_utility"], ("planned", "real"), "total_utility")
     _fields(d["ray"], ("address", "nodes"), "ray")
-    _fields(d["costmodel"], ("chunk-time", "profile"), "costmodel")
+    _fields(d["costmodel"], tuple(COSTMODELS), "costmodel")
     for name, stats in d["costmodel"].items():
         if stats is not None:
             _fields(stats, STATS_FIELDS, f"costmodel.{name}")
