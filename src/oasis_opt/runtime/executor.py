@@ -54,8 +54,9 @@ from .ray_pool import SINGLE_THREAD_ENV
 
 SERVER_UNITS = 1000  # units of ``server:<id>`` a local Ray declares; a container holds one
 WINDOW = 2  # synchronous iterations of one job in flight (hides the driver's round trip)
-# Ray gives its local node 30 s to start; on a machine loaded by other work it may not: try again
-STARTS = 3
+# Ray's raylet gives the node's metrics agent 15 s to start (hard-coded, ray-project/ray#65983);
+# on a machine loaded by other work it may not make it, and ray.init fails: try again
+STARTS = 5
 
 
 def server_resource(server_id: str) -> str:
@@ -104,8 +105,11 @@ def start_ray(address: str | None, server_ids) -> bool:
         return True
     for attempt in range(STARTS):
         try:
+            # Ray renices its workers by +15 (background tasks behind the driver); here they are
+            # the training itself, so they keep the niceness of the process that starts Ray
             ray.init(address="local", num_cpus=os.cpu_count() or 1,
-                     resources={server_resource(i): SERVER_UNITS for i in server_ids}, **kwargs)
+                     resources={server_resource(i): SERVER_UNITS for i in server_ids},
+                     _system_config={"worker_niceness": 0}, **kwargs)
             return True
         except Exception as e:  # noqa: BLE001 - only Ray's start-up timeout is retried
             ray.shutdown()

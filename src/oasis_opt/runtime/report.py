@@ -14,7 +14,7 @@ Top level:
 | ``costmodel`` | the cost models' error over executed (job, slot)s (below) |
 | ``slots`` | per slot: ``slot``, ``start_s``, ``work_end_s``, ``end_s`` (seconds since slot 1 began), ``overrun_s`` = max(0, work_end_s - t S), ``jobs``, ``workers``, ``ps`` |
 | ``jobs`` | one entry per instance job (below) |
-| ``meta`` | free-form: versions, start time |
+| ``meta`` | free-form: version, end time, the machine's load averages (1, 5, 15 min) at the end |
 
 A job: ``id``, ``task`` (its task name or null), ``arrival``, ``admitted``; ``planned``
 ``{"completion": slot or null, "utility"}`` from the schedule; ``real`` ``{"completion_slot"``
@@ -45,6 +45,7 @@ slot's work took longer than the model said).
 from __future__ import annotations
 
 import math
+import os
 import time
 from pathlib import Path
 from typing import Any, Mapping
@@ -156,7 +157,9 @@ def build_report(executor, schedule=None, *, policy: str | None = None) -> "Exec
                              "real": float(sum(j["real"]["utility"] or 0.0 for j in jobs))},
            "costmodel": {name: ratio_stats(r) for name, r in ratios.items()},
            "slots": list(executor.slots), "jobs": jobs,
-           "meta": {"oasis-opt": __version__, "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}}
+           "meta": {"oasis-opt": __version__, "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                    # the machine's load when the run ended: real time depends on it
+                    "loadavg": [round(x, 2) for x in os.getloadavg()]}}
     return ExecutionReport(doc)
 
 
