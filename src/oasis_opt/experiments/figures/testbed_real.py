@@ -60,20 +60,14 @@ def compute(quick: bool = False, results: Path = Path("results"), workers=None, 
     """Profile, then two rounds of generate, solve, execute (module docstring): the first plans
     with the profiles' speed, the second with it corrected by the first round's median real /
     predicted ratio. Returns what ``render`` draws."""
-    import ray
-
     from ...costmodel.profile import load_profile, save_profile
-    from ...runtime.executor import ContainerPool, start_ray
-    from ...runtime.profile import DEFAULT_CONFIGS, PS_SERVER, WORKER_SERVER, profile_task
-    from ...workloads.testbed_real import testbed_real_servers
+    from ...runtime.profile import DEFAULT_CONFIGS, profile_task
 
     t0 = time.perf_counter()
     s = settings(quick)
     folder = _folder(results, quick)
     folder.mkdir(parents=True, exist_ok=True)
-    w, p = testbed_real_servers()
-    owned = start_ray(address, [WORKER_SERVER, PS_SERVER] + [x.id for x in w + p])
-    pool = ContainerPool()
+    session = _Session(address)
     rounds = {}
     try:
         profiles = []
@@ -83,24 +77,53 @@ def compute(quick: bool = False, results: Path = Path("results"), workers=None, 
                 _say(progress, f"profiling {task} ...")
                 prof = profile_task({"name": task, "config": DEFAULT_CONFIGS[task]},
                                     iterations=s["iterations"], repeats=s["repeats"],
-                                    address=address, pool=pool)
+                                    address=address, pool=session.pool())
                 save_profile(prof, path)
             profiles.append(load_profile(path))
-        rounds["profile"] = _round(folder, "", s, profiles, 1.0, address, pool, progress)
+        rounds["profile"] = _round(folder, "", s, profiles, 1.0, session, progress)
         ratios = [x for rep in rounds["profile"]["reports"].values()
                   for x in _ratios(rep, "chunk-time")]
         slowdown = round(float(np.median(ratios)), 2)
-        rounds["corrected"] = _round(folder, "corrected-", s, profiles, slowdown, address, pool,
+        rounds["corrected"] = _round(folder, "corrected-", s, profiles, slowdown, session,
                                      progress)
     finally:
-        pool.close()
-        if owned:
-            ray.shutdown()
+        session.close()
     return {"settings": s, "profiles": profiles, "rounds": rounds,
             "wall_s": time.perf_counter() - t0, "folder": folder}
 
 
-def _round(folder: Path, prefix: str, s: dict, profiles, slowdown: float, address, pool,
+class _Session:
+    """Ray and the shared containers, started when something first has to run (a rerun that
+    finds every result stored redraws without Ray)."""
+
+    def __init__(self, address: str | None):
+        self.address = address
+        self._pool = None
+        self._owned = False
+
+    def pool(self):
+        from ...runtime.executor import ContainerPool, start_ray
+        from ...runtime.profile import PS_SERVER, WORKER_SERVER
+        from ...workloads.testbed_real import testbed_real_servers
+
+        if self._pool is None:
+            w, p = testbed_real_servers()
+            self._owned = start_ray(self.address,
+                                    [WORKER_SERVER, PS_SERVER] + [x.id for x in w + p])
+            self._pool = ContainerPool()
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None:
+            import ray
+
+            self._pool.close()
+            if self._owned:
+                ray.shutdown()
+        self._pool = None
+
+
+def _round(folder: Path, prefix: str, s: dict, profiles, slowdown: float, session: _Session,
            progress: bool) -> dict:
     """Generate (with ``slowdown``), price OASiS, solve, execute each policy's schedule."""
     from ... import solve, validate
@@ -129,8 +152,8 @@ def _round(folder: Path, prefix: str, s: dict, profiles, slowdown: float, addres
             reports[policy] = stored
             continue
         _say(progress, f"executing the {policy} schedule (slowdown {slowdown:g}) for real ...")
-        reports[policy] = execute(inst, sched, slot_seconds=s["slot_s"], address=address,
-                                  pool=pool)
+        reports[policy] = execute(inst, sched, slot_seconds=s["slot_s"],
+                                  address=session.address, pool=session.pool())
         save_report(reports[policy], report)
         _say(progress, reports[policy].summary())
     return {"instance": inst, "schedules": schedules, "reports": reports, "slowdown": slowdown,
