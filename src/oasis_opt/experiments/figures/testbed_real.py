@@ -275,7 +275,7 @@ def render(data: dict, out_dir: Path, reference_dir=None, quick: bool = False) -
         a.set_yscale("log")
         a.set_xticks(pos, names)
         a.set(ylabel="real busy time / predicted, per job-slot",
-              title="cost model: chunk time | profile, own | all counts")
+              title="cost model: chunk time | profile own | all")
     fig.suptitle(f"Testbed, for real — {s['jobs']} jobs, {s['horizon']} slots of "
                  f"{s['slot_s']:g} s, seed {s['seed']}. Bars: one run. Boxes: median and "
                  "quartiles over jobs (Fig. 9) or job-slots (cost model), whiskers: the furthest "
