@@ -14,12 +14,13 @@ The simulator owns time and the ``ClusterState``. Each slot t = 1..T it
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterable
+from typing import Callable
 
 import numpy as np
 
+from ..model.numerics import DONE_EPS, capacity_slack
+from ..model.policy import OnlinePolicy
 from ..model.schedule import PS, WORKER, Schedule, ScheduleBuilder
-from .placement import EPS
 from .state import ClusterState
 
 
@@ -36,35 +37,10 @@ def chunk_time_progress(instance, job: int, rows, t: int) -> float:
     return float(sum(n for _, role, n in rows if role == WORKER))
 
 
-class OnlinePolicy:
-    """Base class of slot-by-slot policies; ``solve`` runs the simulator."""
-
-    name = "online"
-
-    def start(self, instance, state: ClusterState) -> None:  # noqa: B027 - optional hook
-        """Called once before slot 1."""
-
-    def on_arrival(self, job: int, t: int, state: ClusterState) -> bool | None:
-        """Admit (True), reject (False) or defer (None) a job arriving in slot t. Default: admit."""
-        return True
-
-    def allocate(self, t: int, state: ClusterState) -> Iterable[tuple[int, int, int, int]]:
-        raise NotImplementedError
-
-    def on_slot_end(self, t: int, state: ClusterState, completed: np.ndarray) -> None:  # noqa: B027
-        """Called after progress is credited; ``completed`` = jobs finished in slot t."""
-
-    def stats(self) -> dict:
-        return {}
-
-    def solve(self, instance, *, progress: bool = False, time_limit: float | None = None,
-              **_ignored) -> Schedule:
-        return simulate(instance, self, show_progress=progress)
-
-
 def simulate(instance, policy: OnlinePolicy, *, progress_fn: ProgressFn | None = None,
              show_progress: bool = False) -> Schedule:
-    """Run ``policy`` over slots 1..T and return its schedule (with run time in ``stats``)."""
+    """Run ``policy`` over slots 1..T and return its schedule; its ``stats`` are the policy's,
+    with the wall-clock run time added under ``stats["timing"]["run_time_s"]``."""
     if progress_fn is None:
         progress_fn = _progress_for(instance)
     t0 = time.perf_counter()
@@ -98,7 +74,7 @@ def simulate(instance, policy: OnlinePolicy, *, progress_fn: ProgressFn | None =
                 raise PolicyError(f"{policy.name}: slot {t}: allocation for job "
                                   f"{instance.jobs[job].id} which is not running")
             free[server] -= count * (wdem[job] if role == WORKER else pdem[job])
-            if (free[server] < -EPS * np.maximum(1, instance.capacity[server])).any():
+            if (free[server] < -capacity_slack(instance.capacity[server])).any():
                 raise PolicyError(f"{policy.name}: slot {t}: server {instance.servers[server].id} "
                                   "over capacity")
             per_job.setdefault(job, []).append((server, role, count))
@@ -107,12 +83,13 @@ def simulate(instance, policy: OnlinePolicy, *, progress_fn: ProgressFn | None =
             gained = progress_fn(instance, job, rows, t)
             state.remaining[job] -= gained
             state.attained[job] += gained
-        finished = np.array([j for j in per_job if state.remaining[j] <= EPS], dtype=np.int64)
+        finished = np.array([j for j in per_job if state.remaining[j] <= DONE_EPS], dtype=np.int64)
         state.completion[finished] = t
         policy.on_slot_end(t, state, finished)
     for i in np.flatnonzero(state.admitted):
         builder.admit(int(i))
-    stats = {"run_time_s": time.perf_counter() - t0, **policy.stats()}
+    stats = dict(policy.stats())
+    stats["timing"] = {"run_time_s": time.perf_counter() - t0, **stats.get("timing", {})}
     return builder.build(policy.name, stats)
 
 
