@@ -927,9 +927,9 @@ def cmd_execute(args: argparse.Namespace) -> int:
          PROGRESS_BAR,
          arg("--out", required=True, metavar="PROFILE", help="profile JSON to write"))
 def cmd_profile(args: argparse.Namespace) -> int:
+    from .automl.tasks import get_task
     from .costmodel.profile import save_profile
     from .runtime.executor import ExecutionError
-    from .automl.tasks import get_task
     from .runtime.profile import DEFAULT_CONFIGS, profile_points, profile_task
 
     task = look_up(get_task, args.task, "--task")
