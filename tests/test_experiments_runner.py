@@ -231,9 +231,9 @@ def ray_session():
     ray = pytest.importorskip("ray")
     started = not ray.is_initialized()
     if started:
-        from oasis_opt.runtime.ray_pool import start_local_ray
+        from oasis_opt.runtime.ray_pool import init_ray
 
-        start_local_ray(2, include_dashboard=False, log_to_driver=False)
+        init_ray(None, num_cpus=2)
     yield ray
     if started:
         ray.shutdown()

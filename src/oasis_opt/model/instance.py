@@ -55,6 +55,9 @@ class Job:
     ``chunk_time``: x_i = M_i (tau_i + 2 e_i / b_i), worker-slots to train one data chunk.
     ``chunks``: N_i, data chunks, also the cap on concurrent workers (constraint (3)).
     ``worker`` / ``ps``: per-container demands w_i^r / s_i^r; their "bw" are b_i / B_i.
+    ``task`` (optional): the real training task the job runs when a schedule is executed
+    (``oasis_opt.runtime.executor``): ``{"name", "config", "seed"?, "data_seed"?}``; only its
+    shape is checked here, the name and config by the executor against the task registry.
     Checked (and made canonical) by the ``Instance`` it is put in, where ``jobs[n]`` names it.
     """
 
@@ -68,6 +71,7 @@ class Job:
     utility: Utility
     job_class: str | None = None
     provenance: Mapping[str, Any] | None = None
+    task: Mapping[str, Any] | None = None
 
     @property
     def workload(self) -> float:
@@ -332,6 +336,8 @@ def _job(j: Any, p: str, resources: tuple[str, ...], horizon: int) -> Job:
         checks.choice(j.job_class, JOB_CLASSES, f"{p}.class", "job class")
     if j.provenance is not None:
         fields["provenance"] = checks.free_form(j.provenance, f"{p}.provenance")
+    if j.task is not None:
+        fields["task"] = checks.task(j.task, f"{p}.task")
     return _canonical(j, fields)
 
 

@@ -108,10 +108,10 @@ _JOB_FIELDS = ("id", "arrival", "epochs", "chunks", "chunk_time", "worker", "ps"
 
 def _job(d: Any, n: int) -> Job:
     p = f"jobs[{n}]"
-    _no_extra(d, {*_JOB_FIELDS, "utility", "class", "provenance"}, p)
+    _no_extra(d, {*_JOB_FIELDS, "utility", "class", "provenance", "task"}, p)
     values = {key: _get(d, key, p) for key in _JOB_FIELDS}
     return Job(**values, utility=_utility(_get(d, "utility", p), f"{p}.utility"),
-               job_class=d.get("class"), provenance=d.get("provenance"))
+               job_class=d.get("class"), provenance=d.get("provenance"), task=d.get("task"))
 
 
 def instance_from_dict(doc: Any) -> Instance:
@@ -152,6 +152,8 @@ def _job_json(j: Job) -> dict:
         d["class"] = j.job_class
     if j.provenance is not None:
         d["provenance"] = dict(j.provenance)
+    if j.task is not None:
+        d["task"] = dict(j.task)
     return d
 
 

@@ -23,7 +23,8 @@ name               value    guards
                             (simulator, placement-aware cost model); workers still useful:
                             ceil(remaining - DONE_EPS)
 ``CHUNK_EPS``      1e-9     chunk granularity of Alg. 2: floor(k / x_i + CHUNK_EPS) chunks for k
-                            workers, ceil(d x_i - CHUNK_EPS) workers for d chunks
+                            workers, ceil(d x_i - CHUNK_EPS) workers for d chunks; the executor's
+                            mini-batches after c worker-slots, floor(c M_i / x_i + CHUNK_EPS)
 ``COST_RTOL``      1e-12    dual subroutine DP: one more worker in a slot must save more than this
                             share of the slot's cost range (tie rule in ``online.dual``)
 ``PAYOFF_RTOL``    1e-12    dual subroutine: a later completion slot replaces the best only if its
