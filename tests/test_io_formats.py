@@ -63,7 +63,7 @@ def test_files_write_read_write_byte_identical(tmp_path_factory, inst):
 
 def _rich_instance() -> Instance:
     """Every optional field: racks, kinds, explicit topology, constant utility, class,
-    provenance, progress mode, meta; floats that do not print short."""
+    provenance, training task, progress mode, meta; floats that do not print short."""
     ws = (Server("w0", {"gpu": 4.0, "cpu": 32.0, "mem": 488.0, "storage": 1000.0, "bw": 20.1},
                  rack="r0", kind="p2.8xlarge"),
           Server("w1", {"gpu": 2.0, "cpu": 32.0, "bw": 33.3}, rack="r1"))
@@ -71,7 +71,9 @@ def _rich_instance() -> Instance:
     jobs = (Job("resnet-1", 3, 7, 11, 0.1 + 0.2, {"gpu": 1.0, "cpu": 2.5, "bw": 1 / 3},
                 {"cpu": 3.0, "bw": 2 / 3}, Utility.sigmoid(37.5, 5.25, 7.0), "time-critical",
                 {"minibatches": 40, "minibatch_time_s": 0.0123, "gradient_mb": [1.5, 2.5]}),
-            Job("vgg", 1, 1, 1, 1e-3, {"bw": 1e-6}, {"bw": 5.0}, Utility.constant(2.0)))
+            Job("vgg", 1, 1, 1, 1e-3, {"bw": 1e-6}, {"bw": 5.0}, Utility.constant(2.0),
+                task={"name": "digits-mlp", "config": {"width": 64, "optimizer": "adam"},
+                      "seed": 3, "data_seed": 1}))
     base = Instance(9, ("gpu", "cpu", "mem", "storage", "bw"), ws, ps, jobs,
                     progress="placement", meta={"preset": "hand", "seed": 7, "note": [1, None]})
     return Instance(base.horizon, base.resources, ws, ps, jobs, Topology.from_racks(base),
@@ -123,3 +125,39 @@ def test_non_finite_numbers_are_named(tmp_path, where, field):
         load_instance(path)
     assert err.value.field == field
     assert "finite" in str(err.value)
+
+
+def test_task_is_optional_and_written_only_when_given():
+    inst = _rich_instance()
+    doc = instance_to_dict(inst)
+    assert "task" not in doc["jobs"][0]  # files without tasks are written as before
+    assert doc["jobs"][1]["task"] == {"name": "digits-mlp", "seed": 3, "data_seed": 1,
+                                      "config": {"width": 64, "optimizer": "adam"}}
+    plain = inst.with_jobs([dataclasses.replace(inst.jobs[1], task=None)])
+    assert "task" not in instance_to_dict(plain)["jobs"][0]
+
+
+@pytest.mark.parametrize("task, field, message", [
+    ("digits-mlp", "jobs[1].task", "expected an object"),
+    ({"config": {}}, "jobs[1].task.name", "missing field"),
+    ({"name": "digits-mlp"}, "jobs[1].task.config", "missing field"),
+    ({"name": "", "config": {}}, "jobs[1].task.name", "non-empty string"),
+    ({"name": "digits-mlp", "config": []}, "jobs[1].task.config", "expected an object"),
+    ({"name": "digits-mlp", "config": {}, "seed": -1}, "jobs[1].task.seed", ">= 0"),
+    ({"name": "digits-mlp", "config": {}, "seed": 1.5}, "jobs[1].task.seed", "integer"),
+    ({"name": "digits-mlp", "config": {}, "epochs": 3}, "jobs[1].task.epochs", "unknown field"),
+    ({"name": "digits-mlp", "config": {"lr": float("nan")}}, "jobs[1].task.config.lr",
+     "finite"),
+])
+def test_a_bad_task_is_named_in_files_and_in_code(tmp_path, task, field, message):
+    doc = instance_to_dict(_rich_instance())
+    doc["jobs"][1]["task"] = task
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(FormatError, match=message) as err:
+        load_instance(path)
+    assert err.value.field == field
+    inst = _rich_instance()
+    with pytest.raises(FormatError, match=message) as err:
+        inst.with_jobs([inst.jobs[0], dataclasses.replace(inst.jobs[1], task=task)])
+    assert err.value.field == field

@@ -30,6 +30,10 @@ SKIP = {
     "oasis-opt automl curves --task digits-mlp --trials 250 --epochs 40 --seed 0 --progress "
     "--out curves.csv": "documented as 7 minutes of training (the shipped digits-mlp set); "
                         "tests/test_automl_tasks.py runs the same command on a small study",
+    "oasis-opt reproduce testbed-real": "documented as minutes of real training (its output is "
+                                        "paper_figs/testbed-real.md); the executor and the "
+                                        "profile run in this block and in "
+                                        "tests/test_runtime_executor.py",
     "jupyter lab notebooks/": "starts a server for a browser; tests/test_notebooks.py opens "
                               "the notebooks through a real Jupyter server",
     "jupytext --to ipynb --execute notebooks/01_api_tour.py":

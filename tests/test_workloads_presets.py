@@ -19,7 +19,7 @@ CASES = [("paper-sim", {}), ("paper-sim", {"calibration": "literal", "jobs": 40}
 
 
 def test_presets_listed():
-    assert set(PRESETS) == {"paper-sim", "paper-fig5", "testbed"}
+    assert set(PRESETS) == {"paper-sim", "paper-fig5", "testbed", "testbed-real"}
     assert all(isinstance(v, str) and v for v in PRESETS.values())
 
 

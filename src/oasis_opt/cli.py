@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 import os
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, NoReturn
 
@@ -35,12 +37,16 @@ from ._extras import MissingExtra
 if TYPE_CHECKING:
     # the module, not FormatError: the model (numpy) loads in the subcommands, not for --help,
     # so each function imports FormatError itself, and mypy flags one that does not
+    from .costmodel.profile import SpeedProfile
     from .model import Instance, Schedule, checks
+    from .model.validate import ValidationReport
     from .policies import Policy
     from .sizing import WorkEstimate
 
 PROG = "oasis-opt"
 EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT, EXIT_FAILURE = 0, 1, 2, 3
+# seconds a solver gets when reading the instance used up --time-limit (it then stops at once)
+MIN_TIME_LEFT = 1e-9
 
 
 class CliError(Exception):
@@ -95,24 +101,24 @@ def _int_at_least(low: int) -> Callable[[str], int]:
     return parse
 
 
-def _seconds(positive: bool) -> Callable[[str], float]:
+def _number(what: str, unit: str, positive: bool) -> Callable[[str], float]:
     def parse(text: str) -> float:
         try:
             v = float(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"expected a number of seconds, got {text!r}") from None
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
         if not math.isfinite(v) or v < 0 or (positive and v == 0):
             raise argparse.ArgumentTypeError(
                 f"must be a finite number {'>' if positive else '>='} 0, got {text!r}")
         return v
 
-    parse.__name__ = "seconds > 0" if positive else "seconds >= 0"
+    parse.__name__ = f"{unit} {'>' if positive else '>='} 0"
     return parse
 
 
-positive_seconds = _seconds(positive=True)
-non_negative_seconds = _seconds(positive=False)
+positive_seconds = _number("a number of seconds", "seconds", positive=True)
+non_negative_seconds = _number("a number of seconds", "seconds", positive=False)
+positive_number = _number("a number", "number", positive=True)
 
 
 def floor_grid(text: str) -> tuple[float, ...]:
@@ -179,6 +185,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "clusters: generate instances, run policies, validate and compare schedules.",
                      epilog="exit codes: 0 ok, 1 invalid schedule, 2 bad input, 3 failure")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--log-level", choices=LOG_LEVELS, default="warning",
+                        help="messages of the library (solver logs: debug) on stderr "
+                             "(default: warning)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     groups: dict[str, Any] = {}
     for name, (fn, help_text, arguments) in _COMMANDS.items():
@@ -203,10 +212,33 @@ def _version() -> str:
     return __version__
 
 
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+class _StderrHandler(logging.Handler):
+    """Writes records to whatever ``sys.stderr`` is at the time (tests swap it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(self.format(record), file=sys.stderr)
+
+
+def configure_logging(level: str) -> None:
+    """The package's log records at ``level`` and above go to stderr as ``name: message``."""
+    logger = logging.getLogger("oasis_opt")
+    if not any(isinstance(h, _StderrHandler) for h in logger.handlers):
+        handler = _StderrHandler()
+        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(level.upper())
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit code."""
+    started = time.perf_counter()  # a time limit counts from here (solve --time-limit)
     try:
         args = build_parser().parse_args(argv)
+        args.started = started
+        configure_logging(args.log_level)
         return _run(args)
     except SystemExit as e:  # --help / --version
         return e.code if isinstance(e.code, int) else EXIT_OK
@@ -279,6 +311,16 @@ def load_result(instance: Instance, path: str, instance_path: str = "INSTANCE") 
         raise _located(e, path) from None
 
 
+def load_profile(path: str) -> SpeedProfile:
+    from .costmodel.profile import load_profile as load
+    from .model.io import FormatError
+
+    try:
+        return load(path)
+    except FormatError as e:
+        raise _located(e, path) from None
+
+
 def check_size(estimate: WorkEstimate, max_work: float | None, where: str) -> None:
     """Refuse work beyond ``--max-work`` (field ``--max-work``) or the machine's memory
     (field ``where``: the instance)."""
@@ -298,6 +340,8 @@ def show_progress(args: argparse.Namespace) -> bool:
 MAX_WORK = arg("--max-work", type=work_limit, metavar="N",
                help="refuse instances whose estimated work T x (H+K) x I exceeds N "
                     "slot-server-jobs (default 1e10, minutes to an hour; inf: no limit)")
+TASK = arg("--task", required=True, metavar="NAME", help="training task (see `automl tasks`)")
+PROGRESS_BAR = arg("--progress", action="store_true", help="show a progress bar")
 PROGRESS = arg("--progress", action=argparse.BooleanOptionalAction, default=None,
                help="progress bar on stderr (default: when stderr is a terminal)")
 
@@ -436,8 +480,8 @@ def blame(err: Exception, fields: dict[str, str], default: str) -> CliError:
          arg("--start", default="2017-11-01", metavar="DATE",
              help="--trace: first submission day, YYYY-MM-DD[ HH:MM:SS]"),
          arg("--days", type=float, default=30.0, metavar="D", help="--trace: days of submissions"),
-         arg("--slot-s", type=positive_seconds, default=3600.0, metavar="S",
-             help="--trace: slot length in seconds"),
+         arg("--slot-s", type=positive_seconds, metavar="S",
+             help="slot length in seconds (--trace: default 3600; presets that take it)"),
          arg("--trace-root", metavar="DIR", help="--trace: trace folder (default: packaged copy)"),
          arg("--jobs", type=positive_int, metavar="N", help="number of jobs (preset default)"),
          arg("--horizon", type=positive_int, metavar="T", help="slots 1..T (preset default)"),
@@ -448,6 +492,12 @@ def blame(err: Exception, fields: dict[str, str], default: str) -> CliError:
          arg("--cluster-mix", metavar="TYPE[=SHARE]:...",
              help="paper-sim: worker servers of these accelerator types by share, e.g. "
                   "v100:p100:k80:cpu or v100=2:k80=1:cpu=1 (writes oasis-opt/instance@2)"),
+         arg("--profile", action="append", default=[], metavar="PROFILE",
+             help="speed profile (oasis-opt profile) whose measured speed sets the chunk times "
+                  "(presets with real training tasks, e.g. testbed-real; repeatable)"),
+         arg("--slowdown", type=positive_number, metavar="C",
+             help="multiply the profiles' iteration times in chunk times by C (the correction "
+                  "an execution report suggests; testbed-real)"),
          arg("--seed", type=non_negative_int, required=True, metavar="S", help="random seed"),
          MAX_WORK,
          arg("--out", required=True, metavar="FILE", help="instance JSON to write"))
@@ -465,6 +515,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
     options = {} if args.calibration is None else {"calibration": args.calibration}
     if args.cluster_mix is not None:
         options["cluster_mix"] = args.cluster_mix
+    if args.slot_s is not None:
+        options["slot_s"] = args.slot_s
+    if args.slowdown is not None:
+        options["slowdown"] = args.slowdown
+    if args.profile:
+        options["profiles"] = [load_profile(path) for path in args.profile]
     try:
         inst = generate(args.preset, seed=args.seed, jobs=args.jobs, horizon=args.horizon,
                         servers=args.servers, **options)
@@ -473,6 +529,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     except (ValueError, TypeError) as e:
         given = {k: f"--{k.replace('_', '-')}" for k, v in vars(args).items()
                  if v is not None and k not in ("command", "func")}
+        given["profiles"] = "--profile"
         raise blame(e, given, f"--preset {args.preset}") from None
     _check_generated(inst, args)
     write(args.out, save_instance, inst)
@@ -488,10 +545,14 @@ def _generate_trace(args: argparse.Namespace) -> int:
 
     if args.preset is not None:
         raise CliError("--trace", "give either --preset or --trace")
+    if args.profile or args.slowdown is not None:
+        raise CliError("--profile" if args.profile else "--slowdown",
+                       "a trace takes no speed profile")
     if not args.days > 0:
         raise CliError("--days", f"must be > 0, got {args.days}")
     try:
-        inst = philly_instance(args.start, args.days, args.seed, slot_s=args.slot_s,
+        inst = philly_instance(args.start, args.days, args.seed,
+                               slot_s=3600.0 if args.slot_s is None else args.slot_s,
                                root=args.trace_root)
     except FormatError:
         raise
@@ -515,7 +576,8 @@ def _check_generated(inst: Instance, args: argparse.Namespace) -> None:
          arg("instance", metavar="INSTANCE", help="instance JSON"),
          arg("--policy", required=True, metavar="NAME", help="policy (see `oasis-opt policies`)"),
          arg("--time-limit", type=positive_seconds, metavar="S",
-             help="time limit in seconds (solvers that support one)"),
+             help="time limit in seconds for the whole command, reading the instance included "
+                  "(offline solvers)"),
          arg("--backend", choices=("numpy", "jax", "reference"),
              help="kernel backend (policy option backend=...)"),
          arg("--pricing", type=existing_file, metavar="FILE",
@@ -535,27 +597,43 @@ def cmd_solve(args: argparse.Namespace) -> int:
     policy = make_policy(args.policy, options)
     run = run_options(args, policy)
     check_size(estimate_work(inst, args.policy), args.max_work, args.instance)
+    t0 = time.perf_counter()
+    if "time_limit" in run:  # what is left of it: the limit counts from the command's start
+        run["time_limit"] = max(args.time_limit - (t0 - args.started), MIN_TIME_LEFT)
     try:
         sched = policy.solve(inst, **run)
     except FormatError:
         raise
-    except ValueError as e:  # the library's "<parameter>: <message>" for this instance
+    except ValueError as e:  # the library's "<parameter>: <message>" for this instance (an
+        # offline MILP above its memory budget included)
         raise blame(e, {k: field for k, (_, field) in options.items()},
                     f"--policy {args.policy}") from None
+    elapsed = time.perf_counter() - t0
     sched = record_options(sched, {k: v for k, (v, _) in options.items()})
     report = validate(inst, sched)
     write(args.out, save_result, inst, sched)
-    done = int(sched.completed.sum())
     run_time = sched.stats.get("timing", {}).get("run_time_s")
-    print(f"{sched.policy}: total utility {sched.total_utility:.4f}, admitted "
-          f"{sum(sched.admitted)}/{inst.I}, completed {done}, "
-          f"{'valid' if report.ok else f'INVALID ({len(report.violations)} violations)'}"
-          + (f", {run_time:.2f} s" if isinstance(run_time, (int, float)) else "")
-          + f" -> {args.out}")
+    seconds = run_time if isinstance(run_time, (int, float)) else elapsed
+    print(f"{solve_line(inst, sched, report, seconds)} -> {args.out}")
     if not report.ok:
         print(report, file=sys.stderr)
         return EXIT_INVALID
     return EXIT_OK
+
+
+def solve_line(inst: Instance, sched: Schedule, report: ValidationReport, seconds: float) -> str:
+    """``solve``'s summary line. For a solver-backed policy (stats with ``status`` and
+    ``bound``) the solver's outcome, in words ("time limit, no incumbent, no bound"), comes
+    before the schedule's validity, so a schedule returned at a limit never reads as a result."""
+    done = int(sched.completed.sum())
+    line = (f"{sched.policy}: total utility {sched.total_utility:.4f}, admitted "
+            f"{sum(sched.admitted)}/{inst.I}, completed {done}")
+    validity = "valid" if report.ok else f"INVALID ({len(report.violations)} violations)"
+    if "status" in sched.stats and "bound" in sched.stats:
+        from .offline.solver import describe
+
+        return f"{line}; solver: {describe(sched.stats)}; schedule {validity}, {seconds:.2f} s"
+    return f"{line}, {validity}, {seconds:.2f} s"
 
 
 @command("estimate-pricing", "estimate OASiS's U and L from past instances (paper p.6) and "
@@ -670,7 +748,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
 @command("reproduce", "run the paper's experiments and draw its figures beside the paper's values",
          arg("figures", nargs="*", default=["all"], metavar="FIGURE",
              help="fig3, fig4, fig5, fig6, testbed or all (default: all, the paper's "
-                  "figures); automl (early stopping on real learning curves) by name"),
+                  "figures); by name only: automl (early stopping on real learning curves), "
+                  "testbed-real (trains for real for minutes)"),
          arg("--quick", action="store_true",
              help="small variant of each figure (all of them in a minute or two)"),
          arg("--workers", type=positive_int, metavar="N",
@@ -726,19 +805,19 @@ def cmd_automl_tasks(args: argparse.Namespace) -> int:
 
 @command("automl curves", "train random-search trials of a task for real and write their "
          "learning curves as CSV (an existing file is extended)",
-         arg("--task", required=True, metavar="NAME", help="training task (see `automl tasks`)"),
+         TASK,
          arg("--trials", type=positive_int, required=True, metavar="N",
              help="trials in the study; a file holding fewer of them gets the missing ones"),
          arg("--epochs", type=positive_int, required=True, metavar="E", help="epochs per trial"),
          arg("--seed", type=non_negative_int, default=0, metavar="S",
              help="study seed: data split, configurations, weights (default 0)"),
          arg("--study", metavar="NAME", help="study name in the CSV (default: the task's name)"),
-         arg("--progress", action="store_true", help="show a progress bar"),
+         PROGRESS_BAR,
          arg("--out", required=True, metavar="FILE", help="curves CSV to write or extend"))
 def cmd_automl_curves(args: argparse.Namespace) -> int:
     from .automl.study import generate_curves
-    from .model.io import FormatError
     from .automl.tasks import get_task
+    from .model.io import FormatError
 
     task = look_up(get_task, args.task, "--task")
     try:
@@ -805,6 +884,150 @@ def cmd_automl_replay(args: argparse.Namespace) -> int:
     print(f"{result.policy} on {result.study}: best final val_accuracy {best} "
           f"({doc['completed']} of {len(result.trials)} trials completed), "
           f"{result.gpu_seconds:.1f} of {result.total_gpu_seconds:.1f} GPU-seconds -> {args.out}")
+    return EXIT_OK
+
+
+def positive_int_list(text: str) -> tuple[int, ...]:
+    """``1,2,4``: comma-separated integers >= 1."""
+    try:
+        values = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") \
+            from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected integers >= 1, got {text!r}")
+    return values
+
+
+def json_object(text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"not valid JSON: {e}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
+    return value
+
+
+@command("execute", "run a schedule for real: parameter-server training on Ray, slot by slot "
+         "in wall-clock time, and report real against planned progress",
+         arg("instance", metavar="INSTANCE", help="instance JSON (every job the schedule runs "
+             "names a training task)"),
+         arg("result", metavar="RESULT", help="result JSON (the schedule)"),
+         arg("--slot-s", type=positive_seconds, required=True, metavar="S",
+             help="wall-clock seconds per slot"),
+         arg("--address", metavar="ADDR", help="join this running Ray cluster (its nodes "
+             "provide the resources server:<id>; default: a local Ray)"),
+         PROGRESS,
+         arg("--out", required=True, metavar="REPORT",
+             help="execution report JSON to write (oasis-opt/execution@1)"))
+def cmd_execute(args: argparse.Namespace) -> int:
+    from .runtime.executor import ExecutionError, execute
+    from .runtime.plan import ExecutionRefused
+    from .runtime.report import save_report
+
+    inst = load_instance(args.instance)
+    sched = load_result(inst, args.result, args.instance)
+    bar = None
+    last = int(sched.allocations.slot.max()) if len(sched.allocations) else 0
+
+    def on_slot(record: dict) -> None:
+        nonlocal bar
+        if bar is None:
+            from tqdm import tqdm
+
+            bar = tqdm(total=last, desc=f"execute {sched.policy}", unit="slot")
+        bar.update(1)
+        bar.set_postfix_str(f"jobs {record['jobs']}, workers {record['workers']}, PS "
+                            f"{record['ps']}, overrun {record['overrun_s']:.2f} s")
+
+    if show_progress(args):
+        print(f"{PROG}: starting Ray and warming the containers ...", file=sys.stderr)
+    try:
+        report = execute(inst, sched, slot_seconds=args.slot_s, address=args.address,
+                         on_slot=on_slot if show_progress(args) else None)
+    except ExecutionRefused as e:
+        raise (CliError(args.result, e.message) if e.field == "schedule"
+               else _located(e, args.instance)) from None
+    except ExecutionError as e:
+        print(f"{PROG}: failure: {_one_line(str(e))}", file=sys.stderr)
+        return EXIT_FAILURE
+    finally:
+        if bar is not None:
+            bar.close()
+    write(args.out, save_report, report)
+    print(report.summary())
+    print(f"-> {args.out}")
+    return EXIT_OK
+
+
+@command("profile", "time real synchronous PS training of a task at several worker and PS "
+         "counts and fit the Optimus speed model (a profile for `generate --profile`)",
+         TASK,
+         arg("--config", type=json_object, metavar="JSON",
+             help="the task's hyperparameters as a JSON object (default: a documented one per "
+                  "task, oasis_opt.runtime.profile.DEFAULT_CONFIGS)"),
+         arg("--workers", type=positive_int_list, default=(1, 2, 4), metavar="W1,W2,...",
+             help="worker counts (default 1,2,4)"),
+         arg("--ps", type=positive_int_list, default=(1, 2), metavar="P1,P2,...",
+             help="PS counts (default 1,2); points with more PSs than workers are skipped"),
+         arg("--iterations", type=positive_int, default=40, metavar="N",
+             help="iterations timed per sample (default 40)"),
+         arg("--repeats", type=positive_int, default=3, metavar="R",
+             help="samples per (workers, PSs) point (default 3)"),
+         arg("--seed", type=non_negative_int, default=0, metavar="S",
+             help="the task's weights and batch order (default 0)"),
+         arg("--address", metavar="ADDR", help="join this running Ray cluster"),
+         PROGRESS_BAR,
+         arg("--out", required=True, metavar="PROFILE", help="profile JSON to write"))
+def cmd_profile(args: argparse.Namespace) -> int:
+    from .automl.tasks import get_task
+    from .costmodel.profile import save_profile
+    from .runtime.executor import ExecutionError
+    from .runtime.profile import DEFAULT_CONFIGS, profile_points, profile_task
+
+    task = look_up(get_task, args.task, "--task")
+    try:
+        config = task.space.check(args.config if args.config is not None
+                                  else DEFAULT_CONFIGS[task.name], "--config")
+    except ValueError as e:
+        raise CliError(*str(e).split(": ", 1)) from None
+    points = profile_points(args.workers, args.ps)
+    if len(points) < 4:
+        raise CliError("--workers", f"{len(points)} (workers, PSs) points with PSs <= workers; "
+                       "the speed model's 4 parameters need at least 4")
+    bar = None
+    if args.progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(points) * (1 + args.repeats), desc=f"profile {task.name}",
+                   unit="slot")
+    try:
+        prof = profile_task({"name": task.name, "config": config, "seed": args.seed},
+                            args.workers, args.ps, iterations=args.iterations,
+                            repeats=args.repeats, address=args.address,
+                            progress=None if bar is None else lambda d, n: bar.update(d - bar.n))
+    except ExecutionError as e:
+        print(f"{PROG}: failure: {_one_line(str(e))}", file=sys.stderr)
+        return EXIT_FAILURE
+    finally:
+        if bar is not None:
+            bar.close()
+    write(args.out, save_profile, prof)
+    from statistics import median
+
+    from .sim.report import format_table
+
+    def measured(w: int, p: int) -> float:
+        return median(s.iteration_s for s in prof.samples if (s.workers, s.ps) == (w, p))
+
+    rows = [[w, p, f"{1e3 * measured(w, p):.2f}", f"{1e3 * prof.iteration_time(w, p):.2f}"]
+            for w, p in points]
+    print(format_table(["workers", "PSs", "measured ms/iteration (median)", "fitted"], rows))
+    print(f"t(w, p) = {prof.theta['const'] * 1e3:.3f} + {prof.theta['ps_load'] * 1e3:.3f} w/p + "
+          f"{prof.theta['per_worker'] * 1e3:.3f} w + {prof.theta['per_ps'] * 1e3:.3f} p  ms; fit "
+          f"error RMS {100 * prof.fit['rms_rel_error']:.1f} %, max "
+          f"{100 * prof.fit['max_rel_error']:.1f} % -> {args.out}")
     return EXIT_OK
 
 

@@ -126,6 +126,29 @@ def free_form(v: Any, path: str) -> dict:
     return dict(v)
 
 
+TASK_FIELDS = ("name", "config", "seed", "data_seed")
+
+
+def task(v: Any, path: str) -> dict:
+    """A job's training task ``{"name", "config", "seed"?, "data_seed"?}``: a non-empty name, a
+    free-form config object, integer seeds >= 0 (the task registry checks name and config)."""
+    if not isinstance(v, Mapping):
+        raise FormatError(path, "expected an object {\"name\", \"config\", \"seed\"?, "
+                          "\"data_seed\"?}")
+    for key in v:
+        if key not in TASK_FIELDS:
+            raise FormatError(f"{path}.{key}", f"unknown field (known: {', '.join(TASK_FIELDS)})")
+    for key in ("name", "config"):
+        if key not in v:
+            raise FormatError(f"{path}.{key}", "missing field")
+    out: dict[str, Any] = {"name": text(v["name"], f"{path}.name"),
+                           "config": free_form(v["config"], f"{path}.config")}
+    for key in ("seed", "data_seed"):
+        if key in v:
+            out[key] = integer(v[key], f"{path}.{key}")
+    return out
+
+
 def choice(v: Any, options: tuple[str, ...], path: str, what: str) -> str:
     if v not in options:
         raise FormatError(path, f"unknown {what} {v!r} (known: {', '.join(options)})")

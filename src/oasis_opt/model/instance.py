@@ -92,6 +92,9 @@ class Job:
     can use (None: every type, at speed u_i with demand ``worker``). ``span_types``: whether its
     workers in one slot may sit on servers of different types. The last three need a cluster
     whose worker servers carry accelerator types (module docstring).
+    ``task`` (optional): the real training task the job runs when a schedule is executed
+    (``oasis_opt.runtime.executor``): ``{"name", "config", "seed"?, "data_seed"?}``; only its
+    shape is checked here, the name and config by the executor against the task registry.
     Checked (and made canonical) by the ``Instance`` it is put in, where ``jobs[n]`` names it.
     """
 
@@ -108,6 +111,7 @@ class Job:
     unit: int = 1
     types: Mapping[str, JobType] | None = None
     span_types: bool = False
+    task: Mapping[str, Any] | None = None
 
     @property
     def workload(self) -> float:
@@ -580,6 +584,8 @@ def _job(j: Any, p: str, resources: tuple[str, ...], horizon: int, types: tuple[
     if j.provenance is not None:
         fields["provenance"] = checks.free_form(j.provenance, f"{p}.provenance")
     fields.update(_job_types(j, p, resources, types, fields["worker"]))
+    if j.task is not None:
+        fields["task"] = checks.task(j.task, f"{p}.task")
     return _canonical(j, fields)
 
 

@@ -141,12 +141,12 @@ def _job_types(v: Any, path: str) -> dict[str, JobType]:
 
 def _job(d: Any, n: int, typed: bool) -> Job:
     p = f"jobs[{n}]"
-    _no_extra(d, {*_JOB_FIELDS, "utility", "class", "provenance",
+    _no_extra(d, {*_JOB_FIELDS, "utility", "class", "provenance", "task",
                   *(_TYPED_JOB_FIELDS if typed else ())}, p, _TYPED_JOB_FIELDS)
     values = {key: _get(d, key, p) for key in _JOB_FIELDS}
     types = d.get("types")
     return Job(**values, utility=_utility(_get(d, "utility", p), f"{p}.utility"),
-               job_class=d.get("class"), provenance=d.get("provenance"),
+               job_class=d.get("class"), provenance=d.get("provenance"), task=d.get("task"),
                unit=d.get("unit", 1), span_types=d.get("span_types", False),
                types=None if types is None else _job_types(types, f"{p}.types"))
 
@@ -205,6 +205,8 @@ def _job_json(j: Job) -> dict:
         d["class"] = j.job_class
     if j.provenance is not None:
         d["provenance"] = dict(j.provenance)
+    if j.task is not None:
+        d["task"] = dict(j.task)
     return d
 
 

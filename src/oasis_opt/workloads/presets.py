@@ -8,6 +8,7 @@ preset         jobs                   horizon              servers
 paper-sim      I (default 100)        T (default 300)      H = K = servers (default 50 + 50)
 paper-fig5     I (default 10)         T (default 10)       n, split ceil(n/2) + floor(n/2) (default 3)
 testbed        fixed (12)             fixed (10)           fixed (7 + 2)
+testbed-real   I (default 8)          T (default 10)       fixed (2 + 1); needs ``profiles=[...]``
 =============  =====================  ===================  ==========================================
 
 Any further keyword is passed to the generator (e.g. ``calibration="literal"``); unknown ones
@@ -21,6 +22,7 @@ from typing import Any, Callable
 from ..model import Instance
 from .paper import paper_fig5, paper_sim
 from .testbed import testbed
+from .testbed_real import testbed_real
 
 PRESETS: dict[str, str] = {
     "paper-sim": "the paper's simulation (section 10): H = K = 50 servers, T = 300, "
@@ -28,6 +30,9 @@ PRESETS: dict[str, str] = {
     "paper-fig5": "Fig. 5's small instances: 10 jobs, T = 10, n = 3|6|9|12 servers split "
                   "ceil(n/2) worker + floor(n/2) PS hosts, jobs that fit alone",
     "testbed": "the paper's 9-server testbed: 7 worker + 2 PS hosts, 12 jobs, 10 slots of 20 min",
+    "testbed-real": "the testbed scaled to this machine, real training tasks: 2 worker + 1 PS "
+                    "servers of 2 cores, 8 jobs, 10 slots of 4 s; chunk times from speed "
+                    "profiles (--profile)",
 }
 
 # preset -> (generator, {size argument: the generator's parameter names it sets})
@@ -37,6 +42,7 @@ _SIZE_ARGS: dict[str, tuple[Callable[..., Instance], dict[str, tuple[str, ...]]]
     "paper-fig5": (paper_fig5, {"jobs": ("jobs",), "horizon": ("horizon",),
                                 "servers": ("servers",)}),
     "testbed": (testbed, {}),
+    "testbed-real": (testbed_real, {"jobs": ("jobs",), "horizon": ("horizon",)}),
 }
 
 

@@ -1,5 +1,6 @@
 """The paper's figures as experiment definitions: one module per figure, each with a ``FIGURE``;
-beyond them the extra experiments (``EXTRA_NAMES``: ``automl``), requested by name.
+beyond them the extra experiments (``EXTRA_NAMES``: ``automl``, ``testbed-real``), requested by
+name (not by ``all``: they train for real for minutes).
 
 ``get_figure(name)`` imports the module on demand (Fig. 5 pulls in the offline solvers).
 """
@@ -20,6 +21,7 @@ FIGURE_NAMES = tuple(FIGURE_MODULES)
 # Experiments beyond the paper, drawn by name only (``all`` stays the paper's figures).
 EXTRA_MODULES = {
     "automl": "oasis_opt.experiments.figures.automl",
+    "testbed-real": "oasis_opt.experiments.figures.testbed_real",
 }
 EXTRA_NAMES = tuple(EXTRA_MODULES)
 

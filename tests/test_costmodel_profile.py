@@ -1,0 +1,197 @@
+"""Speed profiles: the Optimus model's bounded least-squares fit, the strict profile file, and the
+testbed-real workload whose chunk times come from a profile."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from oasis_opt import solve, validate
+from oasis_opt.costmodel.profile import (THETA, Sample, SpeedProfile, fit_errors,
+                                         fit_speed_model, fitted_profile, iteration_time,
+                                         load_profile, profile_from_dict, profile_to_dict,
+                                         save_profile)
+from oasis_opt.model.io import FormatError, instance_to_dict, load_instance, save_instance
+from oasis_opt.workloads import generate, testbed_real
+
+POINTS = [(1, 1), (2, 1), (2, 2), (4, 1), (4, 2)]
+TASK = {"name": "digits-mlp", "config": {"learning_rate": 0.01, "weight_decay": 1e-4,
+                                         "width": 64, "depth": 2, "batch_size": 32,
+                                         "optimizer": "adam"}, "seed": 0, "data_seed": 0}
+
+
+def synthetic(theta, noise=None, points=POINTS, iterations=40, seed=0):
+    rng = np.random.default_rng(seed)
+    out = []
+    for w, p in points:
+        t = iteration_time(theta, w, p) * (1 + (noise * rng.standard_normal() if noise else 0))
+        out.append(Sample(w, p, iterations, iterations * t))
+    return out
+
+
+def profile(theta=None, train_size=1078) -> SpeedProfile:
+    theta = theta or {"const": 2e-3, "ps_load": 1e-3, "per_worker": 5e-4, "per_ps": 3e-4}
+    return fitted_profile(TASK, 4, train_size, synthetic(theta), {"machine": "synthetic"})
+
+
+positive = st.floats(0.0, 1e-2, allow_nan=False)
+
+
+@given(st.tuples(st.floats(1e-4, 1e-2), positive, positive, positive))
+def test_the_fit_recovers_the_parameters_of_exact_samples(values):
+    theta = dict(zip(THETA, values))
+    fit, errors = fit_speed_model(synthetic(theta))
+    for k in THETA:
+        assert fit[k] == pytest.approx(theta[k], rel=1e-6, abs=1e-9)
+    assert errors["rms_rel_error"] < 1e-9
+
+
+@given(st.tuples(st.floats(1e-4, 1e-2), positive, positive, positive), st.floats(0.0, 0.5),
+       st.integers(0, 2**32 - 1))
+def test_a_fit_of_noisy_samples_is_within_its_bounds(values, noise, seed):
+    # what the profile format promises (θ >= 0), exactly: BVLS may end at -1e-19 on a bound
+    theta, _ = fit_speed_model(synthetic(dict(zip(THETA, values)), noise=noise, seed=seed))
+    assert min(theta.values()) >= 0.0
+
+
+def test_the_fit_is_bounded_and_its_error_is_what_the_samples_show():
+    # a speed that falls with more PSs has no θ >= 0: the fit stays at θ4 = 0, with an error
+    samples = [Sample(w, p, 10, 10 * (1e-3 * w + 2e-3 / p)) for w, p in POINTS]
+    theta, errors = fit_speed_model(samples)
+    assert min(theta.values()) >= 0
+    assert errors == fit_errors(theta, samples)
+    assert errors["rms_rel_error"] > 0
+    noisy, _ = fit_speed_model(synthetic(profile().theta, noise=0.1))
+    assert noisy["const"] == pytest.approx(profile().theta["const"], rel=0.5)
+
+
+def test_fewer_than_four_points_are_refused():
+    with pytest.raises(ValueError, match="samples: .* at least 4 distinct"):
+        fit_speed_model(synthetic(profile().theta, points=[(1, 1), (2, 1), (2, 2)] * 2))
+
+
+def test_iteration_time_broadcasts_and_chunk_time_follows():
+    prof = profile()
+    assert prof.iteration_time(2, 1) == pytest.approx(2e-3 + 2e-3 + 1e-3 + 3e-4)
+    np.testing.assert_allclose(prof.iteration_time(np.array([1, 2]), 1),
+                               [prof.iteration_time(1, 1), prof.iteration_time(2, 1)])
+    assert prof.minibatches(4) == 1078 // (4 * 32) == 8
+    assert prof.chunk_time(8, 2, 1, 4.0) == pytest.approx(8 * prof.iteration_time(2, 1) / 4.0)
+
+
+def test_profile_file_round_trips_byte_for_byte(tmp_path):
+    prof = profile()
+    save_profile(prof, tmp_path / "a.json")
+    back = load_profile(tmp_path / "a.json")
+    assert back == prof
+    save_profile(back, tmp_path / "b.json")
+    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda d: d.__setitem__("format", "oasis-opt/profile@0"), "format"),
+    (lambda d: d.__setitem__("extra", 1), "extra"),
+    (lambda d: d.pop("train_size"), "train_size"),
+    (lambda d: d["samples"][1].__setitem__("ps", 3), "samples[1].ps"),
+    (lambda d: d["samples"][0].__setitem__("seconds", 0), "samples[0].seconds"),
+    (lambda d: d["samples"][0].__setitem__("iterations", 2.5), "samples[0].iterations"),
+    (lambda d: d["model"]["theta"].__setitem__("per_ps", -1.0), "model.theta.per_ps"),
+    (lambda d: d["model"]["theta"].pop("const"), "model.theta.const"),
+    (lambda d: d["model"].__setitem__("kind", "optimus-async"), "model.kind"),
+    (lambda d: d["task"]["config"].pop("batch_size"), "task.config.batch_size"),
+    (lambda d: d["task"].__setitem__("name", 3), "task.name"),
+    (lambda d: d.__setitem__("samples", []), "samples"),
+])
+def test_a_bad_profile_is_named(change, field):
+    doc = json.loads(json.dumps(profile_to_dict(profile())))
+    change(doc)
+    with pytest.raises(FormatError) as err:
+        profile_from_dict(doc)
+    assert err.value.field == field
+
+
+# ---- the testbed-real workload --------------------------------------------------------------------
+def test_testbed_real_chunk_times_come_from_the_profile():
+    prof = profile()
+    inst = testbed_real(3, profiles=[prof, profile(train_size=341)], jobs=6, slot_s=4.0)
+    assert (inst.H, inst.K, inst.I, inst.horizon) == (2, 1, 6, 10)
+    for job in inst.jobs:
+        p = job.provenance
+        m = p["minibatches"]
+        used = prof if m == prof.minibatches(job.chunks) else profile(train_size=341)
+        assert m == used.minibatches(job.chunks) >= 1
+        assert p["reference_workers"] == job.chunks
+        assert p["reference_ps"] == math.ceil(job.chunks / 2)
+        assert p["iteration_s"] == pytest.approx(used.iteration_time(job.chunks,
+                                                                     p["reference_ps"]))
+        assert job.chunk_time == pytest.approx(m * p["iteration_s"] / 4.0)
+        assert job.epochs == max(1, round(p["target_duration_slots"] * job.chunks
+                                          / (job.chunks * job.chunk_time)))
+        assert job.task["name"] == "digits-mlp" and job.task["config"] == TASK["config"]
+        assert p["speed_model"]["theta"] == dict(prof.theta)
+    for policy in ("drf", "fifo", "greedy"):
+        assert validate(inst, solve(inst, policy)).ok
+
+
+def test_testbed_real_is_a_preset_that_needs_profiles(tmp_path):
+    a = generate("testbed-real", seed=5, jobs=4, horizon=8, profiles=[profile()])
+    b = generate("testbed-real", seed=5, jobs=4, horizon=8, profiles=[profile()])
+    assert instance_to_dict(a) == instance_to_dict(b)
+    assert instance_to_dict(a) != instance_to_dict(
+        generate("testbed-real", seed=6, jobs=4, horizon=8, profiles=[profile()]))
+    save_instance(a, tmp_path / "a.json")
+    assert load_instance(tmp_path / "a.json") == a
+    with pytest.raises(ValueError, match="profiles: .* needs at least one speed profile"):
+        generate("testbed-real", seed=0)
+    with pytest.raises(ValueError, match="fewer training examples"):
+        testbed_real(0, profiles=[profile(train_size=20)])
+
+
+def test_slowdown_scales_chunk_times_of_the_same_jobs():
+    base = testbed_real(4, profiles=[profile()], jobs=5)
+    slow = testbed_real(4, profiles=[profile()], jobs=5, slowdown=1.5)
+    for a, b in zip(base.jobs, slow.jobs):
+        assert (a.epochs, a.chunks, a.arrival, a.task) == (b.epochs, b.chunks, b.arrival, b.task)
+        assert b.chunk_time == pytest.approx(1.5 * a.chunk_time)
+        assert b.provenance["slowdown"] == 1.5
+    with pytest.raises(ValueError, match="slowdown"):
+        testbed_real(4, profiles=[profile()], slowdown=0)
+
+
+def test_generate_takes_profiles_on_the_command_line(tmp_path, capsys):
+    from oasis_opt.cli import main
+
+    save_profile(profile(), tmp_path / "p.json")
+    out = tmp_path / "inst.json"
+    assert main(["generate", "--preset", "testbed-real", "--profile", str(tmp_path / "p.json"),
+                 "--jobs", "3", "--slot-s", "2", "--slowdown", "1.25", "--seed", "1",
+                 "--out", str(out)]) == 0
+    inst = load_instance(out)
+    assert inst.I == 3 and inst.meta["slot_s"] == 2.0 and inst.meta["slowdown"] == 1.25
+    capsys.readouterr()
+    for argv, field in [(["--preset", "testbed-real"], "--profile"),
+                        (["--preset", "paper-sim", "--profile", str(tmp_path / "p.json")],
+                         "--profile"),
+                        (["--preset", "testbed", "--slowdown", "2"], "--slowdown"),
+                        (["--preset", "testbed-real", "--profile", str(tmp_path / "none.json")],
+                         str(tmp_path / "none.json"))]:
+        assert main(["generate", *argv, "--seed", "0", "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"oasis-opt: error: {field}: "), err
+
+
+def test_profile_command_refuses_bad_input_before_running(capsys):
+    from oasis_opt.cli import main
+
+    for argv, field in [(["--task", "nope"], "--task"),
+                        (["--task", "digits-mlp", "--config", '{"width": 64}'],
+                         "--config.learning_rate"),
+                        (["--task", "digits-mlp", "--workers", "1,2", "--ps", "1"], "--workers"),
+                        (["--task", "digits-mlp", "--workers", "0,2"], "--workers")]:
+        assert main(["profile", *argv, "--out", "unused.json"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"oasis-opt: error: {field}: "), err

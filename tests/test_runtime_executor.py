@@ -1,0 +1,367 @@
+"""The executor, for real: a tiny schedule (2 jobs, 3 slots of a second) trained on a local Ray.
+
+Nothing here asserts on seconds: real time only paces the slots, so what is checked is what the
+executor promises whatever the machine's load: every slot runs exactly the mini-batches and
+synchronous iterations its worker counts plan, on the containers the schedule places, and the
+model trained equals the in-process replay (``runtime.replay``), killed worker or not.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from oasis_opt.cli import main
+from oasis_opt.model import PS, WORKER, Instance, Job, ScheduleBuilder, Server, Utility, validate
+from oasis_opt.model.io import save_instance, save_result
+from oasis_opt.runtime.plan import (ExecutionRefused, iteration_sizes, job_plan, minibatch_indices,
+                                    plan_execution)
+from oasis_opt.runtime.replay import replay_training
+from oasis_opt.runtime.report import load_report
+
+CONFIG = {"learning_rate": 0.01, "weight_decay": 1e-4, "width": 16, "depth": 1,
+          "batch_size": 32, "optimizer": "adam"}
+# digits: 1,078 training examples in 4 chunks -> M = 1078 // (4 * 32) = 8 mini-batches per chunk
+# pass; x = 0.5 worker-slots per chunk -> one worker-slot = M / x = 16 mini-batches.
+PER_WORKER_SLOT = 16
+# job b carries a fitted speed model (as testbed-real jobs do): the report predicts with it too
+SPEED = {"kind": "optimus-sync",
+         "theta": {"const": 1e-3, "ps_load": 2e-4, "per_worker": 5e-4, "per_ps": 3e-4}}
+# job a: 1 worker + 1 PS, then 2 + 2 (re-sharded), then 1 + 1: E N x = 2 * 4 * 0.5 = 4 worker-slots
+# job b: 1 + 1, paused in slot 2, then 1 + 1 on other servers: 1 * 4 * 0.5 = 2 worker-slots
+ROWS = {"a": [(1, "w0", WORKER, 1), (1, "p0", PS, 1), (2, "w0", WORKER, 1), (2, "w1", WORKER, 1),
+              (2, "p0", PS, 2), (3, "w1", WORKER, 1), (3, "p0", PS, 1)],
+        "b": [(1, "w1", WORKER, 1), (1, "p0", PS, 1), (3, "w0", WORKER, 1), (3, "p0", PS, 1)]}
+
+
+def tiny(task_name: str = "digits-mlp"):
+    cap = {"cpu": 2.0, "mem": 8.0, "bw": 10.0}
+    dem = {"cpu": 1.0, "mem": 1.0, "bw": 1.0}
+    u = Utility.sigmoid(10.0, 1.0, 2.0)
+    jobs = tuple(Job(name, 1, epochs, 4, 0.5, dem, dem, u, provenance=provenance,
+                     task={"name": task_name, "config": CONFIG, "seed": seed})
+                 for name, epochs, seed, provenance in (("a", 2, 1, None),
+                                                        ("b", 1, 2, {"speed_model": SPEED})))
+    inst = Instance(3, ("cpu", "mem", "bw"), (Server("w0", cap), Server("w1", cap)),
+                    (Server("p0", cap),), jobs)
+    b = ScheduleBuilder(inst)
+    for job, rows in ROWS.items():
+        j = inst.job_index[job]
+        b.admit(j)
+        for t, server, role, count in rows:
+            b.add(j, t, inst.server_index[server], role, count)
+    sched = b.build("hand")
+    assert validate(inst, sched).ok and sched.completion == (3, 3)
+    return inst, sched
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    """A local Ray whose node declares the tiny cluster's servers (and nothing else running)."""
+    ray = pytest.importorskip("ray")
+    from oasis_opt.runtime.executor import start_ray
+
+    if ray.is_initialized():  # another module's Ray lacks the servers' resources
+        ray.shutdown()
+    start_ray(None, ["w0", "w1", "p0"])
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def pool(ray_local):
+    """Containers shared by the in-process executions of this module (warm once)."""
+    from oasis_opt.runtime.executor import ContainerPool
+
+    shared = ContainerPool()
+    yield shared
+    shared.close()
+
+
+@pytest.fixture(scope="module")
+def cli_run(ray_local, tmp_path_factory):
+    """The tiny schedule executed through ``oasis-opt execute`` (progress display on)."""
+    d = tmp_path_factory.mktemp("execute")
+    inst, sched = tiny()
+    save_instance(inst, d / "inst.json")
+    save_result(inst, sched, d / "sched.json")
+    code = main(["execute", str(d / "inst.json"), str(d / "sched.json"), "--slot-s", "1",
+                 "--progress", "--out", str(d / "report.json")])
+    assert code == 0
+    return inst, sched, load_report(d / "report.json")
+
+
+def expected_minibatches(inst, sched, job: str) -> dict[int, int]:
+    """Per slot: workers x 16 mini-batches (this instance's whole worker-slots), the plan."""
+    rows = [r for r in ROWS[job] if r[2] == WORKER]
+    return {t: PER_WORKER_SLOT * sum(c for s, _, r, c in rows if s == t)
+            for t in sorted({r[0] for r in rows})}
+
+
+# ---- the plan (no Ray) ---------------------------------------------------------------------------
+def test_worker_slots_map_to_minibatches_and_iterations():
+    inst, sched = tiny()
+    plan = job_plan(inst, 0)
+    assert (plan.chunks, plan.minibatches, plan.batch_size) == (4, 8, 32)
+    assert plan.total_minibatches == 2 * 4 * 8 and plan.work == 4
+    assert [plan.planned_minibatches(c) for c in range(5)] == [0, 16, 32, 48, 64]
+    assert iteration_sizes(32, 2) == [2] * 16 and iteration_sizes(7, 3) == [3, 3, 1]
+    # an iteration's workers train different chunks, and an epoch covers each chunk M times
+    bounds = np.array([0, 270, 540, 809, 1078])
+    seen = [minibatch_indices(n, seed=1, chunks=4, minibatches=8, batch_size=32,
+                              chunk_bounds=bounds) for n in range(32)]
+    for n in range(0, 32, 4):
+        assert len({int(np.searchsorted(bounds, ix[0], "right")) for ix in seen[n:n + 4]}) == 4
+    for c in range(4):
+        ix = np.concatenate(seen[c::4])
+        assert len(set(ix.tolist())) == len(ix) == 8 * 32  # no example twice in one pass
+        assert ix.min() >= bounds[c] and ix.max() < bounds[c + 1]
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda j: {**j.task, "name": "nope"}, "jobs[0].task.name"),
+    (lambda j: None, "jobs[0].task"),
+    (lambda j: {**j.task, "config": {**CONFIG, "width": 17}}, "jobs[0].task.config.width"),
+    # wine has 106 training examples: 4 chunks hold no mini-batch of 64
+    (lambda j: {**j.task, "name": "wine-mlp", "config": {**CONFIG, "batch_size": 64}},
+     "jobs[0].task.config.batch_size"),
+])
+def test_jobs_that_cannot_train_are_refused_naming_the_field(change, field):
+    import dataclasses
+
+    inst, sched = tiny()
+    bad = inst.with_jobs([dataclasses.replace(inst.jobs[0], task=change(inst.jobs[0])),
+                          inst.jobs[1]])
+    with pytest.raises(ExecutionRefused) as err:
+        plan_execution(bad, sched)
+    assert err.value.field == field
+
+
+def test_an_invalid_schedule_is_refused():
+    inst, _ = tiny()
+    with pytest.raises(ExecutionRefused, match="validator rejects") as err:
+        plan_execution(inst, over_capacity(inst))
+    assert err.value.field == "schedule"
+
+
+def test_an_executor_takes_more_jobs_on_the_same_servers():
+    import dataclasses
+
+    from oasis_opt.runtime.executor import Executor
+
+    inst, _ = tiny()
+    ex = Executor(inst.with_jobs(inst.jobs[:1]), slot_seconds=1.0)
+    ex.extend(inst)  # job b arrives
+    assert ex.instance is inst
+    with pytest.raises(ValueError, match="first 2 jobs"):
+        ex.extend(inst.with_jobs(inst.jobs[1:]))
+    with pytest.raises(ValueError, match="servers differ"):
+        ex.extend(dataclasses.replace(inst, ps_servers=(Server("p9", {"cpu": 2.0, "bw": 9.0}),)))
+    with pytest.raises(ValueError, match="slot_seconds"):
+        Executor(inst, slot_seconds=0)
+
+
+def over_capacity(inst):
+    """A schedule the validator rejects: 3 workers on a 2-core server, no PS."""
+    b = ScheduleBuilder(inst)
+    b.admit(0)
+    b.add(0, 1, inst.server_index["w0"], WORKER, 3)
+    return b.build("bad")
+
+
+@pytest.mark.parametrize("case", ["unknown task", "invalid schedule"])
+def test_the_cli_refuses_before_ray_starts(case, tmp_path):
+    inst, sched = tiny("nope" if case == "unknown task" else "digits-mlp")
+    if case == "invalid schedule":
+        sched = over_capacity(inst)
+    save_instance(inst, tmp_path / "inst.json")
+    save_result(inst, sched, tmp_path / "sched.json")
+    code = ("import sys\nfrom oasis_opt.cli import main\n"
+            f"rc = main(['execute', {str(tmp_path / 'inst.json')!r}, "
+            f"{str(tmp_path / 'sched.json')!r}, '--slot-s', '1', '--out', "
+            f"{str(tmp_path / 'r.json')!r}])\n"
+            "print(rc, 'ray' in sys.modules)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.stdout.split() == ["2", "False"]  # exit 2, Ray never imported
+    err = proc.stderr.strip().splitlines()
+    if case == "unknown task":
+        assert err == [f"oasis-opt: error: jobs[0].task.name: unknown task 'nope' (known: "
+                       f"digits-mlp, digits-cnn, breast-cancer-mlp, wine-mlp) (in "
+                       f"{tmp_path / 'inst.json'})"]
+    else:
+        assert len(err) == 1
+        assert err[0].startswith(f"oasis-opt: error: {tmp_path / 'sched.json'}: the validator "
+                                 "rejects it (2 violations; first: ")
+    assert not (tmp_path / "r.json").exists()
+
+
+# ---- real execution ------------------------------------------------------------------------------
+@pytest.mark.ray
+def test_tiny_execution_progress_matches_the_schedule_slot_by_slot(cli_run):
+    inst, sched, report = cli_run
+    assert report.doc["instance_sha256"] == inst.fingerprint
+    assert [s["slot"] for s in report.slots] == [1, 2, 3]
+    assert report.planned_utility == sched.total_utility
+    for job in ("a", "b"):
+        j = report.job(job)
+        expect = expected_minibatches(inst, sched, job)
+        assert [s["slot"] for s in j["slots"]] == list(expect)
+        for s in j["slots"]:
+            rows = [r for r in ROWS[job] if r[0] == s["slot"]]
+            assert s["workers"] == sum(c for _, _, r, c in rows if r == WORKER)
+            assert s["ps"] == sum(c for _, _, r, c in rows if r == PS)
+            assert sorted((x["server"], x["role"], x["count"]) for x in s["servers"]) == \
+                sorted((srv, ("worker", "ps")[r], c) for _, srv, r, c in rows)
+            assert s["real_minibatches"] == s["planned_minibatches"] == expect[s["slot"]]
+            assert s["iterations"] == s["planned_iterations"] == PER_WORKER_SLOT
+            assert s["restarts"] == 0
+        assert j["minibatches"]["real"] == j["minibatches"]["planned"] == sum(expect.values())
+        assert j["real"]["completion_slot"] == j["planned"]["completion"] == 3
+        assert j["real"]["wall_slot"] >= 3  # the wall-clock grid: never earlier than planned
+        assert j["real"]["utility"] == inst.utility_of(inst.job_index[job],
+                                                       j["real"]["wall_slot"])
+        assert 0 < j["real"]["val_accuracy"] <= 1 and j["restarts"] == []
+    # job a is restarted when its counts change (slots 2 and 3), job b after its pause
+    assert all(s["restart_s"] > 0 for s in report.job("a")["slots"])
+    assert report.real_utility == sum(j["real"]["utility"] for j in report.jobs)
+    assert report.doc["costmodel"]["chunk-time"]["job_slots"] == 5
+    # the fitted speed model: b's own counts (1, 1), and the slot's totals over both jobs (2, 2)
+    from oasis_opt.costmodel.profile import iteration_time
+
+    for s in report.job("b")["slots"]:
+        assert s["profile_predicted_s"] == pytest.approx(16 * iteration_time(SPEED["theta"], 1, 1))
+        assert s["shared_predicted_s"] == pytest.approx(16 * iteration_time(SPEED["theta"], 2, 2))
+    assert all(s["profile_predicted_s"] is None for s in report.job("a")["slots"])
+    assert report.doc["costmodel"]["profile"]["job_slots"] == 2
+
+
+@pytest.mark.ray
+def test_execution_trains_what_the_replay_trains(cli_run):
+    from oasis_opt.automl.tasks import get_task
+
+    inst, sched, report = cli_run
+    for job in ("a", "b"):
+        i = inst.job_index[job]
+        flat = replay_training(inst, sched, i)
+        task = get_task("digits-mlp")
+        data, model = task.split(0), task.model(CONFIG)
+        from oasis_opt.automl.tasks import ravel
+
+        unflatten = ravel(model.init(0))[1]
+        acc, loss = model.evaluate(unflatten(flat), data.x_val, data.y_val)
+        assert report.job(job)["real"]["val_accuracy"] == pytest.approx(float(acc), abs=1e-6)
+        assert report.job(job)["real"]["val_loss"] == pytest.approx(float(loss), rel=1e-5)
+
+
+@pytest.mark.ray
+def test_a_killed_worker_restarts_from_the_last_checkpoint(ray_local, pool, cli_run):
+    from oasis_opt.runtime.executor import execute
+
+    inst, sched, undisturbed = cli_run
+    seen = {}
+
+    def kill_mid_slot(executor, job, t, iteration):
+        seen["executor"] = executor
+        if (job, t, iteration) == (0, 2, 3) and "killed" not in seen:
+            seen["killed"] = executor.containers(0)["workers"][0]
+            ray_local.kill(seen["killed"])
+
+    report = execute(inst, sched, slot_seconds=1.0, on_iteration=kill_mid_slot, pool=pool)
+    assert "killed" in seen
+    assert [(r["job"], r["slot"]) for r in report.restarts()] == [("a", 2)]
+    assert "died" in report.restarts()[0]["cause"]
+    slot2 = report.job("a")["slots"][1]
+    assert slot2["restarts"] == 1 and slot2["real_minibatches"] == slot2["planned_minibatches"]
+    ex = seen["executor"]
+    for job in ("a", "b"):
+        i = inst.job_index[job]
+        np.testing.assert_array_equal(ex.final_params(i), replay_training(inst, sched, i))
+        assert report.job(job)["real"]["val_loss"] == undisturbed.job(job)["real"]["val_loss"]
+        assert report.job(job)["minibatches"] == undisturbed.job(job)["minibatches"]
+
+
+@pytest.mark.ray
+def test_a_job_failing_too_often_stops_the_execution(ray_local, pool):
+    from oasis_opt.runtime.executor import ExecutionError, execute
+
+    inst, sched = tiny()
+    kills = []
+
+    def kill_every_attempt(executor, job, t, iteration):
+        if (job, t, iteration) == (1, 1, 0):
+            kills.append(executor.containers(1)["ps"][0])
+            ray_local.kill(kills[-1])
+
+    with pytest.raises(ExecutionError, match="slot 1: job 'b' failed 2 times"):
+        execute(inst, sched, slot_seconds=1.0, on_iteration=kill_every_attempt, max_restarts=1,
+                pool=pool)
+    assert len(kills) == 2
+
+
+@pytest.mark.ray
+def test_a_cluster_without_the_servers_resources_is_refused(ray_local):
+    import dataclasses
+
+    from oasis_opt.runtime.executor import ExecutionError, Executor
+
+    inst, sched = tiny()
+    other = dataclasses.replace(inst, worker_servers=(Server("zz", {"cpu": 2.0, "bw": 10.0}),
+                                                      inst.worker_servers[1]))
+    with Executor(other, slot_seconds=1.0) as ex:
+        with pytest.raises(ExecutionError, match="resource 'server:zz'"):
+            ex.warm(np.array([1, 1, 1]))
+
+
+@pytest.mark.ray
+def test_the_report_reader_is_strict(cli_run):
+    import copy
+
+    from oasis_opt.model.io import FormatError
+    from oasis_opt.runtime.report import report_from_dict
+
+    _, _, report = cli_run
+    for change, field in [(lambda d: d.pop("wall_s"), "wall_s"),
+                          (lambda d: d.__setitem__("format", "x"), "format"),
+                          (lambda d: d["jobs"][1]["slots"][0].__setitem__("extra", 1),
+                           "jobs[1].slots[0].extra"),
+                          (lambda d: d["jobs"][0]["real"].pop("utility"),
+                           "jobs[0].real.utility")]:
+        doc = copy.deepcopy(report.doc)
+        change(doc)
+        with pytest.raises(FormatError) as err:
+            report_from_dict(doc)
+        assert err.value.field == field
+
+
+def test_testbed_real_runs_only_when_named():
+    from oasis_opt.experiments.figures import FIGURE_NAMES, get_figure
+    from oasis_opt.experiments.reproduce import figure_names
+
+    assert "testbed-real" not in figure_names(["all"]) == list(FIGURE_NAMES)
+    assert figure_names(["testbed-real", "fig3"]) == ["fig3", "testbed-real"]
+    assert get_figure("testbed-real").compute is not None
+
+
+@pytest.mark.slow
+@pytest.mark.ray
+def test_profile_times_real_iterations_and_fits_them(ray_local, tmp_path):
+    """A real profile (slow: its own containers): every point timed, the fit's error is what
+    its samples show."""
+    from oasis_opt.costmodel.profile import fit_errors, load_profile
+    from oasis_opt.runtime.executor import start_ray
+    from oasis_opt.runtime.profile import PS_SERVER, WORKER_SERVER
+
+    ray_local.shutdown()  # the profiling cluster's servers are other resources
+    start_ray(None, ["w0", "w1", "p0", WORKER_SERVER, PS_SERVER])
+    out = tmp_path / "p.json"
+    assert main(["profile", "--task", "digits-mlp", "--config", __import__("json").dumps(CONFIG),
+                 "--workers", "1,2,3", "--ps", "1,2", "--iterations", "5", "--repeats", "1",
+                 "--out", str(out)]) == 0
+    prof = load_profile(out)
+    assert sorted((x.workers, x.ps) for x in prof.samples) == \
+        [(1, 1), (2, 1), (2, 2), (3, 1), (3, 2)]
+    assert all(x.iterations == 5 and x.seconds > 0 for x in prof.samples)
+    assert prof.fit == fit_errors(prof.theta, prof.samples)
