@@ -552,25 +552,45 @@ def cmd_solve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def quantile(text: str) -> float:
+    """``--quantile``: a number in [0, 1]."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}") from None
+    if not 0 <= v <= 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text!r}")
+    return v
+
+
+_SEARCH_ONLY = (("grid", "--grid"), ("backend", "--backend"), ("report", "--report"))
+
+
 @command("estimate-pricing", "estimate OASiS's U and L from past instances (paper p.6) and "
          "write a pricing file for `solve --pricing`",
          arg("history", nargs="+", metavar="HISTORY",
              help="instance JSON files of past workload (not the instances to be evaluated)"),
+         arg("--method", choices=("plugin", "search"), default="plugin",
+             help="plugin (default): eqs. (23)-(26) applied to the history's jobs, L1 and L2 "
+                  "from a low percentile of f(T-a)/(W sum_r w) on capacity-normalised demands; "
+                  "the paper's definitions, no OASiS runs, nothing tuned on utility. search: "
+                  "tuning, the floor L (L1 = L2) of --grid under which OASiS earned the most "
+                  "on the history"),
+         arg("--quantile", type=quantile, metavar="Q",
+             help="plugin: the percentile of the per-job terms and sizes, as a fraction "
+                  "(default 0.1)"),
          arg("--grid", type=floor_grid, metavar="L1,L2,...",
-             help="floor prices L to try, comma-separated (default: 1e-7 to 1e-1 in half "
+             help="search: floor prices L to try, comma-separated (default: 1e-7 to 1 in half "
                   "decades)"),
-         arg("--backend", choices=("numpy", "jax", "reference"), default="numpy",
-             help="OASiS kernel backend for the calibration runs"),
+         arg("--backend", choices=("numpy", "jax", "reference"),
+             help="search: OASiS kernel backend for the calibration runs (default numpy)"),
          PROGRESS, MAX_WORK,
          arg("--report", metavar="FILE",
-             help="also write the calibration table (oasis-opt/floor-calibration@1 JSON)"),
+             help="search: also write the calibration table (oasis-opt/floor-calibration@1 "
+                  "JSON)"),
          arg("--out", required=True, metavar="PRICING", help="pricing JSON to write"))
 def cmd_estimate_pricing(args: argparse.Namespace) -> int:
-    from .model.io import write_json_atomic
-    from .online.estimate import DEFAULT_FLOOR_GRID, estimate_pricing
     from .online.pricing import save_pricing
-    from .sim.report import format_table
-    from .sizing import estimate_work
 
     history = [load_instance(path) for path in args.history]
     for path, inst in zip(args.history[1:], history[1:]):
@@ -578,6 +598,44 @@ def cmd_estimate_pricing(args: argparse.Namespace) -> int:
         if tuple(inst.resources) != tuple(history[0].resources):
             raise CliError(path, f"resources {', '.join(inst.resources)} differ from "
                            f"{args.history[0]}'s ({', '.join(history[0].resources)})")
+    if args.method == "plugin":
+        for attr, flag in _SEARCH_ONLY:
+            if getattr(args, attr) is not None:
+                raise CliError(flag, "applies to --method search only")
+        from .online.plugin import DEFAULT_QUANTILE, plugin_pricing
+
+        try:
+            pricing = plugin_pricing(history, DEFAULT_QUANTILE if args.quantile is None
+                                     else args.quantile)
+        except ValueError as e:
+            raise blame(e, {"history": "HISTORY", "quantile": "--quantile"}, "HISTORY") from None
+        write(args.out, save_pricing, pricing)
+        _print_plugin(pricing, history, args.out)
+        return EXIT_OK
+    if args.quantile is not None:
+        raise CliError("--quantile", "applies to --method plugin only")
+    return _estimate_by_search(args, history)
+
+
+def _print_plugin(pricing: dict, history: list, out: str) -> None:
+    from .sim.report import format_table
+
+    d = pricing.details  # type: ignore[attr-defined]
+    rows = [[pool, f"{d[pool]['L_normalised']:.4g}", f"{d[pool].get('eta', math.nan):.4g}",
+             ", ".join(f"{r}={v:.3g}" for r, v in d[pool]["L"].items())]
+            for pool in ("worker", "ps")]
+    print(format_table(["pool", "L (normalised)", "eta", "L per unit"], rows))
+    jobs = sum(inst.I for inst in history)
+    print(f"plug-in U and L (quantile {d['quantile']:g}) from {jobs} history jobs -> {out}")
+
+
+def _estimate_by_search(args: argparse.Namespace, history: list) -> int:
+    from .model.io import write_json_atomic
+    from .online.estimate import DEFAULT_FLOOR_GRID, estimate_pricing
+    from .online.pricing import save_pricing
+    from .sim.report import format_table
+    from .sizing import estimate_work
+
     grid = DEFAULT_FLOOR_GRID if args.grid is None else args.grid
     check_size(estimate_work(history, "oasis", runs=len(grid)), args.max_work, "HISTORY")
     bar = None
@@ -588,7 +646,7 @@ def cmd_estimate_pricing(args: argparse.Namespace) -> int:
                    leave=False)
     try:
         pricing = estimate_pricing(
-            history, grid, backend=args.backend,
+            history, grid, backend=args.backend or "numpy",
             progress=None if bar is None else lambda done, total: bar.update(done - bar.n))
     except ValueError as e:
         raise blame(e, {"history": "HISTORY", "grid": "--grid"}, "HISTORY") from None
