@@ -66,6 +66,20 @@ def test_hand_computation_minimum():
     assert doc["L_ps"] == pytest.approx({"bw": (8 / 3) / 40 / 8}, rel=1e-12)
 
 
+def test_jobs_worth_nothing_at_the_horizon_are_left_out():
+    """A job whose f(T - a) underflows to 0.0 changes neither floor: it is counted as excluded."""
+    base = _history()
+    dead = Job("D", 1, 1, 1, 1.0, {"gpu": 1, "bw": 1}, {"bw": 1},
+               Utility.sigmoid(10.0, 100.0, 0.0))  # 10 / (1 + e^(100 x 9)) = 0.0
+    inst = base.with_jobs(base.jobs + (dead,))
+    assert inst.utility_table[3, inst.horizon] == 0.0
+    a, b = plugin_pricing([base], 0.5), plugin_pricing([inst], 0.5)
+    assert b["L_worker"] == pytest.approx(a["L_worker"], rel=1e-12)
+    assert b["L_ps"] == pytest.approx(a["L_ps"], rel=1e-12)
+    assert (b.details["worker"]["excluded"], b.details["ps"]["excluded"]) == (1, 1)
+    assert b.details["alpha"] == pytest.approx(resolve_pricing(b, inst).alpha, rel=1e-12)
+
+
 def test_deterministic_and_scale_free():
     history = [paper_fig5(s, servers=6, priority=(50.0, 100.0)) for s in (1000, 1001, 1002)]
     a, b = plugin_pricing(history), plugin_pricing(list(history))
@@ -144,3 +158,13 @@ def test_cli_default_is_plugin(tmp_path, capsys):
         assert code == 2 and err.startswith(f"oasis-opt: error: {field}: "), err
         assert len(err.splitlines()) == 1
     assert not (tmp_path / "q.json").exists()
+    assert "warning" not in err
+    # a floor set by a job worth ~e^-90 at the horizon: alpha > 50 is flagged
+    base = _history()
+    late = Job("D", 1, 1, 1, 1.0, {"gpu": 1, "bw": 1}, {"bw": 1},
+               Utility.sigmoid(10.0, 10.0, 0.0))
+    save_instance(base.with_jobs(base.jobs + (late,)), path)
+    code, out, err = _run(["estimate-pricing", path, "--quantile", "0", "--out",
+                           tmp_path / "p.json"], capsys)
+    assert code == 0 and err.startswith("oasis-opt: warning: alpha = "), err
+    assert plugin_pricing([base.with_jobs(base.jobs + (late,))], 0.0).details["alpha"] > 50

@@ -563,6 +563,8 @@ def quantile(text: str) -> float:
     return v
 
 
+# above this alpha (U/L > e^50) the plug-in floor is far below every price that matters
+PLUGIN_ALPHA_WARNING = 50.0
 _SEARCH_ONLY = (("grid", "--grid"), ("backend", "--backend"), ("report", "--report"))
 
 
@@ -626,7 +628,13 @@ def _print_plugin(pricing: dict, history: list, out: str) -> None:
             for pool in ("worker", "ps")]
     print(format_table(["pool", "L (normalised)", "eta", "L per unit"], rows))
     jobs = sum(inst.I for inst in history)
-    print(f"plug-in U and L (quantile {d['quantile']:g}) from {jobs} history jobs -> {out}")
+    print(f"plug-in U and L (quantile {d['quantile']:g}) from {jobs} history jobs, alpha = "
+          f"{d['alpha']:.4g}, 2 alpha = {2 * d['alpha']:.4g} -> {out}")
+    if d["alpha"] > PLUGIN_ALPHA_WARNING:
+        print(f"{PROG}: warning: alpha = {d['alpha']:.0f}: the floor is tiny against U (most "
+              "history jobs are worth almost nothing at the horizon), so prices stay near 0 "
+              "until a server is almost full; --method search tunes the floor instead",
+              file=sys.stderr)
 
 
 def _estimate_by_search(args: argparse.Namespace, history: list) -> int:

@@ -15,6 +15,11 @@ estimates; it never runs OASiS and never looks at utility earned:
   0.1, i.e. the 10th percentile, linear interpolation) of the per-job terms instead, and eta the
   same percentile of job sizes.
 * **L1 and L2 separately**, each from its own pool's demands and capacities.
+* **Underflow**: a job whose f(T - a) is exactly 0.0 in float64 is left out of the terms and
+  sizes, as ``oracle_pricing`` leaves it out of the minimum (counted in ``details[pool]
+  ["excluded"]``). On workloads where most jobs are worth almost nothing at the horizon (the
+  paper's T = 300 simulation: the median f(T - a) is about 1e-38) every low percentile is tiny
+  too, and so is the floor: the estimate is faithful to (25)-(26), not a cure for them there.
 
 With ``phi_i = f_i(T - a_i) / (W_i sum_r w~_i^r)`` (W_i = ceil(E_i N_i x_i) worker-slots) over
 every history job with W_i > 0 and some demand on the pool, and
@@ -80,26 +85,29 @@ def _pool_floor(history: Sequence[Any], demand_attr: str, capacity_attr: str,
             raise ValueError(f"history: jobs demand {r!r} but no server of the pool has any")
     use = np.array([r in priced for r in resources])
     inv = np.where(use, 1.0 / np.where(scale > 0, scale, 1.0), 0.0)
-    terms, sizes, totals = [], [], []
+    terms, sizes, totals, excluded = [], [], [], 0
     for inst in history:
         if inst.I == 0:
             continue
         per_slot = getattr(inst, demand_attr) @ inv          # sum_r w_i^r / c_bar^r
         size = inst.work.astype(float) * per_slot           # W_i sum_r w~_i^r
-        keep = size > 0
-        terms.append(worst_case_utility(inst)[keep] / size[keep])
+        worst = worst_case_utility(inst)
+        excluded += int(np.count_nonzero((size > 0) & ~(worst > 0)))
+        keep = (size > 0) & (worst > 0)  # f(T - a) = 0: underflowed, left out as by the oracle
+        terms.append(worst[keep] / size[keep])
         sizes.append(size[keep])
         totals.append(inst.horizon * float((getattr(inst, capacity_attr) @ inv).sum()))
     terms_all = np.concatenate(terms) if terms else np.zeros(0)
     if terms_all.size == 0:
-        raise ValueError("history: no job has work and a demand on the pool")
+        raise ValueError("history: no job has work, a demand on the pool and f(T - a) > 0")
     phi = float(np.quantile(terms_all, q))
     eta = max(1.0, max(totals) / float(np.quantile(np.concatenate(sizes), q)))
-    if not phi > 0:
-        raise ValueError(f"quantile: the {q:g}-quantile of f(T - a) / (W sum_r w) is 0 (jobs whose "
-                         "utility underflowed at the horizon); choose a higher quantile")
     floor = phi / (4.0 * eta)
+    if not floor > 0:
+        raise ValueError(f"quantile: the floor from the {q:g}-quantile of f(T - a) / (W sum_r w) "
+                         "underflows to 0; choose a higher quantile")
     return {"L_normalised": floor, "eta": eta, "term_quantile": phi, "terms": int(terms_all.size),
+            "excluded": excluded,
             "capacity_scale": {r: float(c) for r, c, u in zip(resources, scale, use) if u},
             "L": {r: floor / float(c) for r, c, u in zip(resources, scale, use) if u}}
 
@@ -135,4 +143,8 @@ def plugin_pricing(history: Sequence[Any], quantile: float = DEFAULT_QUANTILE) -
                                  f"{priced[r]:g}; choose a lower quantile")
         doc[f"L_{pool}"] = pool_floor["L"]
         details[pool] = pool_floor
+    # alpha of Theorem 4 for these constants: max_r ln(U^r / L^r) (the unit cancels)
+    details["alpha"] = max([1.0] + [math.log(doc[f"U_{pool}"][r] / L)
+                                    for pool in ("worker", "ps")
+                                    for r, L in details[pool]["L"].items()])
     return PluginPricing(doc, details)
