@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -85,6 +86,9 @@ def test_deterministic_and_scale_free():
     a, b = plugin_pricing(history), plugin_pricing(list(history))
     assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
     assert a.details == b.details
+    # pickled (Ray, copy) with its details: a dict subclass needs no __reduce__ for that
+    again = pickle.loads(pickle.dumps(a))
+    assert type(again) is type(a) and again == a and again.details == a.details
     # the floor per raw unit times the capacity scale is one normalised floor per pool
     for pool in ("worker", "ps"):
         scale = a.details[pool]["capacity_scale"]

@@ -59,9 +59,6 @@ class PluginPricing(dict):
         super().__init__(document)
         self.details = details
 
-    def __reduce__(self) -> tuple[type, tuple[dict, dict]]:  # pickle / copy (Ray)
-        return type(self), (dict(self), self.details)
-
     def __repr__(self) -> str:
         return (f"PluginPricing(L~_worker={self.details['worker']['L_normalised']:.3g}, "
                 f"L~_ps={self.details['ps']['L_normalised']:.3g}, "
