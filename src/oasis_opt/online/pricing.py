@@ -142,7 +142,7 @@ class Pricing:
             return {r: float(u) for r, u in zip(self.resources, U) if not np.isnan(u)}
 
         def floor(L: float | np.ndarray, U: np.ndarray) -> float | dict[str, float]:
-            return amounts(np.where(np.isnan(U), np.nan, L)) if np.ndim(L) else L
+            return amounts(np.where(np.isnan(U), np.nan, L)) if np.ndim(L) else float(L)
 
         return {"format": PRICING_FORMAT, "U_worker": amounts(self.U_worker),
                 "U_ps": amounts(self.U_ps), "L_worker": floor(self.L_worker, self.U_worker),
@@ -162,9 +162,10 @@ class Pricing:
         return d
 
 
-def price_function(committed: np.ndarray, capacity: np.ndarray, log_L: float,
+def price_function(committed: np.ndarray, capacity: np.ndarray, log_L: float | np.ndarray,
                    U: np.ndarray) -> np.ndarray:
-    """Eq. (22): L (U/L)^(g/c) = exp(ln L + (g/c) ln(U/L)), elementwise over (..., S, R).
+    """Eq. (22): L (U/L)^(g/c) = exp(ln L + (g/c) ln(U/L)), elementwise over (..., S, R);
+    ``log_L`` is one floor or one per resource, shape (R,).
 
     Where c = 0 (the server has none of r) or r is unpriced (U = nan) the price is L: nothing can
     be committed there, or nothing demands it.
