@@ -209,7 +209,7 @@ def test_solve_and_estimate_pricing_refuse_beyond_max_work(tmp_path, capsys, fil
     assert run(["solve", inst_file, "--policy", "greedy", "--max-work", work,
                 "--out", tmp_path / "r.json"], capsys)[0] == 0
     # the calibration runs OASiS once per floor of the grid
-    code, out, err = run(["estimate-pricing", inst_file, "--grid", "1e-3,1e-2", "--max-work",
+    code, out, err = run(["estimate-pricing", inst_file, "--method", "search", "--grid", "1e-3,1e-2", "--max-work",
                           2 * work - 1, "--out", tmp_path / "p.json"], capsys)
     assert_bad_input(code, out, err, "--max-work")
     assert "2 run(s) on each of 1 instance(s)" in err

@@ -329,7 +329,7 @@ def history_files(tmp_path_factory, history):
 def test_cli_estimate_then_solve(tmp_path, capsys, history, history_files, estimated):
     pricing, report = tmp_path / "pricing.json", tmp_path / "calibration.json"
     grid = ",".join(repr(g) for g in reversed(GRID))  # any order: the grid is sorted
-    code, out, err = run(["estimate-pricing", *history_files, "--grid", grid, "--out", pricing,
+    code, out, err = run(["estimate-pricing", *history_files, "--method", "search", "--grid", grid, "--out", pricing,
                           "--report", report], capsys)
     assert code == 0, err
     doc, cal = estimated, estimated.calibration
@@ -358,13 +358,13 @@ def test_cli_estimate_then_solve(tmp_path, capsys, history, history_files, estim
 
 def test_cli_warns_when_the_best_floor_is_an_edge(tmp_path, capsys, history_files):
     # of two floors, either is an end of the grid
-    code, out, err = run(["estimate-pricing", history_files[0], "--grid", "1e-6,1e-5",
+    code, out, err = run(["estimate-pricing", history_files[0], "--method", "search", "--grid", "1e-6,1e-5",
                           "--out", tmp_path / "p.json"], capsys)
     assert code == 0
     assert err == "oasis-opt: warning: the best floor is an end of the grid; widen --grid\n"
     assert read_pricing_file(tmp_path / "p.json")["L_worker"] in (1e-6, 1e-5)
     # a single floor is no edge
-    code, out, err = run(["estimate-pricing", history_files[0], "--grid", "1e-3", "--out",
+    code, out, err = run(["estimate-pricing", history_files[0], "--method", "search", "--grid", "1e-3", "--out",
                           tmp_path / "q.json", "--progress"], capsys)
     assert code == 0 and "warning" not in err
     assert out.splitlines()[-1].startswith("chosen L = 0.001 ")
@@ -373,7 +373,7 @@ def test_cli_warns_when_the_best_floor_is_an_edge(tmp_path, capsys, history_file
 @pytest.mark.parametrize("grid", ["", " ", "a,1e-3", "1e-3,,1e-2", "0", "-1", "1e-3,nan", "inf",
                                   "1e-3,1e-3", "true"])
 def test_cli_bad_grid(tmp_path, capsys, history_files, grid):
-    code, _, err = run(["estimate-pricing", history_files[0], f"--grid={grid}",
+    code, _, err = run(["estimate-pricing", history_files[0], "--method=search", f"--grid={grid}",
                         "--out", tmp_path / "p.json"], capsys)
     assert_bad_input(code, err, "--grid")
     assert not (tmp_path / "p.json").exists()
@@ -402,6 +402,6 @@ def test_cli_bad_history(tmp_path, capsys, history_files):
                                 Utility.constant(3.0)),)), other)
     assert_bad_input(main(["estimate-pricing", str(history_files[0]), str(other), "--out",
                            str(out)]), capsys.readouterr().err, str(other))
-    assert_bad_input(main(["estimate-pricing", str(history_files[0]), "--backend", "torch",
+    assert_bad_input(main(["estimate-pricing", str(history_files[0]), "--method", "search", "--backend", "torch",
                            "--out", str(out)]), capsys.readouterr().err, "--backend")
     assert not out.exists()

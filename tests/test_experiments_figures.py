@@ -73,6 +73,8 @@ def test_quick_figures_are_drawn_and_resume(tiny, figure_texts, tmp_path):
     for name in ("fig3", "fig6", "testbed"):
         assert bars_caption(1) in figure_texts[name], name
     assert "mean, min … max" in figure_texts["fig5"]
+    for title in ("plug-in U, L", "searched floor L", "oracle U, L"):
+        assert title in figure_texts["fig5"]
     for name in ("fig4", "testbed"):
         assert " ".join(BOX_CAPTION.split()) in " ".join(figure_texts[name].split()), name
     n_runs = len(list(results.glob("*.json")))
@@ -96,11 +98,14 @@ def test_quick_figures_are_drawn_and_resume(tiny, figure_texts, tmp_path):
     specs = fig5.runs(True, estimated)
     records = run_sweep(specs, results, workers=1, progress=False).records
     doc = estimated[fig5.estimate(3, (50.0, 100.0), True).key]
-    for series, options in (("oasis", {"pricing": doc}), ("oasis-oracle", None)):
+    plugin = fig5.plugin_document(3, (50.0, 100.0), True)
+    assert plugin == offline_fig5.group_pricings(3, (50.0, 100.0), True)["plugin"]["pricing"]
+    for series, options in (("oasis", {"pricing": doc}), ("oasis-oracle", None),
+                            ("oasis-plugin", {"pricing": plugin})):
         (row,) = fig5.rows(specs, records, series)
         direct = offline_fig5.fig5_row(0, 3, (50.0, 100.0), oasis_options=options)
         for k in ("opt", "oasis", "ratio", "jobs", "opt_admitted", "oasis_admitted",
-                  "proven_optimal"):
+                  "proven_optimal", "alpha"):
             assert row[k] == pytest.approx(direct[k], rel=1e-9), (series, k)
     again = reproduce(RUNNER_FIGURES, quick=True, workers=1, results=results, out=out,
                       progress=False)

@@ -636,25 +636,47 @@ def solve_line(inst: Instance, sched: Schedule, report: ValidationReport, second
     return f"{line}, {validity}, {seconds:.2f} s"
 
 
+def quantile(text: str) -> float:
+    """``--quantile``: a number in [0, 1]."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}") from None
+    if not 0 <= v <= 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text!r}")
+    return v
+
+
+# above this alpha (U/L > e^50) the plug-in floor is far below every price that matters
+PLUGIN_ALPHA_WARNING = 50.0
+_SEARCH_ONLY = (("grid", "--grid"), ("backend", "--backend"), ("report", "--report"))
+
+
 @command("estimate-pricing", "estimate OASiS's U and L from past instances (paper p.6) and "
          "write a pricing file for `solve --pricing`",
          arg("history", nargs="+", metavar="HISTORY",
              help="instance JSON files of past workload (not the instances to be evaluated)"),
+         arg("--method", choices=("plugin", "search"), default="plugin",
+             help="plugin (default): eqs. (23)-(26) applied to the history's jobs, L1 and L2 "
+                  "from a low percentile of f(T-a)/(W sum_r w) on capacity-normalised demands; "
+                  "the paper's definitions, no OASiS runs, nothing tuned on utility. search: "
+                  "tuning, the floor L (L1 = L2) of --grid under which OASiS earned the most "
+                  "on the history"),
+         arg("--quantile", type=quantile, metavar="Q",
+             help="plugin: the percentile of the per-job terms and sizes, as a fraction "
+                  "(default 0.1)"),
          arg("--grid", type=floor_grid, metavar="L1,L2,...",
-             help="floor prices L to try, comma-separated (default: 1e-7 to 1e-1 in half "
+             help="search: floor prices L to try, comma-separated (default: 1e-7 to 1 in half "
                   "decades)"),
-         arg("--backend", choices=("numpy", "jax", "reference"), default="numpy",
-             help="OASiS kernel backend for the calibration runs"),
+         arg("--backend", choices=("numpy", "jax", "reference"),
+             help="search: OASiS kernel backend for the calibration runs (default numpy)"),
          PROGRESS, MAX_WORK,
          arg("--report", metavar="FILE",
-             help="also write the calibration table (oasis-opt/floor-calibration@1 JSON)"),
+             help="search: also write the calibration table (oasis-opt/floor-calibration@1 "
+                  "JSON)"),
          arg("--out", required=True, metavar="PRICING", help="pricing JSON to write"))
 def cmd_estimate_pricing(args: argparse.Namespace) -> int:
-    from .model.io import write_json_atomic
-    from .online.estimate import DEFAULT_FLOOR_GRID, estimate_pricing
     from .online.pricing import save_pricing
-    from .sim.report import format_table
-    from .sizing import estimate_work
 
     history = [load_instance(path) for path in args.history]
     for path, inst in zip(args.history[1:], history[1:]):
@@ -662,6 +684,50 @@ def cmd_estimate_pricing(args: argparse.Namespace) -> int:
         if tuple(inst.resources) != tuple(history[0].resources):
             raise CliError(path, f"resources {', '.join(inst.resources)} differ from "
                            f"{args.history[0]}'s ({', '.join(history[0].resources)})")
+    if args.method == "plugin":
+        for attr, flag in _SEARCH_ONLY:
+            if getattr(args, attr) is not None:
+                raise CliError(flag, "applies to --method search only")
+        from .online.plugin import DEFAULT_QUANTILE, plugin_pricing
+
+        try:
+            pricing = plugin_pricing(history, DEFAULT_QUANTILE if args.quantile is None
+                                     else args.quantile)
+        except ValueError as e:
+            raise blame(e, {"history": "HISTORY", "quantile": "--quantile"}, "HISTORY") from None
+        write(args.out, save_pricing, pricing)
+        _print_plugin(pricing, history, args.out)
+        return EXIT_OK
+    if args.quantile is not None:
+        raise CliError("--quantile", "applies to --method plugin only")
+    return _estimate_by_search(args, history)
+
+
+def _print_plugin(pricing: dict, history: list, out: str) -> None:
+    from .sim.report import format_table
+
+    d = pricing.details  # type: ignore[attr-defined]
+    rows = [[pool, f"{d[pool]['L_normalised']:.4g}", f"{d[pool].get('eta', math.nan):.4g}",
+             ", ".join(f"{r}={v:.3g}" for r, v in d[pool]["L"].items())]
+            for pool in ("worker", "ps")]
+    print(format_table(["pool", "L (normalised)", "eta", "L per unit"], rows))
+    jobs = sum(inst.I for inst in history)
+    print(f"plug-in U and L (quantile {d['quantile']:g}) from {jobs} history jobs, alpha = "
+          f"{d['alpha']:.4g}, 2 alpha = {2 * d['alpha']:.4g} -> {out}")
+    if d["alpha"] > PLUGIN_ALPHA_WARNING:
+        print(f"{PROG}: warning: alpha = {d['alpha']:.0f}: the floor is tiny against U (most "
+              "history jobs are worth almost nothing at the horizon), so prices stay near 0 "
+              "until a server is almost full; --method search tunes the floor instead",
+              file=sys.stderr)
+
+
+def _estimate_by_search(args: argparse.Namespace, history: list) -> int:
+    from .model.io import write_json_atomic
+    from .online.estimate import DEFAULT_FLOOR_GRID, estimate_pricing
+    from .online.pricing import save_pricing
+    from .sim.report import format_table
+    from .sizing import estimate_work
+
     grid = DEFAULT_FLOOR_GRID if args.grid is None else args.grid
     check_size(estimate_work(history, "oasis", runs=len(grid)), args.max_work, "HISTORY")
     bar = None
@@ -672,7 +738,7 @@ def cmd_estimate_pricing(args: argparse.Namespace) -> int:
                    leave=False)
     try:
         pricing = estimate_pricing(
-            history, grid, backend=args.backend,
+            history, grid, backend=args.backend or "numpy",
             progress=None if bar is None else lambda done, total: bar.update(done - bar.n))
     except ValueError as e:
         raise blame(e, {"history": "HISTORY", "grid": "--grid"}, "HISTORY") from None
@@ -695,6 +761,56 @@ def cmd_estimate_pricing(args: argparse.Namespace) -> int:
     if calibration.at_edge:
         print(f"{PROG}: warning: the best floor is an end of the grid; widen --grid",
               file=sys.stderr)
+    return EXIT_OK
+
+
+@command("ratio", "the empirical competitive ratio OPT / OASiS per instance, beside alpha and "
+         "Theorem 4's bound 2 alpha, and the load (oasis-opt/ratio@1 JSON and a table)",
+         arg("instances", nargs="+", metavar="INSTANCE", help="instance JSON files"),
+         arg("--pricing", type=existing_file, metavar="FILE",
+             help="OASiS's pricing file (default: the oracle constants of each instance)"),
+         arg("--time-limit", type=positive_seconds, metavar="S",
+             help="seconds per solver run: the MILP, then (if it is not proven optimal in S) "
+                  "column generation for the bracket (default: until proven)"),
+         arg("--opt", choices=("auto", "milp", "bracket"), default="auto",
+             help="how OPT is found: auto (MILP, bracket if not proven), milp, bracket (column "
+                  "generation only)"),
+         arg("--out", required=True, metavar="FILE", help="ratio report JSON to write"))
+def cmd_ratio(args: argparse.Namespace) -> int:
+    from .experiments.ratio import ratio_report, ratio_row, table
+    from .model.io import FormatError, read_json, write_json_atomic
+    from .online.pricing import parse_pricing, resolve_pricing
+    from .sim.report import format_table
+
+    instances = [load_instance(path) for path in args.instances]
+    pricing: Any = "oracle"
+    if args.pricing is not None:
+        try:
+            doc = read_json(args.pricing)
+            parse_pricing(doc)
+        except FormatError as e:
+            raise _located(e, args.pricing) from None
+        for path, inst in zip(args.instances, instances):
+            try:
+                resolve_pricing(doc, inst)
+            except FormatError as e:
+                raise CliError("--pricing", f"{e} (for {path})") from None
+        pricing = args.pricing
+    rows = []
+    for path, inst in zip(args.instances, instances):
+        try:
+            rows.append(ratio_row(inst, pricing, time_limit=args.time_limit, opt=args.opt,
+                                  name=str(path)))
+        except ValueError as e:  # e.g. the oracle's L is undefined for this instance
+            raise CliError(str(path), str(e)) from None
+    report = ratio_report(rows, "oracle" if args.pricing is None else str(args.pricing),
+                          args.time_limit)
+    write(args.out, lambda doc, out: write_json_atomic(out, doc), report)
+    head, body = table(rows)
+    print(format_table(head, body))
+    if any(r["opt"]["method"] == "bracket" for r in rows):
+        print("* OPT not proven: the bracket [lower, upper] and the ratio's interval")
+    print(f"-> {args.out}")
     return EXIT_OK
 
 

@@ -4,9 +4,19 @@ Setting (reference section 13, choice A9): ``workloads.paper_fig5(seed, servers=
 priority=(lo, hi))`` (n servers split into ceil(n/2) worker and floor(n/2) PS hosts, jobs small
 enough to finish by T); OPT is the exact optimum of problem (1) by the linearised MILP
 (policy ``offline``, each solve proven optimal to a relative gap of 1e-6 unless a time limit
-cuts it short, which the row records); OASiS is the ``oasis`` policy with its default (oracle)
-pricing. The paper averages over runs without saying how; :func:`summarize` reports both the
-mean of the per-seed ratios (the headline) and the ratio of the summed utilities.
+cuts it short, which the row records); OASiS is the ``oasis`` policy under each pricing of
+:data:`PRICINGS`, all fixed before any evaluated instance is seen except the oracle:
+
+* ``plugin``: ``online.plugin.plugin_pricing`` on the group's history (the paper's estimate);
+* ``searched``: ``online.estimate.estimate_pricing`` on the same history, default grid (tuning);
+* ``oracle``: eqs. (23)-(26) on the evaluated instance itself.
+
+The history of a group (servers x gamma1 range) is ``paper_fig5`` at seeds
+``calibration.history_seeds(quick, small=True)`` (1000-1009; the evaluated seeds are below
+1000), as ``reproduce fig5`` uses. Every row carries alpha (Theorem 4) of the constants used,
+and the tables print alpha and 2 alpha beside every ratio. The paper averages over runs without
+saying how; :func:`summarize` reports both the mean of the per-seed ratios (the headline) and the
+ratio of the summed utilities.
 
 ``fig5_row`` is one unit of work (one instance, both solvers), so a runner can spread the rows
 over workers; ``fig5_rows`` runs them in order with a progress bar.
@@ -26,8 +36,49 @@ FULL = {"servers": SERVERS, "priorities": PRIORITIES, "seeds": (0, 1, 2, 3, 4)}
 QUICK = {"servers": SERVERS, "priorities": PRIORITIES, "seeds": (0,)}
 
 
+# the pricings of OASiS, in table order (module docstring)
+PRICINGS = ("plugin", "searched", "oracle")
+
+
 def settings(quick: bool) -> dict:
     return QUICK if quick else FULL
+
+
+def group_history(servers: int, priority: tuple[float, float], quick: bool = False) -> list:
+    """The group's past instances: ``paper_fig5`` at the history seeds (disjoint from the
+    evaluated seeds)."""
+    from ..workloads import paper_fig5
+    from .calibration import history_seeds
+
+    return [paper_fig5(s, servers=servers, priority=tuple(priority))
+            for s in history_seeds(quick, small=True)]
+
+
+def group_pricings(servers: int, priority: tuple[float, float], quick: bool = False,
+                   names: tuple[str, ...] = PRICINGS) -> dict[str, dict]:
+    """name -> OASiS options for each pricing of ``names`` (module docstring), one group."""
+    from ..online.estimate import estimate_pricing
+    from ..online.plugin import plugin_pricing
+
+    unknown = sorted(set(names) - set(PRICINGS))
+    if unknown:
+        raise ValueError(f"pricing: unknown {unknown[0]!r} (known: {', '.join(PRICINGS)})")
+    history = group_history(servers, priority, quick) if set(names) - {"oracle"} else []
+    out: dict[str, dict] = {}
+    for name in names:
+        if name == "plugin":
+            out[name] = {"pricing": dict(plugin_pricing(history))}
+        elif name == "searched":
+            out[name] = {"pricing": dict(estimate_pricing(history))}
+        else:
+            out[name] = {}
+    return out
+
+
+def with_pricing(rows: list[dict], name: str) -> list[dict]:
+    """The rows with OASiS's fields (``oasis``, ``ratio``, ``oasis_admitted``, ``alpha``) taken
+    from pricing ``name`` of ``by_pricing``, for :func:`summarize` / :func:`markdown`."""
+    return [{**r, **r["by_pricing"][name]} for r in rows]
 
 
 def performance_ratio(u_opt: float, u_oasis: float) -> float:
@@ -36,23 +87,36 @@ def performance_ratio(u_opt: float, u_oasis: float) -> float:
 
 
 def fig5_row(seed: int, servers: int, priority: tuple[float, float], *, backend: str = "highs",
-             time_limit: float | None = None, oasis_options: dict | None = None) -> dict:
-    """OPT and OASiS on one Fig. 5 instance: utilities, ratio and the MILP's solve record."""
+             time_limit: float | None = None, oasis_options: dict | None = None,
+             pricings: dict[str, dict] | None = None) -> dict:
+    """OPT and OASiS on one Fig. 5 instance: utilities, ratio and the MILP's solve record.
+
+    ``pricings``: name -> OASiS options (e.g. :func:`group_pricings`); OASiS runs once per
+    entry, each reported under ``by_pricing[name]`` (``oasis``, ``ratio``, ``oasis_admitted``,
+    ``alpha``) and the first also at the top level. Without it, one run with ``oasis_options``
+    (named "oasis").
+    """
     from ..offline.exact import OfflinePolicy
     from ..policies import get_policy
     from ..workloads import paper_fig5
 
     inst = paper_fig5(seed, servers=servers, priority=priority)
-    t0 = time.perf_counter()
-    oasis = get_policy("oasis", **(oasis_options or {})).solve(inst)
-    oasis_s = time.perf_counter() - t0
     opt = OfflinePolicy(backend=backend).solve(inst, time_limit=time_limit)
     st = opt.stats
-    ratio = performance_ratio(opt.total_utility, oasis.total_utility)
+    by_pricing, oasis_s = {}, 0.0
+    for name, options in (pricings or {"oasis": oasis_options or {}}).items():
+        t0 = time.perf_counter()
+        oasis = get_policy("oasis", **options).solve(inst)
+        oasis_s += time.perf_counter() - t0
+        by_pricing[name] = {"oasis": oasis.total_utility,
+                            "ratio": performance_ratio(opt.total_utility, oasis.total_utility),
+                            "oasis_admitted": int(sum(oasis.admitted)),
+                            "alpha": float(oasis.stats["pricing"]["alpha"])}
+    first = next(iter(by_pricing.values()))
     return {"servers": servers, "priority_lo": priority[0], "priority_hi": priority[1],
             "seed": seed, "jobs": inst.I, "horizon": inst.horizon, "opt": opt.total_utility,
-            "oasis": oasis.total_utility, "ratio": ratio, "opt_admitted": int(sum(opt.admitted)),
-            "oasis_admitted": int(sum(oasis.admitted)), "proven_optimal": st["proven_optimal"],
+            **first, "by_pricing": by_pricing, "opt_admitted": int(sum(opt.admitted)),
+            "proven_optimal": st["proven_optimal"],
             "status": st["status"], "bound": st["bound"], "gap": st["gap"],
             "build_s": st["build_s"], "handoff_s": st["handoff_s"], "solve_s": st["solve_s"],
             "columns": st.get("columns"), "rows": st.get("rows"), "oasis_s": oasis_s,
@@ -61,16 +125,22 @@ def fig5_row(seed: int, servers: int, priority: tuple[float, float], *, backend:
 
 def fig5_rows(seeds=FULL["seeds"], servers=SERVERS, priorities=PRIORITIES, *,
               backend: str = "highs", time_limit: float | None = None, progress: bool = False,
-              oasis_options: dict | None = None) -> list[dict]:
-    """Every (servers, priority range, seed) row of Fig. 5, in the paper's order."""
+              oasis_options: dict | None = None, pricings: tuple[str, ...] | None = None,
+              quick: bool = False) -> list[dict]:
+    """Every (servers, priority range, seed) row of Fig. 5, in the paper's order; with
+    ``pricings`` (names of :data:`PRICINGS`) OASiS runs under each (:func:`group_pricings`,
+    history by ``quick``)."""
     from tqdm import tqdm
 
     grid = [(n, pr, s) for n in servers for pr in priorities for s in seeds]
-    rows = []
+    rows: list[dict] = []
+    groups: dict[tuple, dict] = {}
     with tqdm(grid, desc="Fig. 5 (MILP + OASiS)", unit="inst", disable=not progress) as bar:
         for n, pr, s in bar:
+            if pricings is not None and (n, pr) not in groups:
+                groups[(n, pr)] = group_pricings(n, pr, quick, tuple(pricings))
             rows.append(fig5_row(s, n, pr, backend=backend, time_limit=time_limit,
-                                 oasis_options=oasis_options))
+                                 oasis_options=oasis_options, pricings=groups.get((n, pr))))
             bar.set_postfix(servers=n, priority=f"{pr[0]:g}-{pr[1]:g}", seed=s,
                             ratio=f"{rows[-1]['ratio']:.3f}")
     return rows
@@ -86,7 +156,11 @@ def summarize(rows: list[dict]) -> list[dict]:
     for (n, lo, hi), rs in groups.items():
         ratios = np.array([r["ratio"] for r in rs], dtype=float)
         oasis = sum(r["oasis"] for r in rs)
+        alpha = [r["alpha"] for r in rs if r.get("alpha") is not None]
         out.append({"servers": n, "priority_lo": lo, "priority_hi": hi, "seeds": len(rs),
+                    "alpha_mean": float(np.mean(alpha)) if alpha else math.nan,
+                    "opt_admitted_mean": float(np.mean([r["opt_admitted"] for r in rs])),
+                    "oasis_admitted_mean": float(np.mean([r["oasis_admitted"] for r in rs])),
                     "ratio_mean": float(ratios.mean()), "ratio_min": float(ratios.min()),
                     "ratio_max": float(ratios.max()),
                     "ratio_of_sums": sum(r["opt"] for r in rs) / oasis if oasis > 0 else math.inf,
@@ -113,13 +187,15 @@ def paper_ratios(reference_dir: str | Path | None = None) -> dict[tuple[int, flo
 def markdown(summary: list[dict], paper: dict | None = None) -> str:
     """The summary as a markdown table, with the paper's value beside ours when given."""
     head = ("| servers | gamma1 | seeds | OPT/OASiS mean | min | max | ratio of sums | paper "
-            "| all proven | max MILP s |")
-    lines = [head, "|---" * 10 + "|"]
+            "| alpha | 2 alpha | admitted OPT / OASiS | all proven | max MILP s |")
+    lines = [head, "|---" * 13 + "|"]
     for s in summary:
         p = (paper or {}).get((s["servers"], s["priority_lo"], s["priority_hi"]))
+        alpha = s.get("alpha_mean", math.nan)
         lines.append(f"| {s['servers']} | [{s['priority_lo']:g},{s['priority_hi']:g}] | "
                      f"{s['seeds']} | {s['ratio_mean']:.3f} | {s['ratio_min']:.3f} | "
                      f"{s['ratio_max']:.3f} | {s['ratio_of_sums']:.3f} | "
-                     f"{'-' if p is None else f'{p:.2f}'} | {'yes' if s['all_proven'] else 'NO'} | "
-                     f"{s['max_solve_s']:.2f} |")
+                     f"{'-' if p is None else f'{p:.2f}'} | {alpha:.2f} | {2 * alpha:.2f} | "
+                     f"{s['opt_admitted_mean']:.1f} / {s['oasis_admitted_mean']:.1f} | "
+                     f"{'yes' if s['all_proven'] else 'NO'} | {s['max_solve_s']:.2f} |")
     return "\n".join(lines) + "\n"

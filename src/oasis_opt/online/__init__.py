@@ -6,17 +6,20 @@ capacities and one job's parameters as arrays, no ``Instance``) and ``best_sched
 an instance); backends in ``dual_reference`` (plain loops), ``dual_numpy`` (default) and
 ``dual_jax`` (imports jax), sharing ``_dp``; one tie rule, so identical plans.
 ``oasis``: the policy ``OasisPolicy`` (Alg. 1), registered as ``"oasis"``.
-``estimate``: U and L estimated from past instances (``estimate_pricing``: a pricing document
-with its calibration, ``EstimatedPricing``).
+``plugin``: U and L estimated from past instances by eqs. (23)-(26) (``plugin_pricing``: a
+pricing document with its intermediate values, ``PluginPricing``).
+``estimate``: U and L tuned on past instances, the floor searched on utility (``estimate_pricing``:
+a pricing document with its calibration, ``EstimatedPricing``).
 """
 from .dual import BACKENDS, GRANULARITIES, Plan, best_schedule, best_schedule_arrays
 from .estimate import (DEFAULT_FLOOR_GRID, EstimatedPricing, FloorCalibration, estimate_pricing,
                        history_u, pricing_document)
 from .oasis import OasisPolicy
+from .plugin import DEFAULT_QUANTILE, PluginPricing, plugin_pricing
 from .pricing import (PRICING_FORMAT, Pricing, oracle_pricing, price_function,
                       read_pricing_file, resolve_pricing, save_pricing)
 
-__all__ = ["BACKENDS", "DEFAULT_FLOOR_GRID", "GRANULARITIES", "PRICING_FORMAT",
+__all__ = ["BACKENDS", "DEFAULT_FLOOR_GRID", "DEFAULT_QUANTILE", "PluginPricing", "plugin_pricing", "GRANULARITIES", "PRICING_FORMAT",
            "EstimatedPricing", "FloorCalibration", "OasisPolicy", "Plan", "Pricing",
            "best_schedule", "best_schedule_arrays", "estimate_pricing", "history_u",
            "oracle_pricing", "price_function", "pricing_document", "read_pricing_file",

@@ -1,4 +1,12 @@
-"""OASiS's U and L "estimated from past experience" (paper p.6): calibration on a job history.
+"""OASiS's U and L tuned on a job history: the floor L searched on utility (``--method search``).
+
+This is *tuning*, not the paper's estimate (``online.plugin`` applies eqs. (23)-(26) to the
+history without looking at utility, and is the default of ``oasis-opt estimate-pricing``): the
+floor is the one under which OASiS earned most on the history. It is a fair comparison only when
+the history rule is fixed before the evaluated instances are seen: which instances (size and
+seeds, disjoint from the evaluated ones, e.g. ``experiments.calibration.HISTORY_SEEDS``) and the
+grid (``DEFAULT_FLOOR_GRID``: 1e-7 to 1 in half decades, extended past 0.1 because the best floor
+often sat at 0.1, the old grid's top).
 
 Why this exists: the oracle constants of eqs. (23)-(26) are exact but, with the paper's sigmoid
 utilities, the floor price L is the minimum over jobs of f_i(T - a_i), the utility of a
@@ -31,9 +39,9 @@ import numpy as np
 
 from .pricing import PRICING_FORMAT, oracle_u
 
-# 1e-7 ... 1e-1 in half decades: the floors worth trying for utilities of the paper's scale
+# 1e-7 ... 1 in half decades: the floors worth trying for utilities of the paper's scale
 # (gamma1 <= 100 per job, a few to a few hundred resource units per job and slot).
-DEFAULT_FLOOR_GRID: tuple[float, ...] = tuple(10.0 ** (k / 2) for k in range(-14, -1))
+DEFAULT_FLOOR_GRID: tuple[float, ...] = tuple(10.0 ** (k / 2) for k in range(-14, 1))
 
 
 def history_u(history: Iterable[Any]) -> dict[str, dict[str, float]]:

@@ -69,6 +69,12 @@ An explicit pricing file (``"format": "oasis-opt/pricing@1"``)::
 Every value must be a finite number > 0 and every U at least its pool's L (the price rises from
 L on an empty server to U on a full one); a resource some job demands on that pool must have a
 U; a resource nobody demands may be omitted (it is then unpriced as above).
+
+**Per-resource floors.** ``L_worker`` / ``L_ps`` may also be an object ``{resource: L^r}`` with
+exactly the resources of that pool's U: the floor of eq. (22) is then L^r per unit of resource
+r. This is what a floor set on capacity-normalised demands becomes in raw units (L^r = L / c^r,
+see ``online.plugin``); a single number is the paper's one floor per pool. Readers of files with
+a single number are unaffected.
 """
 from __future__ import annotations
 
@@ -93,15 +99,16 @@ class Pricing:
 
     ``U_worker`` / ``U_ps``: shape (R,), U1^r / U2^r in the instance's resource order (``nan`` =
     unpriced resource, see the module docstring). ``log_L_worker`` / ``log_L_ps``: ln L1, ln L2
-    (kept as logs so that a floor price below the float range stays exact). ``eta_*`` are None
-    for an explicit pricing file.
+    (kept as logs so that a floor price below the float range stays exact): one number per
+    pool, or shape (R,) for per-resource floors (an unpriced resource's entry is never used).
+    ``eta_*`` are None for an explicit pricing file.
     """
 
     resources: tuple[str, ...]
     U_worker: np.ndarray
     U_ps: np.ndarray
-    log_L_worker: float
-    log_L_ps: float
+    log_L_worker: float | np.ndarray
+    log_L_ps: float | np.ndarray
     source: str = "oracle"
     u_scale: float = 1.0
     eta_worker: float | None = None
@@ -113,20 +120,22 @@ class Pricing:
 
     # ---- derived constants ---------------------------------------------------------------
     @property
-    def L_worker(self) -> float:
-        return math.exp(self.log_L_worker)
+    def L_worker(self) -> float | np.ndarray:
+        return np.exp(self.log_L_worker) if np.ndim(self.log_L_worker) else \
+            math.exp(self.log_L_worker)
 
     @property
-    def L_ps(self) -> float:
-        return math.exp(self.log_L_ps)
+    def L_ps(self) -> float | np.ndarray:
+        return np.exp(self.log_L_ps) if np.ndim(self.log_L_ps) else math.exp(self.log_L_ps)
 
     @property
     def alpha(self) -> float:
-        """alpha = max_r (1, ln(U1^r / L1), ln(U2^r / L2)) over priced resources (Theorem 4)."""
+        """alpha = max_r (1, ln(U1^r / L1^r), ln(U2^r / L2^r)) over priced resources (Theorem 4;
+        L^r = L when the pool has one floor)."""
         logs = [1.0]
         for U, log_L in ((self.U_worker, self.log_L_worker), (self.U_ps, self.log_L_ps)):
             priced = ~np.isnan(U)
-            logs.extend((np.log(U[priced]) - log_L).tolist())
+            logs.extend((np.log(U[priced]) - np.broadcast_to(log_L, U.shape)[priced]).tolist())
         return float(max(logs))
 
     @property
@@ -164,15 +173,20 @@ class Pricing:
         def amounts(U: np.ndarray) -> dict[str, float]:
             return {r: float(u) for r, u in zip(self.resources, U) if not np.isnan(u)}
 
+        def floor(L: float | np.ndarray, U: np.ndarray) -> float | dict[str, float]:
+            return amounts(np.where(np.isnan(U), np.nan, L)) if np.ndim(L) else float(L)
+
         return {"format": PRICING_FORMAT, "U_worker": amounts(self.U_worker),
-                "U_ps": amounts(self.U_ps), "L_worker": self.L_worker, "L_ps": self.L_ps}
+                "U_ps": amounts(self.U_ps), "L_worker": floor(self.L_worker, self.U_worker),
+                "L_ps": floor(self.L_ps, self.U_ps)}
 
     def stats(self) -> dict:
         """Everything a result should report: constants, alpha, the 2 alpha bound, provenance."""
         d = self.to_dict()
         del d["format"]
-        d.update(source=self.source, u_scale=self.u_scale, log_L_worker=self.log_L_worker,
-                 log_L_ps=self.log_L_ps, eta_worker=self.eta_worker, eta_ps=self.eta_ps,
+        d.update(source=self.source, u_scale=self.u_scale,
+                 log_L_worker=np.asarray(self.log_L_worker).tolist(),
+                 log_L_ps=np.asarray(self.log_L_ps).tolist(), eta_worker=self.eta_worker, eta_ps=self.eta_ps,
                  unpriced_worker=[r for r, u in zip(self.resources, self.U_worker) if np.isnan(u)],
                  unpriced_ps=[r for r, u in zip(self.resources, self.U_ps) if np.isnan(u)],
                  excluded_from_L=list(self.excluded_from_L), alpha=self.alpha,
@@ -184,9 +198,10 @@ class Pricing:
         return d
 
 
-def price_function(committed: np.ndarray, capacity: np.ndarray, log_L: float,
+def price_function(committed: np.ndarray, capacity: np.ndarray, log_L: float | np.ndarray,
                    U: np.ndarray) -> np.ndarray:
-    """Eq. (22): L (U/L)^(g/c) = exp(ln L + (g/c) ln(U/L)), elementwise over (..., S, R).
+    """Eq. (22): L (U/L)^(g/c) = exp(ln L + (g/c) ln(U/L)), elementwise over (..., S, R);
+    ``log_L`` is one floor or one per resource, shape (R,).
 
     Where c = 0 (the server has none of r) or r is unpriced (U = nan) the price is L: nothing can
     be committed there, or nothing demands it.
@@ -317,15 +332,24 @@ def parse_pricing(doc: Any) -> dict:
         if not isinstance(amounts, dict):
             raise FormatError(key, "expected an object {resource: value}")
         out[key] = {str(r): _positive(v, f"{key}.{r}") for r, v in amounts.items()}
-    for key in ("L_worker", "L_ps"):
+    for pool in ("worker", "ps"):
+        key, ukey = f"L_{pool}", f"U_{pool}"
         if key not in doc:
             raise FormatError(key, "missing field")
-        out[key] = _positive(doc[key], key)
-    for pool in ("worker", "ps"):
-        floor = out[f"L_{pool}"]
-        for r, u in out[f"U_{pool}"].items():
+        if isinstance(doc[key], dict):  # per-resource floors: exactly the priced resources
+            floors = {str(r): _positive(v, f"{key}.{r}") for r, v in doc[key].items()}
+            for r in sorted(set(floors) ^ set(out[ukey])):
+                raise FormatError(f"{key}.{r}", f"{'no' if r in floors else 'missing:'} "
+                                  f"{ukey}.{r}; a per-resource floor names exactly the "
+                                  f"resources of {ukey}")
+            out[key] = floors
+        else:
+            out[key] = _positive(doc[key], key)
+        for r, u in out[ukey].items():
+            floor = out[key][r] if isinstance(out[key], dict) else out[key]
+            path = f"{key}.{r}" if isinstance(out[key], dict) else key
             if u < floor:
-                raise FormatError(f"L_{pool}", f"{floor:g} exceeds U_{pool}.{r} = {u:g}; the "
+                raise FormatError(path, f"{floor:g} exceeds {ukey}.{r} = {u:g}; the "
                                   "price must rise from L (empty server) to U (full), so L <= U")
     return out
 
@@ -361,8 +385,15 @@ def pricing_from_values(values: Mapping[str, Any], instance: Instance, source: s
                 job = instance.jobs[first].id
                 raise FormatError(f"{key}.{r}", f"missing: job {job!r} demands {r!r} on this pool")
         arrays[key] = U
-    return Pricing(tuple(R), arrays["U_worker"], arrays["U_ps"], math.log(values["L_worker"]),
-                   math.log(values["L_ps"]), source)
+
+    def log_floor(L: float | Mapping[str, float]) -> float | np.ndarray:
+        if not isinstance(L, Mapping):
+            return math.log(L)
+        # an unpriced resource multiplies zero demand in every cost: its floor is never used
+        return np.array([math.log(L[r]) if r in L else 0.0 for r in R])
+
+    return Pricing(tuple(R), arrays["U_worker"], arrays["U_ps"], log_floor(values["L_worker"]),
+                   log_floor(values["L_ps"]), source)
 
 
 def resolve_pricing(spec: Any, instance: Instance, u_scale: float = 1.0) -> Pricing:
@@ -396,7 +427,8 @@ def save_pricing(pricing: Pricing | Mapping[str, Any], path: str | Path) -> None
         write_json_atomic(path, {"format": PRICING_FORMAT, **parse_pricing(dict(pricing))})
         return
     for name in ("L_worker", "L_ps"):
-        if getattr(pricing, name) <= 0:
-            raise ValueError(f"{name}: exp({getattr(pricing, 'log_' + name):.1f}) underflows "
+        if np.any(np.asarray(getattr(pricing, name)) <= 0):
+            log_L = float(np.min(getattr(pricing, "log_" + name)))
+            raise ValueError(f"{name}: exp({log_L:.1f}) underflows "
                              "float64 and cannot be written to a pricing file")
     write_json_atomic(path, pricing.to_dict())

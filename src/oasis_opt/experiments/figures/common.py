@@ -18,7 +18,8 @@ from ..._extras import require
 from ..spec import RunSpec
 
 # Display names and colours of the policies, in the paper's legend order.
-DISPLAY = {"oasis": "OASiS", "oasis-oracle": "OASiS (oracle U, L)", "fifo": "FIFO", "drf": "DRF", "rrh": "RRH", "dorm": "Dorm",
+DISPLAY = {"oasis": "OASiS", "oasis-oracle": "OASiS (oracle U, L)",
+           "oasis-plugin": "OASiS (plug-in U, L)", "fifo": "FIFO", "drf": "DRF", "rrh": "RRH", "dorm": "Dorm",
            "tiresias": "Tiresias", "optimus": "Optimus", "offline": "Offline", "greedy": "Greedy"}
 COLOURS = {"oasis": "#1f77b4", "oasis-oracle": "#aec7e8", "fifo": "#ff7f0e", "drf": "#2ca02c", "rrh": "#d62728",
            "dorm": "#9467bd", "tiresias": "#8c564b", "optimus": "#e377c2", "greedy": "#7f7f7f"}
