@@ -139,14 +139,17 @@ def relative_gap(objective: float | None, bound: float | None) -> float | None:
 
 def solve_program(lp: LinearProgram, *, backend: str = "highs", time_limit: float | None = None,
                   relax: bool = False, seed: int = 0, mip_gap: float = MIP_GAP,
-                  initial: np.ndarray | None = None) -> SolverResult:
+                  initial: np.ndarray | None = None,
+                  highs_options: dict[str, Any] | None = None) -> SolverResult:
     """Solve ``lp`` with ``backend`` ("highs" or "cpsat").
 
     ``relax=True`` drops integrality (HiGHS only; CP-SAT solves integer programs only) and
     returns row duals. ``time_limit`` (seconds) returns the best incumbent found, with
     ``status="time_limit"`` and ``proven_optimal=False``. ``seed`` fixes the solvers' random
     seeds (both are deterministic for a given seed; CP-SAT runs with one worker). ``initial``:
-    a feasible point handed to the solver as a starting incumbent (MILPs).
+    a feasible point handed to the solver as a starting incumbent (MILPs). ``highs_options``:
+    further HiGHS options (e.g. ``{"solver": "ipm", "run_crossover": "off"}`` for an interior
+    point of the optimal face instead of a vertex).
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend: unknown {backend!r} (known: {', '.join(BACKENDS)})")
@@ -156,7 +159,7 @@ def solve_program(lp: LinearProgram, *, backend: str = "highs", time_limit: floa
         return _solve_empty(lp, backend)
     if backend == "highs":
         return _solve_highs(lp, time_limit=time_limit, relax=relax, seed=seed, mip_gap=mip_gap,
-                            initial=initial)
+                            initial=initial, options=highs_options)
     if relax:
         raise ValueError("relax: CP-SAT solves integer programs only; use backend='highs' for LPs")
     return _solve_cpsat(lp, time_limit=time_limit, seed=seed, mip_gap=mip_gap, initial=initial)
@@ -253,7 +256,8 @@ def to_highs_lp(lp: LinearProgram, relax: bool = False) -> Any:
 
 
 def _solve_highs(lp: LinearProgram, *, time_limit: float | None, relax: bool, seed: int,
-                 mip_gap: float, initial: np.ndarray | None) -> SolverResult:
+                 mip_gap: float, initial: np.ndarray | None,
+                 options: dict[str, Any] | None = None) -> SolverResult:
     import highspy
 
     MS = highspy.HighsModelStatus
@@ -262,7 +266,7 @@ def _solve_highs(lp: LinearProgram, *, time_limit: float | None, relax: bool, se
     h = new_highs(time_limit=None if time_limit is None else float(time_limit),
                   random_seed=int(seed), mip_rel_gap=float(mip_gap),
                   primal_feasibility_tolerance=FEAS_TOL,
-                  mip_feasibility_tolerance=FEAS_TOL if is_mip else None)
+                  mip_feasibility_tolerance=FEAS_TOL if is_mip else None, **(options or {}))
     h.passModel(to_highs_lp(lp, relax=relax))
     if initial is not None and is_mip:
         sol = highspy.HighsSolution()
