@@ -37,6 +37,8 @@ def summarize(instance, schedule) -> Summary:
     """The metrics the paper reports, plus admission counts and utilisation, as a ``Summary``:
     a dict whose ``str`` is the one-row table ``oasis-opt summary`` prints.
 
+    ``jct`` holds Gavel's metrics (``jct_metrics``: average JCT, makespan, GPU utilisation,
+    finish-time fairness), None for an instance without a slot length.
     ``label`` is the policy with the options recorded in ``stats["options"]`` (by
     ``oasis_opt.solve`` and ``oasis-opt solve``); ``solver`` the solver's ``status``,
     ``proven_optimal``, ``objective``, ``bound``, ``gap`` and ``message`` for offline policies
@@ -58,6 +60,7 @@ def summarize(instance, schedule) -> Summary:
         "unfinished": int((admitted & ~completed).sum()),
         "completion_minus_target_median": {k: float(np.median(v)) for k, v in cmt.items()},
         "utilisation": utilisation(instance, schedule),
+        "jct": jct_metrics(instance, schedule),
         "solver": solver_stats(schedule.stats),
     })
 
