@@ -70,6 +70,17 @@ class GavelJob:
         return str((self.job_type, self.scale_factor))
 
 
+def gavel_files(root: str | Path | None = None) -> dict[str, Path]:
+    """Paths of the Gavel files shipped with the package (``oasis_opt/data/traces/gavel``) or
+    under ``root`` laid out the same way: ``trace`` (dev.trace), ``throughputs`` and
+    ``results`` (Gavel's own numbers on the dev trace)."""
+    from .traces import trace_root
+
+    folder = trace_root(root) / "gavel"
+    return {"trace": folder / "dev.trace", "throughputs": folder / "throughputs.json",
+            "results": folder / "results.csv"}
+
+
 def read_trace(path: str | Path) -> list[GavelJob]:
     """The jobs of a Gavel ``*.trace`` file, in line order (their Gavel job ids are 0, 1 ...)."""
     path = Path(path)
