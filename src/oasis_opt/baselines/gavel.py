@@ -124,6 +124,9 @@ class GavelPolicy(OnlinePolicy):
         now = (t - 1) * self.slot_s
         active = state.active()
         active = active[self.k[active] > 0]
+        # jobs whose usable types have no room for their GPUs at all cannot get time
+        room = ((self.D[active] <= self.n[None, :] + 1e-9) & (self.T[active] > 0)).any(axis=1)
+        active = active[room]
         if self.last_s is not None:  # Gavel's _reset_time_run_so_far, with the old X
             self.deficit += self.X * (now - self.last_s) - (self.ran - self.credit)
         self.ran[:] = 0.0

@@ -153,8 +153,12 @@ def _check(T, N, n) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def equal_share_throughput(T, n) -> np.ndarray:
-    """P_j = sum_g T_jg n_g / sum_g n_g: job j's throughput on an equal share of every type."""
-    return np.asarray(T, float) @ (np.asarray(n, float) / float(np.sum(n)))
+    """P_j = sum_g T_jg n_g / sum_g n_g: job j's throughput on an equal share of every type;
+    max_g T_jg for a job that can use only types without GPUs (n_g = 0), where it needs none."""
+    T = np.asarray(T, float)
+    n = np.asarray(n, float)
+    P = T @ (n / float(n.sum())) if n.sum() > 0 else np.zeros(len(T))
+    return np.where(P > 0, P, T.max(axis=1) if T.size else 0.0)
 
 
 def isolated_throughput(T, N, n) -> np.ndarray:
@@ -174,7 +178,7 @@ def isolated_throughput(T, N, n) -> np.ndarray:
                 z = left / (len(order) - k)
                 break
             left -= s_k
-        share = np.minimum(1.0, z / size)
+        share = np.minimum(1.0, np.divide(z, size, out=np.ones(len(size)), where=size > 0))
     return share * equal_share_throughput(T, n)
 
 
