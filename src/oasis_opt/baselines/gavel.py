@@ -50,7 +50,8 @@ import numpy as np
 from ..model.numerics import workers_alone
 from ..model.policy import OnlinePolicy
 from ..offline import gavel_lp
-from ..sim.placement import FirstFit, apply
+from ..model.numerics import fill, fit_count
+from ..sim.placement import apply
 
 ALLOCATIONS = ("las", "ftf", "makespan", "las-agnostic", "fifo", "fifo-gavel")
 RECOMPUTE_S = 1920.0  # Gavel's minimum time between two allocation computations
@@ -106,7 +107,8 @@ class GavelPolicy(OnlinePolicy):
         self.iso_done = np.zeros(inst.I)  # FTF: isolated time of the work done so far (slots)
         self.prev_remaining = inst.work.astype(float)
         self.computations = self.lps = 0
-        self.placement = FirstFit()
+        self.servers_of = [np.flatnonzero(inst.type_mask[g]) for g in range(G)]
+        self.ps_of = [int(inst.ps_needed(j, int(self.k[j]))) for j in range(inst.I)]
 
     def on_arrival(self, job, t, state):
         self.changed = True
@@ -278,25 +280,29 @@ class GavelPolicy(OnlinePolicy):
             else:
                 rest.append(j)
         for j in rest:
-            rows = self.placement.place(inst, j, int(self.k[j]), _on_type(inst, free, taken[j]))
+            rows = self._first_fit(j, taken[j], free)
             if rows is not None:  # (only other resources than GPUs can refuse it)
                 apply(inst, j, rows, free)
                 out[j] = (taken[j], rows)
         return out
 
+    def _first_fit(self, j: int, g: int, free: np.ndarray) -> list | None:
+        """Rows for job j's k_j workers on type g's servers in instance order (several servers
+        if need be) and its PSs on the PS servers in order, or None if they do not fit."""
+        inst, H = self.instance, self.instance.H
+        idx = self.servers_of[g]
+        w = fill(np.arange(len(idx)), fit_count(free[idx], inst.type_demand[j, g]), int(self.k[j]))
+        if w is None:
+            return None
+        p = fill(np.arange(inst.K), fit_count(free[H:], inst.ps_demand[j]), self.ps_of[j])
+        if p is None:
+            return None
+        return [(int(idx[s]), 0, n) for s, n in w] + [(H + s, 1, n) for s, n in p]
+
     def stats(self) -> dict:
         return {"allocation": self.allocation, "computations": self.computations,
                 "lps": self.lps, "recompute_s": self.recompute_s,
                 "rigid_workers": self.k.tolist()}
-
-
-def _on_type(inst, free: np.ndarray, g: int) -> np.ndarray:
-    """``free`` with the worker servers of other types emptied (placement on type g only)."""
-    if not inst.typed:
-        return free
-    out = free.copy()
-    out[: inst.H][~inst.type_mask[g]] = 0.0
-    return out
 
 
 def _fits(inst, job: int, rows, free: np.ndarray) -> bool:

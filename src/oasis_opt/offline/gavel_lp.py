@@ -58,11 +58,22 @@ class Allocation:
     lps: int = 1  # LPs solved to find it
 
 
-def _per_job(values: np.ndarray) -> sp.csr_matrix:
-    """(J, J*G) matrix with row j holding ``values[j]`` (G,) on job j's columns x_j."""
-    J, G = values.shape
-    return sp.csr_matrix((values.ravel(), np.arange(J * G), np.arange(0, J * G + 1, G)),
-                         shape=(J, J * G))
+def _base_rows(N: np.ndarray, last: np.ndarray) -> sp.csr_matrix:
+    """Rows over columns [x (J*G, row-major), extra (E)]: sum_g x_jg (J rows), sum_j N_jg x_jg
+    (G rows), then per job j its row ``last[j]`` ((J, G + E): x_j's coefficients, then the
+    extra columns'), built straight as CSR arrays (scipy's stacking costs more than HiGHS here)."""
+    J, G = N.shape
+    E = last.shape[1] - G
+    cols = J * G + E
+    x = np.arange(J * G).reshape(J, G)
+    job_idx = x.ravel()
+    type_idx = x.T.ravel()  # row g: x_0g, x_1g, ...
+    last_idx = np.hstack([x, J * G + np.tile(np.arange(E), (J, 1))]).ravel()
+    indices = np.concatenate([job_idx, type_idx, last_idx])
+    data = np.concatenate([np.ones(J * G), N.T.ravel(), last.ravel()])
+    indptr = np.concatenate([np.arange(0, J * G + 1, G)[:-1], J * G + np.arange(0, J * G, J),
+                             2 * J * G + np.arange(0, J * (G + E) + 1, G + E)])
+    return sp.csr_matrix((data, indices, indptr), shape=(2 * J + G, cols))
 
 
 CENTRAL = {"solver": "ipm", "run_crossover": "off", "presolve": "off"}  # HiGHS options
@@ -75,12 +86,7 @@ def _solve_ratio(T: np.ndarray, N: np.ndarray, n: np.ndarray, coef: np.ndarray,
     (v <= ``cap``; ``fixed``: v = fixed and no objective: a feasibility question); columns
     [x (J*G, row-major), v]."""
     J, G = T.shape
-    rows = sp.vstack([
-        sp.hstack([_per_job(np.ones((J, G))), sp.csr_matrix((J, 1))]),  # sum_g x_jg <= 1
-        sp.hstack([sp.csr_matrix((N.ravel(), (np.tile(np.arange(G), J), np.arange(J * G))),
-                                 shape=(G, J * G)), sp.csr_matrix((G, 1))]),  # sum_j N_jg x_jg
-        sp.hstack([_per_job(T * coef[:, None]), sp.csr_matrix(-rhs[:, None])]),  # ratio >= v
-    ]).tocsr()
+    rows = _base_rows(N, np.hstack([T * coef[:, None], -rhs[:, None]]))
     c = np.zeros(J * G + 1)
     c[-1] = 0.0 if fixed is not None else 1.0
     v_lo, v_hi = (fixed, fixed) if fixed is not None else (0.0, np.inf if cap is None else cap)
@@ -107,10 +113,7 @@ class _Floors:
     def __init__(self, T: np.ndarray, N: np.ndarray, n: np.ndarray, central: bool = False):
         J, G = T.shape
         self.J, self.G = J, G
-        rows = sp.vstack([_per_job(np.ones((J, G))),
-                          sp.csr_matrix((N.ravel(), (np.tile(np.arange(G), J), np.arange(J * G))),
-                                        shape=(G, J * G)),
-                          _per_job(T)]).tocsr()
+        rows = _base_rows(N, T)
         lp = LinearProgram(np.zeros(J * G), rows,
                            np.concatenate([np.full(J + G, -np.inf), np.zeros(J)]),
                            np.concatenate([np.ones(J), n, np.full(J, np.inf)]),
