@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 
 from ..model.numerics import FEAS_TOL
 from .solver import LinearProgram, new_highs, run_highs, solve_program, to_highs_lp
@@ -140,7 +141,7 @@ class _Floors:
         return np.clip(x.reshape(self.J, self.G), 0.0, 1.0)
 
 
-def _check(T, N, n) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _check(T: ArrayLike, N: ArrayLike, n: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Arrays as floats, N broadcast to (J, G)."""
     T = np.asarray(T, dtype=float)
     n = np.asarray(n, dtype=float)
@@ -155,7 +156,7 @@ def _check(T, N, n) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return T, N, n
 
 
-def equal_share_throughput(T, n) -> np.ndarray:
+def equal_share_throughput(T: ArrayLike, n: ArrayLike) -> np.ndarray:
     """P_j = sum_g T_jg n_g / sum_g n_g: job j's throughput on an equal share of every type;
     max_g T_jg for a job that can use only types without GPUs (n_g = 0), where it needs none."""
     T = np.asarray(T, float)
@@ -164,7 +165,7 @@ def equal_share_throughput(T, n) -> np.ndarray:
     return np.where(P > 0, P, T.max(axis=1) if T.size else 0.0)
 
 
-def isolated_throughput(T, N, n) -> np.ndarray:
+def isolated_throughput(T: ArrayLike, N: ArrayLike, n: ArrayLike) -> np.ndarray:
     """p_j = s_j P_j: the throughput of the type-blind max-min allocation that spreads each job's
     share s_j over the types in proportion to their sizes, s_j = min(1, z / N_j) with z the
     water level at which sum_j min(N_j, z) = sum_g n_g (s_j = 1 when every job fits)."""
@@ -185,7 +186,8 @@ def isolated_throughput(T, N, n) -> np.ndarray:
     return share * equal_share_throughput(T, n)
 
 
-def max_min_fairness(T, N, n, weights=None, scale=None, *, central: bool = False) -> Allocation:
+def max_min_fairness(T: ArrayLike, N: ArrayLike, n: ArrayLike, weights: ArrayLike | None = None,
+                     scale: ArrayLike | None = None, *, central: bool = False) -> Allocation:
     """Gavel's ``max_min_fairness_perf`` (module docstring); objective = the minimum ratio.
     ``scale``: the N_j of the objective (default: the largest of job j's ``N``)."""
     T, N, n = _check(T, N, n)
@@ -197,7 +199,8 @@ def max_min_fairness(T, N, n, weights=None, scale=None, *, central: bool = False
     return _solve_ratio(T, N, n, scale / (w * P), np.ones(len(N)), central=central)
 
 
-def min_makespan(T, N, n, remaining, *, central: bool = False) -> Allocation:
+def min_makespan(T: ArrayLike, N: ArrayLike, n: ArrayLike, remaining: ArrayLike, *,
+                 central: bool = False) -> Allocation:
     """Gavel's ``min_total_duration_perf``, exactly: objective = the least makespan
     max_j r_j / y_j (in the time unit of T), 0 when no work is left."""
     T, N, n = _check(T, N, n)
@@ -208,8 +211,8 @@ def min_makespan(T, N, n, remaining, *, central: bool = False) -> Allocation:
     return Allocation(alloc.x, 1.0 / alloc.objective if alloc.objective > 0 else np.inf)
 
 
-def makespan_feasible(T, N, n, remaining, makespan: float, *, central: bool = True
-                      ) -> Allocation:
+def makespan_feasible(T: ArrayLike, N: ArrayLike, n: ArrayLike, remaining: ArrayLike,
+                      makespan: float, *, central: bool = True) -> Allocation:
     """A point of {x: base constraints, y_j >= r_j / makespan} (Gavel's feasibility program);
     objective -inf (and x = 0) when there is none."""
     T, N, n = _check(T, N, n)
@@ -235,7 +238,8 @@ def gavel_bisection(optimum: float, low: float = 100.0, high: float = 1e6,
     return best
 
 
-def finish_time_fairness(T, N, n, remaining, elapsed, isolated, *, central: bool = False
+def finish_time_fairness(T: ArrayLike, N: ArrayLike, n: ArrayLike, remaining: ArrayLike,
+                         elapsed: ArrayLike, isolated: ArrayLike, *, central: bool = False
                          ) -> Allocation:
     """Gavel's ``finish_time_fairness_perf``; objective = the least max_j rho_j, found by
     bisection (module docstring): ``elapsed`` t_j >= 0 and ``isolated`` throughputs p_j > 0
@@ -272,7 +276,8 @@ def finish_time_fairness(T, N, n, remaining, elapsed, isolated, *, central: bool
         else:
             hi, best = mid, x
     lps = model.solves
-    if central:
-        x = _Floors(T, N, n, central=True).solve(floors(hi))
+    final = floors(hi)
+    if central and final is not None:
+        x = _Floors(T, N, n, central=True).solve(final)
         best, lps = (best if x is None else x), lps + 1
     return Allocation(best, hi, lps)
