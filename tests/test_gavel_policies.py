@@ -202,3 +202,32 @@ def test_dev_trace_within_ten_percent_of_gavel(policy):
     assert m["avg_jct_s"] == pytest.approx(float(ref["avg_jct_s"]), rel=0.10)
     assert m["makespan_s"] == pytest.approx(float(ref["makespan_s"]), rel=0.10)
     assert np.isfinite(m["rho_max"])
+
+
+def test_comparison_page_from_rows():
+    from oasis_opt.experiments.gavel import (POLICIES, markdown, read_gavel_results,
+                                             summary_rows)
+
+    gavel = read_gavel_results(gavel_files()["results"])
+    rows = []
+    for name, opts, gname, sols, seeds in POLICIES:
+        ref = gavel.get(gname, {"avg_jct_s": 10_000.0, "makespan_s": 50_000.0})
+        for k, (sol, seed) in enumerate((s, d) for s in sols for d in seeds):
+            # the default run 5% above Gavel, the others further off (so the spread is visible)
+            scale = 1.05 if k == 0 else 1.05 + 0.1 * k
+            if name == "gavel-ftf":
+                scale = 1.2  # outside the tolerance
+            options = dict(opts, seed=seed)
+            rows.append({"policy": name, "options": options, "gavel": gname, "solution": sol,
+                         "seed": seed, "wall_s": 0.1, "avg_jct_s": ref["avg_jct_s"] * scale,
+                         "makespan_s": ref["makespan_s"] * scale, "utilisation": 0.5,
+                         "rho_max": 2.0, "rho_mean": 1.5})
+    summary = summary_rows(rows, gavel)
+    las = next(s for s in summary if s["label"] == "gavel-las")
+    assert las["main"]["solution"] == "central" and las["runs"] == 2
+    ref = gavel["max_min_fairness_perf"]["avg_jct_s"]
+    assert las["jct_range"] == pytest.approx((1.05 * ref, 1.15 * ref))
+    text = markdown(summary, rows, gavel)
+    assert "| `gavel-las` | `max_min_fairness_perf` |" in text and "+5.0%" in text
+    line = next(s for s in text.splitlines() if s.startswith("Within 10%"))
+    assert "gavel-ftf" not in line and "gavel-las" in line and "(4 of 5)" in line
