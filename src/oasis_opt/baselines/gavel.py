@@ -24,9 +24,10 @@ turned into integral per-round decisions by Gavel's round-based mechanism, with 
   its servers if they still have room (a lease extension), placed first; the others, largest
   first, fill the type's servers in instance order (several servers if need be).
 
-Allocations (``allocation=``): ``las`` (Gavel's ``max_min_fairness_perf``), ``ftf``
-(``finish_time_fairness_perf``), ``makespan`` (``min_total_duration_perf``), ``las-agnostic``
-(``max_min_fairness``: throughputs set to 1), ``fifo`` and ``fifo-gavel``:
+Allocations (``GavelPolicy.allocation``, one per registered subclass): ``las`` (Gavel's
+``max_min_fairness_perf``), ``ftf`` (``finish_time_fairness_perf``), ``makespan``
+(``min_total_duration_perf``), ``las-agnostic`` (``max_min_fairness``: throughputs set to 1),
+``fifo`` and ``fifo-gavel``:
 
 * ``fifo`` (textbook): jobs in arrival order, strict head-of-line; the head takes the fastest
   type it can use with room for its k_j GPUs and keeps it until it ends; recomputed at every
@@ -63,19 +64,19 @@ class GavelPolicy(OnlinePolicy):
 
     name = "gavel"
 
-    def __init__(self, *, allocation: str = "las", seed: int = 0,
-                 recompute_s: float | None = None, solution: str = "central"):
-        if allocation not in ALLOCATIONS:
+    allocation = "las"  # one of ALLOCATIONS; the subclasses below fix it
+
+    def __init__(self, *, seed: int = 0, recompute_s: float | None = None,
+                 solution: str = "central"):
+        if self.allocation not in ALLOCATIONS:
             raise ValueError(f"allocation: expected one of {', '.join(ALLOCATIONS)}, "
-                             f"got {allocation!r}")
+                             f"got {self.allocation!r}")
         if solution not in SOLUTIONS:
             raise ValueError(f"solution: expected one of {', '.join(SOLUTIONS)}, got {solution!r}")
-        self.central = solution == "central"
-        self.solution = solution
         if recompute_s is not None and not recompute_s >= 0:
             raise ValueError(f"recompute_s: must be >= 0 seconds, got {recompute_s}")
-        self.allocation, self.seed = allocation, int(seed)
-        self.recompute_s = (0.0 if allocation == "fifo" else RECOMPUTE_S) \
+        self.central, self.solution, self.seed = solution == "central", solution, int(seed)
+        self.recompute_s = (0.0 if self.allocation == "fifo" else RECOMPUTE_S) \
             if recompute_s is None else float(recompute_s)
 
     # ---- set-up ------------------------------------------------------------------------------
@@ -316,38 +317,39 @@ def _arrival_s(inst, job: int, slot_s: float) -> float:
     return float(prov.get("arrival_s", (inst.arrival[job] - 1) * slot_s))
 
 
-def gavel_las(*, seed: int = 0, recompute_s: float | None = None,
-              solution: str = "central") -> GavelPolicy:
-    return _named("gavel-las", "las", seed, recompute_s, solution)
+class GavelLas(GavelPolicy):
+    """``gavel-las``: Gavel's ``max_min_fairness_perf``."""
+
+    name, allocation = "gavel-las", "las"
 
 
-def gavel_ftf(*, seed: int = 0, recompute_s: float | None = None,
-              solution: str = "central") -> GavelPolicy:
-    return _named("gavel-ftf", "ftf", seed, recompute_s, solution)
+class GavelFtf(GavelPolicy):
+    """``gavel-ftf``: Gavel's ``finish_time_fairness_perf``."""
+
+    name, allocation = "gavel-ftf", "ftf"
 
 
-def gavel_makespan(*, seed: int = 0, recompute_s: float | None = None,
-                   solution: str = "central") -> GavelPolicy:
-    return _named("gavel-makespan", "makespan", seed, recompute_s, solution)
+class GavelMakespan(GavelPolicy):
+    """``gavel-makespan``: Gavel's ``min_total_duration_perf``."""
+
+    name, allocation = "gavel-makespan", "makespan"
 
 
-def max_min_fairness(*, seed: int = 0, recompute_s: float | None = None,
-                     solution: str = "central") -> GavelPolicy:
-    return _named("max-min-fairness", "las-agnostic", seed, recompute_s, solution)
+class MaxMinFairness(GavelPolicy):
+    """``max-min-fairness``: Gavel's type-blind ``max_min_fairness``."""
+
+    name, allocation = "max-min-fairness", "las-agnostic"
 
 
-def gavel_fifo(*, variant: str = "textbook", seed: int = 0,
-               recompute_s: float | None = None) -> GavelPolicy:
-    """FIFO in Gavel's round mechanism: ``variant`` "textbook" or "gavel" (module docstring)."""
-    if variant not in ("textbook", "gavel"):
-        raise ValueError(f"variant: expected 'textbook' or 'gavel', got {variant!r}")
-    return _named("gavel-fifo", "fifo" if variant == "textbook" else "fifo-gavel", seed,
-                  recompute_s)
+class GavelFifo(GavelPolicy):
+    """``gavel-fifo``: FIFO in Gavel's rounds, ``variant`` "textbook" or "gavel" (module
+    docstring)."""
 
+    name = "gavel-fifo"
 
-def _named(name: str, allocation: str, seed: int, recompute_s: float | None,
-           solution: str = "central") -> GavelPolicy:
-    policy = GavelPolicy(allocation=allocation, seed=seed, recompute_s=recompute_s,
-                         solution=solution)
-    policy.name = name
-    return policy
+    def __init__(self, *, variant: str = "textbook", seed: int = 0,
+                 recompute_s: float | None = None):
+        if variant not in ("textbook", "gavel"):
+            raise ValueError(f"variant: expected 'textbook' or 'gavel', got {variant!r}")
+        self.allocation = "fifo" if variant == "textbook" else "fifo-gavel"
+        super().__init__(seed=seed, recompute_s=recompute_s)
