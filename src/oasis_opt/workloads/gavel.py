@@ -222,8 +222,9 @@ def gavel_instance(trace: str | Path, throughputs: str | Path, *, cluster: str =
                   Utility.sigmoid(gj.priority_weight, 1.0 / alone, float(alone)),
                   "time-sensitive", prov, SPEED_SCALE,
                   {g: JobType(s) for g, s in speeds.items()}, False)
-        if job.work != work:  # float round trip of x_i: keep W_i exact
-            raise AssertionError(f"{where}: work {job.work} != {work}")
+        if job.work != work:  # x_i is a float: W_i = ceil(N_i x_i u_i) must come back exact
+            raise FormatError(f"{where} column total_steps", f"{gj.total_steps} steps are too "
+                              "many to count in whole work units exactly")
         last, busy = max(last, arrival), busy + alone
         out.append(job)
     return Instance(last + busy + tail, RESOURCES, tuple(workers), (ps,), tuple(out),
