@@ -163,15 +163,18 @@ def test_cli_generate_gavel_bad_input(tmp_path, capsys, args, message):
     assert code == 2 and err.startswith(message) and len(err.strip().splitlines()) == 1
 
 
-def test_cli_generate_gavel_needs_both_files(tmp_path, capsys):
-    code = main(["generate", "--trace", "gavel", "--file", str(FILES["trace"]), "--seed", "0",
-                 "--out", str(tmp_path / "x.json")])
-    assert code == 2
-    assert "--throughputs: required with --trace gavel" in capsys.readouterr().err
+def test_cli_generate_gavel_defaults_and_bad_trace(tmp_path, capsys):
+    out = tmp_path / "x.json"
+    assert main(["generate", "--trace", "gavel", "--seed", "0", "--out", str(out)]) == 0
+    assert load_instance(out).fingerprint == gavel_instance(FILES["trace"],
+                                                            FILES["throughputs"]).fingerprint
     bad = tmp_path / "bad.trace"
     shutil.copy(FILES["trace"], bad)
     bad.write_text(bad.read_text().replace("\t1178999\t", "\t11.5\t", 1))
-    code = main(["generate", "--trace", "gavel", "--file", str(bad), "--throughputs",
-                 str(FILES["throughputs"]), "--seed", "0", "--out", str(tmp_path / "x.json")])
+    code = main(["generate", "--trace", "gavel", "--file", str(bad), "--seed", "0",
+                 "--out", str(tmp_path / "y.json")])
     assert code == 2
     assert "bad.trace line 1 column total_steps: expected an integer" in capsys.readouterr().err
+    code = main(["generate", "--trace", "philly", "--file", str(bad), "--seed", "0",
+                 "--out", str(tmp_path / "z.json")])
+    assert code == 2 and "--file: only for --trace gavel" in capsys.readouterr().err

@@ -434,9 +434,10 @@ def blame(err: Exception, fields: dict[str, str], default: str) -> CliError:
          arg("--trace", choices=("philly", "gavel"),
              help="build the instance from a real trace instead of --preset"),
          arg("--file", type=existing_file, metavar="TRACE",
-             help="--trace gavel: a Gavel *.trace file"),
+             help="--trace gavel: a Gavel *.trace file (default: its dev trace, shipped)"),
          arg("--throughputs", type=existing_file, metavar="JSON",
-             help="--trace gavel: Gavel's simulation_throughputs.json"),
+             help="--trace gavel: Gavel's simulation_throughputs.json (default: the shipped "
+                  "isolated throughputs)"),
          arg("--cluster", default="8:8:8", metavar="V:P:K",
              help="--trace gavel: V100:P100:K80 GPU counts (default 8:8:8)"),
          arg("--gpus-per-server", type=positive_int, default=4, metavar="N",
@@ -521,13 +522,12 @@ def _generate_trace(args: argparse.Namespace) -> int:
 
 def _generate_gavel(args: argparse.Namespace) -> int:
     from .model.io import FormatError, save_instance
-    from .workloads.gavel import ROUND_S, gavel_instance
+    from .workloads.gavel import ROUND_S, gavel_files, gavel_instance
 
-    for name in ("file", "throughputs"):
-        if getattr(args, name) is None:
-            raise CliError(f"--{name}", "required with --trace gavel")
+    shipped = gavel_files()  # the dev trace and its table, shipped with the package
     try:
-        inst = gavel_instance(args.file, args.throughputs, cluster=args.cluster,
+        inst = gavel_instance(args.file or shipped["trace"],
+                              args.throughputs or shipped["throughputs"], cluster=args.cluster,
                               gpus_per_server=args.gpus_per_server,
                               slot_s=ROUND_S if args.slot_s is None else args.slot_s,
                               seed=args.seed)
@@ -538,7 +538,7 @@ def _generate_gavel(args: argparse.Namespace) -> int:
                         "slot_s": "--slot-s"}, "--trace gavel") from None
     _check_generated(inst, args)
     write(args.out, save_instance, inst)
-    print(f"wrote {args.out}: Gavel trace {Path(args.file).name}, {inst.I} jobs, "
+    print(f"wrote {args.out}: Gavel trace {inst.meta['trace']}, {inst.I} jobs, "
           f"T={inst.horizon} slots of {inst.meta['slot_s']:g} s, {inst.H} worker servers "
           f"({', '.join(map(str, inst.types))}) + {inst.K} PS")
     return EXIT_OK

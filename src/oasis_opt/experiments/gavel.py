@@ -180,10 +180,9 @@ COMMANDS = """
 ## Commands
 ```bash
 .venv/bin/python experiments/gavel_dev.py            # this page, gavel.png and gavel.pdf
-# one run by hand (the files ship in src/oasis_opt/data/traces/gavel):
-D=src/oasis_opt/data/traces/gavel
-oasis-opt generate --trace gavel --file $D/dev.trace --throughputs $D/throughputs.json \\
-    --cluster 8:8:8 --seed 0 --out dev.json
+# one run by hand (the dev trace and its throughputs ship in src/oasis_opt/data/traces/gavel;
+# --file TRACE --throughputs JSON name others)
+oasis-opt generate --trace gavel --cluster 8:8:8 --seed 0 --out dev.json
 oasis-opt solve dev.json --policy gavel-las --out las.json
 oasis-opt solve dev.json --policy gavel-fifo --option variant=gavel --out fifo.json
 oasis-opt summary dev.json las.json fifo.json
