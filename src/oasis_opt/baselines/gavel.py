@@ -5,6 +5,8 @@ turned into integral per-round decisions by Gavel's round-based mechanism, with 
 
 * **rigid jobs**: job j runs with exactly k_j workers (``numerics.workers_alone``: N_j on a Gavel
   import, where N_j is the trace's GPU count) on one type, or not at all; k_j = 0: never runs;
+* **time**: slots of the instance's ``meta["slot_s"]`` seconds (360 s, Gavel's round, when it
+  has none);
 * **recomputation**: X is recomputed over the jobs active at the start of a slot when jobs
   arrived or finished since the last computation and at least ``recompute_s`` seconds (Gavel:
   1,920 s) passed since it, or it was made at time 0 (Gavel's ``last_reset_time == 0`` test). Until then a new job has no
@@ -56,6 +58,7 @@ from ..sim.placement import apply
 
 ALLOCATIONS = ("las", "ftf", "makespan", "las-agnostic", "fifo", "fifo-gavel")
 RECOMPUTE_S = 1920.0  # Gavel's minimum time between two allocation computations
+ROUND_S = 360.0  # slot length assumed for an instance whose meta has no slot_s (Gavel's round)
 SOLUTIONS = ("central", "vertex")  # which optimal LP point (offline.gavel_lp)
 
 
@@ -83,7 +86,7 @@ class GavelPolicy(OnlinePolicy):
     def start(self, instance, state) -> None:
         self.instance = inst = instance
         self.rng = np.random.default_rng(self.seed)
-        self.slot_s = float((inst.meta or {}).get("slot_s", 1.0))
+        self.slot_s = float((inst.meta or {}).get("slot_s", ROUND_S))
         G = len(inst.types)
         self.k = np.array([workers_alone(inst, j) for j in range(inst.I)], dtype=np.int64)
         self.T = np.where(inst.usable, self.k[:, None] * inst.type_speed, 0).astype(float)
