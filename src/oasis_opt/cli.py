@@ -475,13 +475,23 @@ def blame(err: Exception, fields: dict[str, str], default: str) -> CliError:
 @command("generate", "generate a problem instance from a workload preset or a real trace",
          arg("--preset", metavar="NAME",
              help="workload preset (see `oasis-opt presets`), e.g. paper-sim"),
-         arg("--trace", choices=("philly",),
+         arg("--trace", choices=("philly", "gavel"),
              help="build the instance from a real trace instead of --preset"),
+         arg("--file", type=existing_file, metavar="TRACE",
+             help="--trace gavel: a Gavel *.trace file (default: its dev trace, shipped)"),
+         arg("--throughputs", type=existing_file, metavar="JSON",
+             help="--trace gavel: Gavel's simulation_throughputs.json (default: the shipped "
+                  "isolated throughputs)"),
+         arg("--cluster", default="8:8:8", metavar="V:P:K",
+             help="--trace gavel: V100:P100:K80 GPU counts (default 8:8:8)"),
+         arg("--gpus-per-server", type=positive_int, default=4, metavar="N",
+             help="--trace gavel: GPUs per server (default 4)"),
          arg("--start", default="2017-11-01", metavar="DATE",
              help="--trace: first submission day, YYYY-MM-DD[ HH:MM:SS]"),
          arg("--days", type=float, default=30.0, metavar="D", help="--trace: days of submissions"),
          arg("--slot-s", type=positive_seconds, metavar="S",
-             help="slot length in seconds (--trace: default 3600; presets that take it)"),
+             help="slot length in seconds (--trace: philly 3600, gavel 360: Gavel's round; "
+                  "presets that take it)"),
          arg("--trace-root", metavar="DIR", help="--trace: trace folder (default: packaged copy)"),
          arg("--jobs", type=positive_int, metavar="N", help="number of jobs (preset default)"),
          arg("--horizon", type=positive_int, metavar="T", help="slots 1..T (preset default)"),
@@ -548,6 +558,13 @@ def _generate_trace(args: argparse.Namespace) -> int:
     if args.profile or args.slowdown is not None:
         raise CliError("--profile" if args.profile else "--slowdown",
                        "a trace takes no speed profile")
+    if args.trace == "gavel":
+        return _generate_gavel(args)
+    for name in ("file", "throughputs"):
+        if getattr(args, name) is not None:
+            raise CliError(f"--{name}", "only for --trace gavel")
+    if args.slot_s is None:
+        args.slot_s = 3600.0
     if not args.days > 0:
         raise CliError("--days", f"must be > 0, got {args.days}")
     try:
@@ -562,6 +579,30 @@ def _generate_trace(args: argparse.Namespace) -> int:
     write(args.out, save_instance, inst)
     print(f"wrote {args.out}: Philly trace from {args.start} for {args.days:g} days, {inst.I} jobs, "
           f"T={inst.horizon}, {inst.H} worker + {inst.K} PS servers")
+    return EXIT_OK
+
+
+def _generate_gavel(args: argparse.Namespace) -> int:
+    from .model.io import FormatError, save_instance
+    from .workloads.gavel import ROUND_S, gavel_files, gavel_instance
+
+    shipped = gavel_files()  # the dev trace and its table, shipped with the package
+    try:
+        inst = gavel_instance(args.file or shipped["trace"],
+                              args.throughputs or shipped["throughputs"], cluster=args.cluster,
+                              gpus_per_server=args.gpus_per_server,
+                              slot_s=ROUND_S if args.slot_s is None else args.slot_s,
+                              seed=args.seed)
+    except FormatError:
+        raise
+    except ValueError as e:
+        raise blame(e, {"cluster": "--cluster", "gpus_per_server": "--gpus-per-server",
+                        "slot_s": "--slot-s"}, "--trace gavel") from None
+    _check_generated(inst, args)
+    write(args.out, save_instance, inst)
+    print(f"wrote {args.out}: Gavel trace {inst.meta['trace']}, {inst.I} jobs, "
+          f"T={inst.horizon} slots of {inst.meta['slot_s']:g} s, {inst.H} worker servers "
+          f"({', '.join(map(str, inst.types))}) + {inst.K} PS")
     return EXIT_OK
 
 

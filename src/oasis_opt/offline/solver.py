@@ -215,7 +215,8 @@ def solve_program(lp: LinearProgram, *, backend: str = "highs", time_limit: floa
                   initial: np.ndarray | None = None, node_limit: int | None = None,
                   solution_limit: int | None = None, iteration_limit: int | None = None,
                   deterministic_time: float | None = None,
-                  deadline: float | None = None) -> SolverResult:
+                  deadline: float | None = None,
+                  highs_options: dict[str, Any] | None = None) -> SolverResult:
     """Solve ``lp`` with ``backend`` ("highs" or "cpsat").
 
     ``relax=True`` drops integrality (HiGHS only; CP-SAT solves integer programs only) and
@@ -231,6 +232,8 @@ def solve_program(lp: LinearProgram, *, backend: str = "highs", time_limit: floa
     ``initial``: a feasible point of an integer program (checked: ``ValueError`` naming the
     violated bound or row otherwise), handed to the solver as a starting incumbent; when the
     solver returns nothing better, it is the result's incumbent (``incumbent == "initial"``).
+    ``highs_options``: further HiGHS options (e.g. ``{"solver": "ipm", "run_crossover": "off"}``
+    for an interior point of an LP's optimal face instead of a vertex).
     """
     t_start = time.perf_counter()
     if backend not in BACKENDS:
@@ -257,7 +260,8 @@ def solve_program(lp: LinearProgram, *, backend: str = "highs", time_limit: floa
     if backend == "highs":
         return _solve_highs(lp, deadline=deadline, relax=relax, seed=seed, mip_gap=mip_gap,
                             initial=initial, node_limit=node_limit,
-                            solution_limit=solution_limit, iteration_limit=iteration_limit)
+                            solution_limit=solution_limit, iteration_limit=iteration_limit,
+                            options=highs_options)
     if relax:
         raise ValueError("relax: CP-SAT solves integer programs only; use backend='highs' for LPs")
     return _solve_cpsat(lp, deadline=deadline, seed=seed, mip_gap=mip_gap, initial=initial,
@@ -663,7 +667,7 @@ def to_highs_lp(lp: LinearProgram, relax: bool = False) -> Any:
 def _solve_highs(lp: LinearProgram, *, deadline: float | None, relax: bool, seed: int,
                  mip_gap: float, initial: np.ndarray | None, node_limit: int | None,
                  solution_limit: int | None, iteration_limit: int | None,
-                 start: bool = True) -> SolverResult:
+                 start: bool = True, options: dict[str, Any] | None = None) -> SolverResult:
     """HiGHS; ``initial`` is handed to it as a start solution when ``start`` (and kept as the
     fallback incumbent either way)."""
     highspy = quiet_highspy()
@@ -675,7 +679,7 @@ def _solve_highs(lp: LinearProgram, *, deadline: float | None, relax: bool, seed
                   primal_feasibility_tolerance=FEAS_TOL,
                   mip_feasibility_tolerance=FEAS_TOL if is_mip else None,
                   mip_max_nodes=node_limit, mip_max_improving_sols=solution_limit,
-                  simplex_iteration_limit=iteration_limit)
+                  simplex_iteration_limit=iteration_limit, **(options or {}))
     h.passModel(to_highs_lp(lp, relax=relax))
     if initial is not None and start:
         sol = highspy.HighsSolution()
@@ -728,7 +732,7 @@ def _solve_highs(lp: LinearProgram, *, deadline: float | None, relax: bool, seed
             return _solve_highs(lp, deadline=deadline, relax=relax, seed=seed, mip_gap=mip_gap,
                                 initial=initial, node_limit=node_limit,
                                 solution_limit=solution_limit, iteration_limit=iteration_limit,
-                                start=False)
+                                start=False, options=options)
     if is_mip:
         bound = float(info.mip_dual_bound)  # +-inf (dropped) until HiGHS has proven one
     elif outcome == "optimal" and x is not None:

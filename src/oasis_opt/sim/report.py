@@ -17,6 +17,8 @@ from typing import Any, Mapping, Sequence
 from ..model.instance import JOB_CLASSES
 
 SOLVER_KEYS = ("status", "proven_optimal", "objective", "bound", "gap", "message")
+JCT_COLUMNS = {"avg JCT h": "avg_jct_h", "makespan h": "makespan_h", "GPU util": "utilisation",
+               "rho max": "rho_max", "rho mean": "rho_mean"}  # header -> key of Summary["jct"]
 MAX_VIOLATIONS = 20  # listed per invalid schedule; `oasis-opt validate` lists them all
 
 
@@ -116,6 +118,8 @@ class SummaryTable:
         headers += ["valid"] if self.reports is not None else []
         headers += ["solver", "bound", "gap"] if solver else []
         headers += [f"c-t {c.removeprefix('time-')}" for c in classes]
+        jct = any(m.get("jct") for m in self.rows)
+        headers += list(JCT_COLUMNS) if jct else []
         rows = []
         for n, m in enumerate(self.rows):
             row = [self.names[n]] if self.names is not None else []
@@ -128,11 +132,16 @@ class SummaryTable:
                 row += [solver_words(s), _number_or_none(s.get("bound")),
                         f"{gap:.2%}" if isinstance(gap, (int, float)) else None]
             row += [m["completion_minus_target_median"].get(c) for c in classes]
+            if jct:
+                row += [(m.get("jct") or {}).get(k) for k in JCT_COLUMNS.values()]
             rows.append(row)
         lines = [format_table(headers, rows)]
         if classes:
             lines.append("c-t <class>: median of (completion - arrival) - target over the "
                          "completed jobs of the class, in slots (paper Figs. 4, 9)")
+        if jct:
+            lines.append("avg JCT h, makespan h, GPU util, rho max/mean: Gavel's metrics over the "
+                         "completed jobs (JCT from submission, rho = JCT / isolated run time)")
         return "\n".join(lines)
 
     def notes(self) -> list[str]:

@@ -1,0 +1,358 @@
+"""Gavel's heterogeneity-aware policies (Narayanan et al., OSDI 2020) and its round mechanism.
+
+A Gavel policy is an allocation X (jobs x accelerator types, time fractions; ``offline.gavel_lp``)
+turned into integral per-round decisions by Gavel's round-based mechanism, with rounds = slots:
+
+* **rigid jobs**: job j runs with exactly k_j workers (``numerics.workers_alone``: N_j on a Gavel
+  import, where N_j is the trace's GPU count) on one type, or not at all; k_j = 0: never runs;
+* **time**: slots of the instance's ``meta["slot_s"]`` seconds (360 s, Gavel's round, when it
+  has none);
+* **recomputation**: X is recomputed over the jobs active at the start of a slot when jobs
+  arrived or finished since the last computation and at least ``recompute_s`` seconds (Gavel:
+  1,920 s) passed since it, or it was made at time 0 (Gavel's ``last_reset_time == 0`` test). Until then a new job has no
+  allocation and does not run, and a finished job's share stays unused;
+* **priorities** (Gavel's ``_update_priorities``): job j's time on type g since the last
+  computation, r_jg, starts at a credit of half a slot (Gavel's 180 s on 360-s rounds; a job
+  that arrives later starts there too), and type g's total R_g at the sum of the credits of the
+  jobs active at the computation; a slot run adds its time to both. Priority = X_jg / (r_jg /
+  R_g) (X_jg 1e9 while R_g = 0; 0 for a job without allocation, with X_jg = 0, or that cannot
+  use g); the deficit accumulates X_jg e - (r_jg - credit) at each computation, e the time since
+  the previous one. Per type, jobs sorted by (priority, deficit, X_jg), highest first; types
+  visited in the instance's order (Gavel: V100, P100, K80), shuffled each slot (seeded) by
+  type-blind policies. A job is taken if it has an allocation, is not yet taken this slot, can
+  use the type, has priority > 0 (FIFO only) and its k_j workers (and PSs) fit in what the type
+  has left; smaller jobs fill in behind larger ones;
+* **placement and leases**: a job that ran on the same type in the previous slot keeps exactly
+  its servers if they still have room (a lease extension), placed first; the others, largest
+  first, fill the type's servers in instance order (several servers if need be).
+
+Allocations (``GavelPolicy.allocation``, one per registered subclass): ``las`` (Gavel's
+``max_min_fairness_perf``), ``ftf`` (``finish_time_fairness_perf``), ``makespan``
+(``min_total_duration_perf``), ``las-agnostic`` (``max_min_fairness``: throughputs set to 1),
+``fifo`` and ``fifo-gavel``:
+
+* ``fifo`` (textbook): jobs in arrival order, strict head-of-line; the head takes the fastest
+  type it can use with room for its k_j GPUs and keeps it until it ends; recomputed at every
+  event (no cadence), so the round mechanism runs every allocated job;
+* ``fifo-gavel``: Gavel's FIFO as its simulator runs it (its trace README): at each
+  recomputation jobs in arrival order get X_jg = 1 on the *last* open type of the alphabetical
+  list (V100 while it is open), and when a type's GPUs run out a *random* open type is closed
+  (Gavel draws an index and uses it only there), so V100 can be over-committed, its jobs taking
+  turns by priority, while other types stay empty.
+
+Throughputs in the LPs: T_jg = k_j s_jg, the job's work units per slot on type g; type
+capacities n_g and job sizes D_jg = k_j w_jg in GPUs (the ``gpu`` resource; on a cluster without
+GPUs, D_jg = k_j and n_g = sum_j k_j, so that only placement limits the jobs). The round's GPU
+count check is Gavel's; the placement then checks every resource and drops a job whose
+containers do not fit (other resources than GPUs, on instances other than Gavel's).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..model.numerics import workers_alone
+from ..model.policy import OnlinePolicy
+from ..offline import gavel_lp
+from ..model.numerics import fill, fit_count
+from ..sim.placement import apply
+
+ALLOCATIONS = ("las", "ftf", "makespan", "las-agnostic", "fifo", "fifo-gavel")
+RECOMPUTE_S = 1920.0  # Gavel's minimum time between two allocation computations
+ROUND_S = 360.0  # slot length assumed for an instance whose meta has no slot_s (Gavel's round)
+SOLUTIONS = ("central", "vertex")  # which optimal LP point (offline.gavel_lp)
+
+
+class GavelPolicy(OnlinePolicy):
+    """One of Gavel's allocations run by its round mechanism (module docstring)."""
+
+    name = "gavel"
+
+    allocation = "las"  # one of ALLOCATIONS; the subclasses below fix it
+
+    def __init__(self, *, seed: int = 0, recompute_s: float | None = None,
+                 solution: str = "central"):
+        if self.allocation not in ALLOCATIONS:
+            raise ValueError(f"allocation: expected one of {', '.join(ALLOCATIONS)}, "
+                             f"got {self.allocation!r}")
+        if solution not in SOLUTIONS:
+            raise ValueError(f"solution: expected one of {', '.join(SOLUTIONS)}, got {solution!r}")
+        if recompute_s is not None and not recompute_s >= 0:
+            raise ValueError(f"recompute_s: must be >= 0 seconds, got {recompute_s}")
+        self.central, self.solution, self.seed = solution == "central", solution, int(seed)
+        self.recompute_s = (0.0 if self.allocation == "fifo" else RECOMPUTE_S) \
+            if recompute_s is None else float(recompute_s)
+
+    # ---- set-up ------------------------------------------------------------------------------
+    def start(self, instance, state) -> None:
+        self.instance = inst = instance
+        self.rng = np.random.default_rng(self.seed)
+        self.slot_s = float((inst.meta or {}).get("slot_s", ROUND_S))
+        G = len(inst.types)
+        self.k = np.array([workers_alone(inst, j) for j in range(inst.I)], dtype=np.int64)
+        self.T = np.where(inst.usable, self.k[:, None] * inst.type_speed, 0).astype(float)
+        gpu = inst.resources.index("gpu") if "gpu" in inst.resources else None
+        cap = inst.worker_capacity[:, gpu] if gpu is not None else np.zeros(inst.H)
+        self.n = np.array([cap[inst.type_mask[g]].sum() for g in range(G)], dtype=float)
+        if self.n.sum() > 0:
+            self.D = self.k[:, None] * inst.type_demand[:, :, gpu]
+        else:  # no GPUs anywhere: count workers, with room for all (placement decides)
+            self.D = np.repeat(self.k[:, None].astype(float), G, axis=1)
+            self.n = np.full(G, max(float(self.k.sum()), 1.0))
+        self.X = np.zeros((inst.I, G))
+        self.in_alloc = np.zeros(inst.I, dtype=bool)
+        self.ran = np.zeros((inst.I, G))  # r_jg, seconds (with the credit)
+        self.type_ran = np.zeros(G)  # R_g
+        self.deficit = np.zeros((inst.I, G))
+        self.credit = 0.5 * self.slot_s
+        self.last_s: float | None = None
+        self.changed = False
+        self.lease: dict[int, tuple[int, list]] = {}  # job -> (type, rows) of the last slot
+        self.fifo_type: dict[int, int] = {}  # textbook FIFO: the type a started job keeps
+        self.iso_done = np.zeros(inst.I)  # FTF: isolated time of the work done so far (slots)
+        self.prev_remaining = inst.work.astype(float)
+        self.computations = self.lps = 0
+        self.servers_of = [np.flatnonzero(inst.type_mask[g]) for g in range(G)]
+        self.ps_of = [int(inst.ps_needed(j, int(self.k[j]))) for j in range(inst.I)]
+
+    def on_arrival(self, job, t, state):
+        self.changed = True
+        self.ran[job] = self.credit
+        return True
+
+    def on_slot_end(self, t, state, completed) -> None:
+        if len(completed):
+            self.changed = True
+            for j in completed.tolist():
+                self.lease.pop(j, None)
+
+    # ---- allocation ----------------------------------------------------------------------------
+    def _recompute(self, t: int, state) -> None:
+        now = (t - 1) * self.slot_s
+        active = state.active()
+        active = active[self.k[active] > 0]
+        # jobs whose usable types have no room for their GPUs at all cannot get time
+        room = ((self.D[active] <= self.n[None, :] + 1e-9) & (self.T[active] > 0)).any(axis=1)
+        active = active[room]
+        if self.last_s is not None:  # Gavel's _reset_time_run_so_far, with the old X
+            self.deficit += self.X * (now - self.last_s) - (self.ran - self.credit)
+        self.ran[:] = 0.0
+        self.ran[active] = self.credit
+        self.type_ran = self.ran.sum(axis=0)
+        X = np.zeros_like(self.X)
+        if len(active):
+            X[active] = self._allocate(active, t, state)
+        self.X, self.in_alloc[:] = X, False
+        self.in_alloc[active] = True
+        self.last_s, self.changed = now, False
+        self.computations += 1
+
+    def _allocate(self, jobs: np.ndarray, t: int, state) -> np.ndarray:
+        T, D, n, central = self.T[jobs], self.D[jobs], self.n, self.central
+        rem = state.remaining[jobs]
+        if self.allocation == "las":
+            a = gavel_lp.max_min_fairness(T, D, n, scale=self.k[jobs], central=central)
+        elif self.allocation == "las-agnostic":
+            a = gavel_lp.max_min_fairness((T > 0).astype(float), D, n, scale=self.k[jobs],
+                                          central=central)
+        elif self.allocation == "makespan":  # Gavel's bisection in seconds, then a feasible x
+            best = gavel_lp.min_makespan(T, D, n, rem)
+            settled = gavel_lp.gavel_bisection(best.objective * self.slot_s) / self.slot_s
+            a = gavel_lp.makespan_feasible(T, D, n, rem, settled, central=central)
+            self.lps += best.lps
+        elif self.allocation == "ftf":
+            arrival = np.array([_arrival_s(self.instance, j, self.slot_s) for j in jobs.tolist()])
+            elapsed = np.maximum((t - 1) - arrival / self.slot_s, 0.0)
+            a = gavel_lp.finish_time_fairness(T, D, n, rem, elapsed,
+                                              gavel_lp.isolated_throughput(T, D, n),
+                                              central=central)
+        elif self.allocation == "fifo":
+            return self._fifo(jobs, state)
+        else:
+            return self._fifo_gavel(jobs)
+        self.lps += a.lps
+        return a.x
+
+    def _fifo(self, jobs: np.ndarray, state) -> np.ndarray:
+        """Textbook FIFO: started jobs keep their type; then strict head-of-line."""
+        left = self.n.copy()
+        X = np.zeros((len(jobs), len(self.n)))
+        for row, j in enumerate(jobs.tolist()):
+            if j in self.fifo_type:
+                g = self.fifo_type[j]
+                X[row, g], left[g] = 1.0, left[g] - self.D[j, g]
+        for row, j in enumerate(jobs.tolist()):
+            if j in self.fifo_type:
+                continue
+            order = self.instance.type_order(j)
+            room = [g for g in order if self.D[j, g] <= left[g] + 1e-9]
+            if not room:
+                break  # head-of-line blocking
+            g = room[0]
+            X[row, g], left[g] = 1.0, left[g] - self.D[j, g]
+            self.fifo_type[j] = g
+        return X
+
+    def _fifo_gavel(self, jobs: np.ndarray) -> np.ndarray:
+        """Gavel's FIFO (module docstring): a kept assignment job -> type; a finished job's type
+        goes to the head of the queue if it fits there (else the head waits for the next
+        computation); then jobs in arrival order take the last open type (alphabetical), even
+        without room, while some open type has room for them; a type whose free GPUs reach
+        exactly 0 closes a random open type with room (the drawn one) instead of itself."""
+        types = self.instance.types
+        active = set(jobs.tolist())
+        left = self.n.copy()
+        queue = [j for j in jobs.tolist() if j not in self.fifo_type]
+        for j in sorted(self.fifo_type):
+            g = self.fifo_type[j]
+            if j in active:
+                left[g] -= self.D[j, g]
+                continue
+            del self.fifo_type[j]  # finished: its type goes to the head of the queue
+            if queue:
+                head = queue.pop(0)
+                if self.D[head, g] <= left[g]:
+                    self.fifo_type[head] = g
+                    left[g] -= self.D[head, g]
+        open_ = sorted((g for g in range(len(types)) if left[g] > 0), key=lambda g: str(types[g]))
+        while queue and open_:
+            j = queue.pop(0)
+            room = [i for i, g in enumerate(open_) if left[g] >= self.D[j, g]]
+            if not room:
+                break
+            drawn = int(self.rng.integers(len(room)))  # Gavel's intended choice ...
+            g = open_[-1]  # ... and the type it actually gives
+            self.fifo_type[j] = g
+            left[g] -= self.D[j, g]
+            if left[g] == 0:
+                open_.pop(room[drawn])
+        X = np.zeros((len(jobs), len(self.n)))
+        for row, j in enumerate(jobs.tolist()):
+            if j in self.fifo_type:
+                X[row, self.fifo_type[j]] = 1.0
+        return X
+
+    # ---- rounds ------------------------------------------------------------------------------
+    def allocate(self, t, state):
+        inst = self.instance
+        now = (t - 1) * self.slot_s
+        if self.changed and (self.last_s is None or self.last_s == 0
+                             or now - self.last_s >= self.recompute_s - 1e-9):
+            self._recompute(t, state)
+        jobs = [j for j in state.active().tolist() if self.in_alloc[j]]
+        if not jobs:
+            self.lease.clear()
+            return []
+        G = len(inst.types)
+        R = self.type_ran
+        share = np.divide(self.ran, R, out=np.zeros_like(self.ran), where=R > 0)
+        prio = np.where(share > 0, np.divide(self.X, share, out=np.zeros_like(self.X),
+                                             where=share > 0), self.X * 1e9)
+        prio[~inst.usable] = 0.0
+        order = list(range(G))
+        if self.allocation == "las-agnostic":
+            order = self.rng.permutation(G).tolist()
+        fifo = self.allocation.startswith("fifo")
+        left = self.n.copy()  # GPUs per type left this slot (Gavel's num_workers_left)
+        taken: dict[int, int] = {}  # job -> type
+        for g in order:
+            cands = sorted((j for j in jobs if j not in taken and inst.usable[j, g]
+                            and not (fifo and prio[j, g] <= 0)),
+                           key=lambda j: (-prio[j, g], -self.deficit[j, g], -self.X[j, g], j))
+            for j in cands:
+                if self.D[j, g] <= left[g] + 1e-9:
+                    left[g] -= self.D[j, g]
+                    taken[j] = g
+        out = self._place(taken, state.free.copy())
+        for j, (g, rows) in out.items():  # time run: the slot, or the part the job needs
+            rate = float(self.k[j] * inst.type_speed[j, g])
+            spent = min(1.0, state.remaining[j] / rate) * self.slot_s
+            self.ran[j, g] += spent
+            self.type_ran[g] += spent
+        self.lease = out
+        return [(j, s, role, c) for j, (g, rows) in out.items() for s, role, c in rows]
+
+    def _place(self, taken: dict[int, int], free: np.ndarray) -> dict[int, tuple[int, list]]:
+        """Leases first (a job on the same type as last slot keeps its servers if they have
+        room), then the other jobs, largest first, first fit on their type."""
+        inst, out = self.instance, {}
+        rest = []
+        for j in sorted(taken, key=lambda j: (-self.k[j], j)):
+            prev = self.lease.get(j)
+            if prev is not None and prev[0] == taken[j] and _fits(inst, j, prev[1], free):
+                apply(inst, j, prev[1], free)
+                out[j] = prev
+            else:
+                rest.append(j)
+        for j in rest:
+            rows = self._first_fit(j, taken[j], free)
+            if rows is not None:  # (only other resources than GPUs can refuse it)
+                apply(inst, j, rows, free)
+                out[j] = (taken[j], rows)
+        return out
+
+    def _first_fit(self, j: int, g: int, free: np.ndarray) -> list | None:
+        """Rows for job j's k_j workers on type g's servers in instance order (several servers
+        if need be) and its PSs on the PS servers in order, or None if they do not fit."""
+        inst, H = self.instance, self.instance.H
+        idx = self.servers_of[g]
+        w = fill(np.arange(len(idx)), fit_count(free[idx], inst.type_demand[j, g]), int(self.k[j]))
+        if w is None:
+            return None
+        p = fill(np.arange(inst.K), fit_count(free[H:], inst.ps_demand[j]), self.ps_of[j])
+        if p is None:
+            return None
+        return [(int(idx[s]), 0, n) for s, n in w] + [(H + s, 1, n) for s, n in p]
+
+    def stats(self) -> dict:
+        return {"allocation": self.allocation, "computations": self.computations,
+                "lps": self.lps, "recompute_s": self.recompute_s,
+                "rigid_workers": self.k.tolist()}
+
+
+def _fits(inst, job: int, rows, free: np.ndarray) -> bool:
+    trial = free.copy()
+    apply(inst, job, rows, trial)
+    return bool((trial >= -1e-9).all())
+
+
+def _arrival_s(inst, job: int, slot_s: float) -> float:
+    prov = inst.jobs[job].provenance or {}
+    return float(prov.get("arrival_s", (inst.arrival[job] - 1) * slot_s))
+
+
+class GavelLas(GavelPolicy):
+    """``gavel-las``: Gavel's ``max_min_fairness_perf``."""
+
+    name, allocation = "gavel-las", "las"
+
+
+class GavelFtf(GavelPolicy):
+    """``gavel-ftf``: Gavel's ``finish_time_fairness_perf``."""
+
+    name, allocation = "gavel-ftf", "ftf"
+
+
+class GavelMakespan(GavelPolicy):
+    """``gavel-makespan``: Gavel's ``min_total_duration_perf``."""
+
+    name, allocation = "gavel-makespan", "makespan"
+
+
+class MaxMinFairness(GavelPolicy):
+    """``max-min-fairness``: Gavel's type-blind ``max_min_fairness``."""
+
+    name, allocation = "max-min-fairness", "las-agnostic"
+
+
+class GavelFifo(GavelPolicy):
+    """``gavel-fifo``: FIFO in Gavel's rounds, ``variant`` "textbook" or "gavel" (module
+    docstring)."""
+
+    name = "gavel-fifo"
+
+    def __init__(self, *, variant: str = "textbook", seed: int = 0,
+                 recompute_s: float | None = None):
+        if variant not in ("textbook", "gavel"):
+            raise ValueError(f"variant: expected 'textbook' or 'gavel', got {variant!r}")
+        self.allocation = "fifo" if variant == "textbook" else "fifo-gavel"
+        super().__init__(seed=seed, recompute_s=recompute_s)
