@@ -22,7 +22,8 @@ from oasis_opt.testing import hetero_instances
 # policies that refuse typed instances for now (OASiS's dual subroutine and the offline programs
 # price workers, not work: they learn about types next)
 NOT_YET = ("oasis", "oasis-topo", "offline", "offline-cpsat", "offline-colgen")
-TYPE_AGNOSTIC = ("fifo", "drf", "rrh", "dorm", "tiresias", "optimus", "greedy")
+TYPE_AGNOSTIC = ("fifo", "drf", "rrh", "dorm", "tiresias", "optimus", "greedy", "priority-degrade",
+                 "priority-kill", "priority-nopreempt")
 
 
 def test_every_registered_policy_is_listed_here():

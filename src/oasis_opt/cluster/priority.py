@@ -179,6 +179,7 @@ class PriorityPolicy(OnlinePolicy):
         self.cpu_only = np.array([instance.typed and not (instance.usable[j] & np.array(
             [g != CPU_MODE for g in instance.types])).any() for j in range(instance.I)])
         self.preempted_gpus: list[float] = []  # per slot
+        self.log: list[list] = []  # [slot, preemptor, victim, prio(preemptor), prio(victim)]
         self.starts = 0
 
     # ---- priority -------------------------------------------------------------------------------
@@ -312,6 +313,7 @@ class PriorityPolicy(OnlinePolicy):
                 state.stop(a, "promote")
                 free = base
             for b in victims:
+                self.log.append([t, a, b, float(prio[a]), float(prio[b])])
                 spent += self.gpus_of(b)
                 free = self._released(free, [b])
                 del self.held[b]
@@ -339,7 +341,7 @@ class PriorityPolicy(OnlinePolicy):
     def stats(self) -> dict:
         return {"mode": self.mode, "starts": self.starts, "workers": self.k.tolist(),
                 "band": self.band.tolist(), "preempted_gpus": self.preempted_gpus,
-                "gpu_cap": self.cap * self.total_gpus}
+                "gpu_cap": self.cap * self.total_gpus, "preemption_log": self.log}
 
 
 class PriorityDegradePolicy(PriorityPolicy):
