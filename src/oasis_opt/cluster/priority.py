@@ -17,7 +17,7 @@ contribution; the reference's section 5.4).
   its fixed workers on its fastest type; unsaved_j: work units since its last checkpoint, over
   U_j = what those workers do in c_j slots (``costmodel.preemption``); stops_j: times it was
   preempted or degraded. Defaults: weights (0.3, 0.2, 0.2, 0.15, 0.1, 0.05), W_max = R_max = 24
-  slots, P_max = 3.
+  slots, P_max = 3; ``weights`` given by name replace the defaults they name.
 
 **Jobs and slots.** Every job is admitted and asks for a fixed k_i workers (gang, as Tiresias
 and Kubernetes pods: ``baselines.common.fixed_workers``, the same seed gives the same k_i;
@@ -121,12 +121,11 @@ class PriorityPolicy(OnlinePolicy):
                  min_cpu_speed: float = 0.02):
         if max_workers < 1:
             raise ValueError(f"max_workers: must be >= 1, got {max_workers}")
-        w = dict(DEFAULT_WEIGHTS if weights is None else weights)
-        unknown = sorted(set(w) - set(WEIGHT_NAMES))
-        if unknown or set(w) != set(WEIGHT_NAMES):
-            name = unknown[0] if unknown else sorted(set(WEIGHT_NAMES) - set(w))[0]
-            raise ValueError(f"weights.{name}: {'unknown weight' if unknown else 'missing'} "
-                             f"(weights: {', '.join(WEIGHT_NAMES)})")
+        unknown = sorted(set(weights or {}) - set(WEIGHT_NAMES))
+        if unknown:
+            raise ValueError(f"weights.{unknown[0]}: unknown weight (weights: "
+                             f"{', '.join(WEIGHT_NAMES)})")
+        w = {**DEFAULT_WEIGHTS, **(weights or {})}  # the ones given replace the defaults
         for k, v in w.items():
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
                 raise ValueError(f"weights.{k}: must be a finite number >= 0, got {v!r}")
