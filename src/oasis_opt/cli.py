@@ -670,7 +670,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
 @command("reproduce", "run the paper's experiments and draw its figures beside the paper's values",
          arg("figures", nargs="*", default=["all"], metavar="FIGURE",
              help="fig3, fig4, fig5, fig6, testbed or all (default: all, the paper's "
-                  "figures); automl (early stopping on real learning curves) by name"),
+                  "figures); automl (early stopping on real learning curves) and preemption "
+                  "(priority preemption with degradation) by name"),
          arg("--quick", action="store_true",
              help="small variant of each figure (all of them in a minute or two)"),
          arg("--workers", type=positive_int, metavar="N",

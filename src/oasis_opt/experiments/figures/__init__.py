@@ -1,5 +1,5 @@
 """The paper's figures as experiment definitions: one module per figure, each with a ``FIGURE``;
-beyond them the extra experiments (``EXTRA_NAMES``: ``automl``), requested by name.
+beyond them the extra experiments (``EXTRA_NAMES``: ``automl``, ``preemption``), requested by name.
 
 ``get_figure(name)`` imports the module on demand (Fig. 5 pulls in the offline solvers).
 """
@@ -20,6 +20,7 @@ FIGURE_NAMES = tuple(FIGURE_MODULES)
 # Experiments beyond the paper, drawn by name only (``all`` stays the paper's figures).
 EXTRA_MODULES = {
     "automl": "oasis_opt.experiments.figures.automl",
+    "preemption": "oasis_opt.experiments.figures.preemption",
 }
 EXTRA_NAMES = tuple(EXTRA_MODULES)
 
