@@ -90,7 +90,7 @@ def test_bad_options_name_the_field(bad, match):
 
 
 def test_a_higher_band_preempts_and_the_victim_is_degraded_then_promoted():
-    """"low" fills the V100 server of rack r1 ... of the one-rack cluster; "high" arrives in 3:
+    """"low" fills the one V100 server from slot 1; "high" arrives in 3:
     priority-degrade moves "low" to the CPU server (degrade, by "high") and back to the V100 once
     "high" is done (promote); priority-kill requeues it; priority-nopreempt makes "high" wait."""
     jobs = [_job("low", 1, 4, slots=8), _job("high", 3, 4, user="high", kind="prod-train",
@@ -109,6 +109,9 @@ def test_a_higher_band_preempts_and_the_victim_is_degraded_then_promoted():
         "lost_work"]
     wait = _run(inst, "priority-nopreempt")
     assert _events(wait) == [] and wait.completion[1] > 4
+    # CPU at 1/10 of the V100: below a min_cpu_speed of 0.2, so the victim is requeued instead
+    slow = _run(inst, "priority-degrade", min_cpu_speed=0.2)
+    assert _events(slow) == [("low", 3, "preempt", "high")]
 
 
 def test_equal_bands_never_preempt_each_other():

@@ -41,8 +41,9 @@ def run(policy: str, load: float, seed: int, max_jobs: int) -> dict[str, Any]:
     from ..workloads.priority import priority_instance
 
     inst = priority_instance(load, seed, max_jobs=max_jobs, slot_s=SLOT_S)
-    sched = solve(inst, policy, seed=seed,
-                  **(OPTIONS if policy.startswith("priority-") else {}))
+    # Tiresias's queue thresholds are in seconds of GPU time: tell it the slot length
+    opts = OPTIONS if policy.startswith("priority-") else {"slot_seconds": SLOT_S}
+    sched = solve(inst, policy, seed=seed, **opts)
     report = validate(inst, sched)
     return {"policy": policy, "load": load, "seed": seed, "jobs": inst.I,
             "horizon": inst.horizon, "valid": report.ok, "violations": str(report)[:2000],

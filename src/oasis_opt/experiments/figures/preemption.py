@@ -65,6 +65,13 @@ def claims(data) -> list[tuple[str, bool, str]]:
     out.append(("degradation shortens chains to ~1 (mean chain length <= 1.1 at every load)", ok,
                 "degrade " + ", ".join(fmt(a, 2) for a in d) + "; kill "
                 + ", ".join(fmt(b, 2) for b in k)))
+    out.append(("killing makes longer chains than degradation (priority-kill's mean chain "
+                "length above priority-degrade's at some load)",
+                any(b > a for a, b in zip(d, k)),
+                "equal here: victims sit in lower bands, and the band rule alone ends every "
+                "chain" if all(a == b for a, b in zip(d, k)) else
+                ", ".join(f"load {load:g}: {fmt(a, 2)} vs {fmt(b, 2)}"
+                          for load, a, b in zip(s["loads"], d, k))))
     r = [mean("priority-degrade", load, jct) / mean("priority-kill", load, jct)
          for load in s["loads"]]
     out.append(("degradation keeps high-priority JCT near priority-kill's (within 10 % at every "
@@ -91,7 +98,7 @@ def markdown(data) -> str:
              f"with delta {s['options']['delta']:g} and a cap of {100 * s['options']['cap']:g} % "
              "of the GPUs per slot (looser than their defaults 0.2 and 10 %, under which this "
              "workload sees a handful of preemptions), tree placement; Tiresias with its "
-             "defaults (first-fit). Every stop pays the preemption costs (`costmodel.preemption`). Every "
+             "defaults (first-fit) and its queue thresholds at this slot length. Every stop pays the preemption costs (`costmodel.preemption`). Every "
              "schedule passed `oasis_opt.validate`: "
              f"{'yes' if all(r['valid'] for r in data['runs'].values()) else 'NO'}.", ""]
     rows = []
