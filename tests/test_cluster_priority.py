@@ -82,6 +82,7 @@ def test_user_class_defaults_and_bad_values():
 
 @pytest.mark.parametrize("bad, match", [({"delta": -1}, "delta"), ({"cap": 2}, "cap"),
                                         ({"weights": {"user": -1}}, "weights.user: must be"),
+                                        ({"weights": "user"}, "weights: expected an object"),
                                         ({"weights": {**DEFAULT_WEIGHTS, "x": 1}},
                                          "weights.x: unknown")])
 def test_bad_options_name_the_field(bad, match):

@@ -121,6 +121,8 @@ class PriorityPolicy(OnlinePolicy):
                  min_cpu_speed: float = 0.02):
         if max_workers < 1:
             raise ValueError(f"max_workers: must be >= 1, got {max_workers}")
+        if weights is not None and not isinstance(weights, Mapping):
+            raise ValueError(f"weights: expected an object {{name: weight}}, got {weights!r}")
         unknown = sorted(set(weights or {}) - set(WEIGHT_NAMES))
         if unknown:
             raise ValueError(f"weights.{unknown[0]}: unknown weight (weights: "
