@@ -222,10 +222,26 @@ def prioritised(draw):
                                                          "restart_slots": rho}})
 
 
+@st.composite
+def contended(draw):
+    """Small clusters under contention, built so that preemption and degradation happen: one
+    or two racks of a 4-GPU V100 server, a CPU-mode server in the last, 3-8 jobs of 1-4 GPUs
+    arriving in slots 1-6 with random classes, types and lengths, random costs."""
+    racks = (("r0", 1),) if draw(st.booleans()) else (("r0", 1), ("r1", 1))
+    jobs = [_job(f"j{n}", draw(st.integers(1, 6)), draw(st.integers(1, 4)),
+                 user=draw(st.sampled_from(sorted(USER_CLASSES))),
+                 kind=draw(st.sampled_from(sorted(JOB_TYPES))), slots=draw(st.integers(1, 8)),
+                 unit=draw(st.sampled_from([2, 10])), cpu_speed=1)
+            for n in range(draw(st.integers(3, 8)))]
+    meta = {"preemption": {"checkpoint_slots": draw(st.integers(1, 3)),
+                           "restart_slots": draw(st.sampled_from([0.0, 0.3, 1.0, 1.5]))}}
+    return _cluster(jobs, racks=racks, horizon=30, meta=meta)
+
+
 @pytest.mark.parametrize("policy", POLICIES)
 @settings(max_examples=40, deadline=None)
-@given(inst=prioritised(), seed=st.integers(0, 3), delta=st.sampled_from([0.0, 0.1, 0.2]),
-       cap=st.sampled_from([0.25, 1.0]))
+@given(inst=st.one_of(prioritised(), contended()), seed=st.integers(0, 3),
+       delta=st.sampled_from([0.0, 0.1, 0.2]), cap=st.sampled_from([0.25, 1.0]))
 def test_the_rules_hold_on_random_instances(policy, inst, seed, delta, cap):
     """Valid schedules; every preemption by a job of a higher band, with a priority gap >= delta,
     never by a degraded job; GPUs preempted per slot within the cap; none without preemption."""
