@@ -19,43 +19,66 @@ from oasis_opt.sim import PolicyError, simulate
 from oasis_opt.sim.placement import PLACEMENTS, FirstFit, get_placement
 from oasis_opt.testing import hetero_instances
 
-# policies that refuse typed instances for now (OASiS's dual subroutine and the offline programs
-# price workers, not work: they learn about types next)
-NOT_YET = ("oasis", "oasis-topo", "offline", "offline-cpsat", "offline-colgen")
+# policies that refuse typed instances for now (OASiS's dual subroutine, and column generation
+# that prices with it, buy workers, not work)
+NOT_YET = ("oasis", "oasis-topo", "offline-colgen")
 TYPE_AGNOSTIC = ("fifo", "drf", "rrh", "dorm", "tiresias", "optimus", "greedy", "priority-degrade",
                  "priority-kill", "priority-nopreempt")
-
-
-def test_every_registered_policy_is_listed_here():
-    assert set(available_policies()) == set(NOT_YET) | set(TYPE_AGNOSTIC)
+EXACT = ("offline", "offline-cpsat")
 
 
 def _rows(schedule) -> list[tuple]:
     return sorted(map(tuple, schedule.allocations.rows()))
 
 
-@pytest.mark.parametrize("policy", TYPE_AGNOSTIC)
-@settings(max_examples=40)
-@given(inst=hetero_instances(max_jobs=6, max_horizon=8), seed=st.integers(0, 3),
+def _options(policy: str, placement: str, seed: int) -> dict:
+    """Run options a policy takes: the placement and seed of the baselines, the seed of the
+    rest (none for the greedy baseline and OASiS)."""
+    from inspect import signature
+
+    from oasis_opt.policies import policy_factory
+
+    takes = signature(policy_factory(policy)).parameters
+    return {k: v for k, v in (("placement", placement), ("seed", seed)) if k in takes}
+
+
+@pytest.mark.parametrize("policy", sorted(available_policies()))
+@settings(max_examples=25, deadline=None)
+@given(inst=hetero_instances(max_jobs=4, max_horizon=6), seed=st.integers(0, 3),
        placement=st.sampled_from(sorted(PLACEMENTS)))
-def test_type_agnostic_policies_give_valid_schedules(policy, inst, seed, placement):
-    opts = {"placement": placement} if policy == "greedy" else {"placement": placement,
-                                                                "seed": seed}
+def test_every_registered_policy_gives_valid_schedules_on_typed_instances(policy, inst, seed,
+                                                                          placement):
+    """A valid, reproducible schedule, or (``NOT_YET``) one clear line refusing types."""
+    opts = _options(policy, placement, seed)
+    if policy in NOT_YET:
+        with pytest.raises(UnsupportedInstance) as err:
+            solve(inst, policy, **opts)
+        text = str(err.value)
+        assert "\n" not in text and f"'{policy}' does not support accelerator types yet" in text
+        return
     first = solve(inst, policy, **opts)
     report = validate(inst, first)
-    assert report.ok, f"{policy}/{placement}: {report}"
+    assert report.ok, f"{policy}/{opts}: {report}"
     again = solve(inst, policy, **opts)
     assert _rows(again) == _rows(first) and again.completion == first.completion
 
 
-@pytest.mark.parametrize("policy", NOT_YET)
-@settings(max_examples=5)
-@given(inst=hetero_instances(max_jobs=3))
-def test_the_others_refuse_with_one_line(policy, inst):
-    with pytest.raises(UnsupportedInstance) as err:
-        solve(inst, policy)
-    text = str(err.value)
-    assert "\n" not in text and f"'{policy}' does not support accelerator types yet" in text
+@pytest.mark.parametrize("policy", TYPE_AGNOSTIC)
+@settings(max_examples=40)
+@given(inst=hetero_instances(max_jobs=6, max_horizon=8), seed=st.integers(0, 3),
+       placement=st.sampled_from(sorted(PLACEMENTS)))
+def test_type_agnostic_policies_give_valid_schedules_on_bigger_instances(policy, inst, seed,
+                                                                          placement):
+    first = solve(inst, policy, **_options(policy, placement, seed))
+    assert validate(inst, first).ok, f"{policy}/{placement}: {validate(inst, first)}"
+
+
+def test_the_exact_policies_prove_optimality_with_types():
+    inst = _cluster(_job("a", {"v100": JobType(3), "k80": JobType(1)}, chunks=2),
+                    _job("b", {"k80": JobType(2)}, chunks=2))
+    for policy in EXACT:
+        s = solve(inst, policy)
+        assert validate(inst, s).ok and s.stats["proven_optimal"] and s.total_utility == 2.0
 
 
 def test_the_cli_reports_the_refusal_as_bad_input(tmp_path, capsys):
@@ -63,11 +86,11 @@ def test_the_cli_reports_the_refusal_as_bad_input(tmp_path, capsys):
     from oasis_opt.model.io import save_instance
 
     save_instance(_cluster(_job("a", {"v100": JobType(2)})), tmp_path / "i.json")
-    code = main(["solve", str(tmp_path / "i.json"), "--policy", "offline", "--out",
+    code = main(["solve", str(tmp_path / "i.json"), "--policy", "oasis", "--out",
                  str(tmp_path / "r.json")])
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.count("\n") == 0
-    assert err.startswith("oasis-opt: error: --policy offline: policy 'offline' does not support "
+    assert err.startswith("oasis-opt: error: --policy oasis: policy 'oasis' does not support "
                           "accelerator types yet")
 
 

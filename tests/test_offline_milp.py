@@ -1,11 +1,15 @@
-"""The exact offline optimum of (1): MILP arrays vs Pyomo vs brute force, HiGHS vs CP-SAT.
+"""The exact offline optimum of (1): MILP arrays vs Pyomo vs brute force, HiGHS vs CP-SAT, on
+clusters without and with accelerator types.
 
 The brute force below is written independently of the MILP: per job, enumerate every minimal
-plan (a completion slot t_hat and integer workers k_t <= N_i in a_i..t_hat with k_{t_hat} >= 1
-and sum k_t = work_i exactly: any feasible plan contains one of these slot-wise, and fewer
-workers never make a slot less feasible, since they need no more PSs, ceil(k b / B)); then
-search over one option per job (or rejection), checking each slot by trying every placement of
-the workers on the worker servers and of the fewest PSs on the PS servers.
+plan (a completion slot t_hat and, in each slot a_i..t_hat, integer workers per accelerator type
+the job can use, at most N_i in all, on one type unless the job may span types, with workers in
+t_hat, reaching the job's work units, and no worker removable without losing one of these: any
+feasible plan contains one of these slot-wise with the same completion slot, and fewer workers
+never make a slot less feasible, since they need no more PSs, ceil(k b / B)); then search over
+one option per job (or rejection), checking each slot by trying every placement of the workers
+on the worker servers of their type and of the fewest PSs on the PS servers. Without types there
+is one type of speed 1, and a minimal plan has exactly work_i workers.
 """
 from __future__ import annotations
 
@@ -23,13 +27,10 @@ from oasis_opt.offline.exact import OfflinePolicy, lp_bound
 from oasis_opt.offline.milp_arrays import build_milp, ps_ratio
 from oasis_opt.offline.milp_pyomo import solve_pyomo
 from oasis_opt.policies import get_policy, solve
-from oasis_opt.testing import instances
+from oasis_opt.testing import hetero_instances, instances
 
 
 # ---- brute force ------------------------------------------------------------------------------
-import numpy as np
-
-
 def _compositions(total: int, parts: int, cap: int):
     """Tuples of ``parts`` integers in 0..cap summing to ``total``."""
     if parts == 0:
@@ -41,16 +42,50 @@ def _compositions(total: int, parts: int, cap: int):
             yield (first,) + rest
 
 
-def job_options(inst, i: int) -> list[tuple[float, dict[int, int]]]:
-    """(utility, {slot: workers}) for every minimal plan of job i, best utility first."""
-    a, T, N, work = int(inst.arrival[i]), inst.horizon, int(inst.chunks[i]), int(inst.work[i])
+def _slot_choices(inst, i: int) -> list[tuple[int, ...]]:
+    """Workers per type (all G types, 0 on those the job cannot use) one slot may hold."""
+    G, N = len(inst.types), int(inst.chunks[i])
+    usable = [g for g in range(G) if inst.type_speed[i, g] > 0]
     out = []
-    for t_hat in range(a, T + 1):
-        n = t_hat - a + 1
-        for ks in _compositions(work, n, N):
-            if ks[-1] >= 1:
+    for total in range(N + 1):
+        for split in _compositions(total, len(usable), total):
+            if not inst.span_types[i] and sum(1 for k in split if k) > 1:
+                continue
+            counts = [0] * G
+            for g, k in zip(usable, split):
+                counts[g] = k
+            out.append(tuple(counts))
+    return out
+
+
+def job_options(inst, i: int) -> list[tuple[float, dict[int, tuple[int, ...]]]]:
+    """(utility, {slot: workers per type}) for every minimal plan of job i, best utility first."""
+    a, T, work = int(inst.arrival[i]), inst.horizon, int(inst.work[i])
+    speed = [int(s) for s in inst.type_speed[i]]
+    choices = _slot_choices(inst, i)
+    units = {c: sum(k * s for k, s in zip(c, speed)) for c in choices}
+    out = []
+
+    def minimal(plan: list[tuple[int, ...]], done: int) -> bool:
+        last = len(plan) - 1
+        for n, c in enumerate(plan):
+            for g, k in enumerate(c):
+                if k and done - speed[g] >= work and not (n == last and sum(c) == 1):
+                    return False
+        return True
+
+    def extend(plan: list[tuple[int, ...]], done: int, t_hat: int) -> None:
+        if len(plan) == t_hat - a + 1:
+            if done >= work and sum(plan[-1]) and minimal(plan, done):
                 out.append((float(inst.utility_table[i, t_hat]),
-                            {a + s: k for s, k in enumerate(ks) if k}))
+                            {a + n: c for n, c in enumerate(plan) if sum(c)}))
+            return
+        for c in choices:
+            if done < work or not units[c]:  # once the work is done, only empty slots follow
+                extend(plan + [c], done + units[c], t_hat)
+
+    for t_hat in range(a, T + 1):
+        extend([], 0, t_hat)
     return sorted(out, key=lambda o: -o[0])
 
 
@@ -75,24 +110,30 @@ def _fits(demands: list[tuple[np.ndarray, int]], capacity: np.ndarray) -> bool:
 def brute_force(inst) -> float:
     """The optimal total utility of ``inst`` by exhaustive search (tiny instances only)."""
     b, B = inst.worker_bw, inst.ps_bw
+    G = len(inst.types)
 
     @lru_cache(maxsize=None)
-    def slot_ok(load: tuple[tuple[int, int], ...]) -> bool:
-        workers, pss = [], []
-        for i, k in load:
+    def slot_ok(load: tuple[tuple[int, tuple[int, ...]], ...]) -> bool:
+        workers: list[list] = [[] for _ in range(G)]
+        pss = []
+        for i, counts in load:
+            k = sum(counts)
             z = max(1, math.ceil(k * b[i] / B[i] - 1e-9))
             if z > k:
                 return False
-            workers.append((inst.worker_demand[i], k))
+            for g, kg in enumerate(counts):
+                if kg:
+                    workers[g].append((inst.type_demand[i, g], kg))
             pss.append((inst.ps_demand[i], z))
-        return _fits(workers, inst.worker_capacity) and _fits(pss, inst.ps_capacity)
+        return (all(_fits(workers[g], inst.worker_capacity[inst.worker_type == g])
+                    for g in range(G)) and _fits(pss, inst.ps_capacity))
 
     options = [job_options(inst, i) for i in range(inst.I)]
     best_left = [0.0] * (inst.I + 1)  # optimistic utility of jobs i.. (for pruning)
     for i in reversed(range(inst.I)):
         best_left[i] = best_left[i + 1] + (options[i][0][0] if options[i] else 0.0)
     best = 0.0
-    load: dict[int, list[tuple[int, int]]] = {}
+    load: dict[int, list[tuple[int, tuple[int, ...]]]] = {}
 
     def search(i: int, value: float) -> None:
         nonlocal best
@@ -121,7 +162,6 @@ def brute_force(inst) -> float:
     return best
 
 
-
 # ---- properties -------------------------------------------------------------------------------
 @st.composite
 def contended(draw, max_jobs: int = 3):
@@ -133,6 +173,18 @@ def contended(draw, max_jobs: int = 3):
 
 
 tiny = contended().filter(lambda i: i.I >= 1)
+
+
+@st.composite
+def contended_typed(draw, max_jobs: int = 3):
+    """``contended`` with accelerator types: two worker servers at most (one or two types),
+    work of at most 8 units, so that the brute force stays small."""
+    inst = draw(hetero_instances(max_jobs=max_jobs, max_horizon=3, max_servers=2, max_work=8))
+    late = max(1, (inst.horizon + 1) // 2)
+    return inst.with_jobs([replace(j, arrival=draw(st.integers(1, late))) for j in inst.jobs])
+
+
+tiny_typed = contended_typed().filter(lambda i: i.I >= 1)
 
 
 @settings(max_examples=150)
@@ -162,6 +214,31 @@ def test_pyomo_reference_model_agrees_with_the_array_model(inst):
     # the array model is tighter (big-M k_i <= N_i, reduced index sets): its LP is no weaker
     assert lp_bound(inst) <= relaxed["objective"] + 1e-6
     assert lp_bound(inst) >= arrays.total_utility - 1e-6
+
+
+@settings(max_examples=80, deadline=None)
+@given(tiny_typed)
+def test_typed_optimum_equals_brute_force_and_cpsat(inst):
+    truth = brute_force(inst)
+    h = OfflinePolicy().solve(inst)
+    c = get_policy("offline-cpsat").solve(inst)
+    for s in (h, c):
+        assert validate(inst, s).ok, validate(inst, s)
+        assert s.stats["status"] == "optimal" and s.stats["proven_optimal"]
+    assert h.total_utility == pytest.approx(truth, rel=1e-6, abs=1e-6)
+    assert abs(c.total_utility - truth) <= c.stats["objective_error"] + 1e-6
+    assert h.stats["bound"] >= truth - 1e-6
+    assert lp_bound(inst) >= truth - 1e-6
+
+
+@settings(max_examples=30, deadline=None)
+@given(tiny_typed)
+def test_typed_pyomo_reference_model_agrees_with_the_array_model(inst):
+    ref = solve_pyomo(inst)
+    arrays = OfflinePolicy().solve(inst)
+    assert ref["objective"] == pytest.approx(arrays.total_utility, rel=1e-6, abs=1e-6)
+    relaxed = solve_pyomo(inst, relax=True)
+    assert arrays.total_utility - 1e-6 <= lp_bound(inst) <= relaxed["objective"] + 1e-6
 
 
 @settings(max_examples=200)
@@ -243,3 +320,28 @@ def test_model_size_is_reduced_to_arrival_and_room():
     assert set(m.job.tolist()) == {0}
     assert m.slot[m.kind == 2].min() == 2  # workers only from arrival on
     assert m.slot[m.kind == 1].min() == 2  # completion no earlier than a + d_min - 1
+
+
+def _typed_pair(span: bool) -> Instance:
+    """A V100 and a K80 server; a job of 3 units, 2 a slot per V100 worker, 1 per K80 worker:
+    one slot on both types if it may span them, else two slots."""
+    from oasis_opt.model import JobType
+
+    cap = {"gpu": 1.0, "cpu": 8.0, "mem": 32.0, "storage": 100.0, "bw": 10.0}
+    ws = (Server("v", cap, accelerator="v100"), Server("k", cap, accelerator="k80"))
+    ps = (Server("p", {"cpu": 8.0, "mem": 32.0, "storage": 100.0, "bw": 20.0}),)
+    job = Job("a", 1, 1, 2, 1.5, {"gpu": 1.0, "cpu": 1.0, "bw": 1.0}, {"cpu": 1.0, "bw": 5.0},
+              Utility.sigmoid(10.0, 2.0, 1.0),
+              types={"v100": JobType(2), "k80": JobType(1)}, span_types=span)
+    return Instance(3, DEFAULT_RESOURCES, ws, ps, (job,))
+
+
+@pytest.mark.parametrize("policy", ["offline", "offline-cpsat"])
+@pytest.mark.parametrize("span, completion", [(True, 1), (False, 2)])
+def test_span_rule_decides_the_completion_slot(policy, span, completion):
+    inst = _typed_pair(span)
+    assert inst.work[0] == 3
+    s = solve(inst, policy)
+    assert validate(inst, s).ok and s.completion == (completion,)
+    assert s.total_utility == pytest.approx(brute_force(inst))
+    assert (build_milp(inst).kind == 4).any() != span  # v columns only without span_types

@@ -15,15 +15,19 @@ from oasis_opt.model import Instance, Job, Server, ScheduleBuilder, Utility, val
 from oasis_opt.model.schedule import WORKER
 from oasis_opt.online.dual import (BACKENDS, GRANULARITIES, Plan, best_schedule,
                                    best_schedule_arrays)
-from oasis_opt.testing import instances
+from oasis_opt.model.schedule import work_done
+from oasis_opt.testing import hetero_instances, instances
 
 
 # ---- random problems: an instance, a job, prices and free capacities ---------------------------
 @st.composite
 def dual_cases(draw, max_horizon: int = 6, max_servers: int = 3, max_work: int = 12,
-               granularity=None):
-    inst = draw(instances(max_jobs=3, max_horizon=max_horizon, max_servers=max_servers,
-                          max_work=max_work))
+               granularity=None, typed: bool = False):
+    """(instance, job, prices, granularity); ``typed``: a cluster with accelerator types
+    (worker-slot granularity, work in units)."""
+    strategy = hetero_instances if typed else instances
+    inst = draw(strategy(max_jobs=3, max_horizon=max_horizon, max_servers=max_servers,
+                         max_work=max_work))
     assume(inst.I > 0)
     job = draw(st.integers(0, inst.I - 1))
     # an early arrival for the job under test, so that most cases have a feasible schedule
@@ -46,7 +50,7 @@ def dual_cases(draw, max_horizon: int = 6, max_servers: int = 3, max_work: int =
     fractions = np.array([0.0, 0.3, 0.7] + [1.0] * 7)
     wfree = inst.worker_capacity[None] * rng.choice(fractions, (T + 1, H, 1))
     pfree = inst.ps_capacity[None] * rng.choice(fractions, (T + 1, K, 1))
-    g = granularity or draw(st.sampled_from(GRANULARITIES))
+    g = "worker-slot" if typed else granularity or draw(st.sampled_from(GRANULARITIES))
     return inst, job, (wprice, pprice, wfree, pfree), g
 
 
@@ -54,16 +58,18 @@ def plan_cost(inst: Instance, plan: Plan, wprice, pprice) -> float:
     """Resource cost (28) of a plan's rows at the given prices, recomputed from scratch."""
     H, total = inst.H, 0.0
     for _, t, server, role, n in plan.rows.tolist():
+        demand = inst.container_demand(plan.job, server, role)  # a worker's: its type's
         if role == WORKER:
-            total += n * float(wprice[t, server] @ inst.worker_demand[plan.job])
+            total += n * float(wprice[t, server] @ demand)
         else:
-            total += n * float(pprice[t, server - H] @ inst.ps_demand[plan.job])
+            total += n * float(pprice[t, server - H] @ demand)
     return total
 
 
 def check_plan(inst: Instance, plan: Plan, prices) -> None:
     """Everything a plan promises: validator-clean as a one-job schedule, within the free
-    capacity, k_t <= N_i, exactly ceil(k b/B) PSs, cost and payoff consistent."""
+    capacity, k_t <= N_i, exactly ceil(k b/B) PSs, the work (in units with types), cost and
+    payoff consistent."""
     wprice, pprice, wfree, pfree = prices
     i, H = plan.job, inst.H
     if plan.completion is None:
@@ -85,13 +91,13 @@ def check_plan(inst: Instance, plan: Plan, prices) -> None:
     assert np.array_equal(workers, plan.workers)
     assert (workers <= inst.chunks[i]).all()
     assert np.array_equal(ps, inst.ps_needed(i, workers))
-    assert workers.sum() >= inst.work[i]
+    assert work_done(inst, sched.allocations)[i] >= inst.work[i]
     # within the free capacity, per slot, server and resource
     used_w = np.zeros_like(wfree)
     used_p = np.zeros_like(pfree)
     for _, t, s, role, n in rows.tolist():
         if role == WORKER:
-            used_w[t, s] += n * inst.worker_demand[i]
+            used_w[t, s] += n * inst.container_demand(i, s, role)
         else:
             used_p[t, s - H] += n * inst.ps_demand[i]
     assert (used_w <= wfree + 1e-9).all() and (used_p <= pfree + 1e-9).all()
@@ -224,6 +230,163 @@ def test_reference_matches_brute_force(case):
 
 
 # ---- edges and errors ---------------------------------------------------------------------------
+# ---- accelerator types: the backends agree, and match a brute force -----------------------------
+@settings(max_examples=100, deadline=None)
+@given(dual_cases(typed=True))
+def test_typed_backends_return_the_same_plan(case):
+    from oasis_opt.online import dual_numpy
+
+    inst, job, prices, g = case
+    ref = best_schedule(inst, job, *prices, backend="reference")
+    check_plan(inst, ref, prices)
+    fast = best_schedule(inst, job, *prices, backend="numpy")
+    assert_same_plan(ref, fast)
+    saved, dual_numpy.LOOP_ABOVE = dual_numpy.LOOP_ABOVE, 0
+    try:
+        assert_same_plan(ref, best_schedule(inst, job, *prices, backend="numpy"))
+    finally:
+        dual_numpy.LOOP_ABOVE = saved
+
+
+@settings(max_examples=30, deadline=None)
+@given(dual_cases(typed=True))
+def test_typed_jax_matches_reference(case):
+    inst, job, prices, _ = case
+    assert_same_plan(best_schedule(inst, job, *prices, backend="reference"),
+                     best_schedule(inst, job, *prices, backend="jax"))
+
+
+def _typed_slot_options(inst, job, t, prices) -> dict[int, float]:
+    """Exact per-slot optimum with types by enumerating every placement: units P -> min cost of
+    workers doing P units (each on a type it can use, one type unless spanning, at most N_i) and
+    any PS count allowed by (6) and (7), within the free capacity."""
+    wprice, pprice, wfree, pfree = prices
+    N = int(inst.chunks[job])
+    s, b, B = inst.ps_demand[job], inst.worker_bw[job], inst.ps_bw[job]
+    speed = inst.server_speed(job)
+    best = {0: 0.0}
+    for y in itertools.product(range(N + 1), repeat=inst.H):
+        k = sum(y)
+        used = [h for h, n in enumerate(y) if n]
+        if not 1 <= k <= N or any(speed[h] == 0 for h in used):
+            continue
+        if not inst.span_types[job] and len({int(inst.worker_type[h]) for h in used}) > 1:
+            continue
+        dem = [inst.container_demand(job, h, 0) for h in range(inst.H)]
+        if any((n * dem[h] > wfree[t, h] + 1e-9).any() for h, n in enumerate(y)):
+            continue
+        units = sum(n * int(speed[h]) for h, n in enumerate(y))
+        cw = sum(n * float(wprice[t, h] @ dem[h]) for h, n in enumerate(y))
+        for z in itertools.product(range(k + 1), repeat=inst.K):
+            m = sum(z)
+            if m > k or m * B < k * b * (1 - 1e-12) or \
+                    any((n * s > pfree[t, q] + 1e-9).any() for q, n in enumerate(z)):
+                continue
+            c = cw + sum(n * float(pprice[t, q] @ s) for q, n in enumerate(z))
+            best[units] = min(best.get(units, math.inf), c)
+    return best
+
+
+def typed_brute_force_payoff(inst, job, prices) -> float:
+    a, T, need = int(inst.arrival[job]), inst.horizon, int(inst.work[job])
+    slots = list(range(a, T + 1))
+    per_slot = [_typed_slot_options(inst, job, t, prices) for t in slots]
+    best = -math.inf
+    for choice in itertools.product(*[sorted(o.items()) for o in per_slot]):
+        if sum(units for units, _ in choice) < need:
+            continue
+        used = [t for t, (units, _) in zip(slots, choice) if units]
+        done = used[-1] if used else a
+        best = max(best, inst.utility_of(job, done) - sum(c for _, c in choice))
+    return best
+
+
+@settings(max_examples=100, deadline=None)
+@given(dual_cases(max_horizon=3, max_servers=2, max_work=8, typed=True))
+def test_typed_reference_matches_brute_force(case):
+    inst, job, prices, _ = case
+    assume(int(inst.chunks[job]) <= 3 and inst.horizon - inst.arrival[job] < 3)
+    ref = best_schedule(inst, job, *prices, backend="reference")
+    brute = typed_brute_force_payoff(inst, job, prices)
+    if brute == -math.inf:
+        assert ref.completion is None
+    else:
+        assert ref.payoff == pytest.approx(brute, rel=1e-9, abs=1e-9)
+
+
+def _v100_k80(span: bool, T: int = 1, v100: int = 3, k80: int = 1, chunk_time: float = 1.5,
+              gpus: float = 2.0) -> Instance:
+    """A V100 server and a K80 server (``gpus`` GPUs each); one job of 2 chunks, unit 1."""
+    from oasis_opt.model import DEFAULT_RESOURCES, JobType
+
+    cap = {"gpu": gpus, "cpu": 8.0, "mem": 32.0, "storage": 100.0, "bw": 10.0}
+    ws = (Server("v", cap, accelerator="v100"), Server("k", cap, accelerator="k80"))
+    ps = (Server("p", {"cpu": 8.0, "mem": 32.0, "storage": 100.0, "bw": 20.0}),)
+    job = Job("a", 1, 1, 2, chunk_time, {"gpu": 1.0, "cpu": 1.0, "bw": 1.0},
+              {"cpu": 1.0, "bw": 5.0}, Utility.constant(10.0),
+              types={"v100": JobType(v100), "k80": JobType(k80)}, span_types=span)
+    return Instance(T, DEFAULT_RESOURCES, ws, ps, (job,))
+
+
+def _prices(inst, gpu_price: dict[int, float]):
+    wprice = np.zeros((inst.horizon + 1, inst.H, inst.R))
+    for h, p in gpu_price.items():
+        wprice[:, h, inst.resources.index("gpu")] = p
+    return (wprice, np.zeros((inst.horizon + 1, inst.K, inst.R)),
+            np.broadcast_to(inst.worker_capacity, wprice.shape).copy(),
+            np.broadcast_to(inst.ps_capacity, (inst.horizon + 1, inst.K, inst.R)).copy())
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_slot_buys_the_cheapest_work_not_the_cheapest_workers(backend):
+    # 3 units: one V100 worker (3 units at 2.5) beats three K80 workers (1 unit at 1.0 each, and
+    # the job has only 2 chunks anyway): price per unit of progress 0.83 < 1
+    inst = _v100_k80(span=False, v100=3, k80=1, chunk_time=1.5)
+    assert inst.work[0] == 3
+    plan = best_schedule(inst, 0, *_prices(inst, {0: 2.5, 1: 1.0}), backend=backend)
+    assert plan.rows[plan.rows[:, 3] == WORKER, 2:].tolist() == [[0, 0, 1]]
+    assert plan.cost == pytest.approx(2.5)
+    # 2 units, V100 speed 3, K80 speed 1: two K80 workers (2.0) beat one V100 worker (2.5)
+    inst = _v100_k80(span=False, v100=3, k80=1, chunk_time=1.0)
+    plan = best_schedule(inst, 0, *_prices(inst, {0: 2.5, 1: 1.0}), backend=backend)
+    assert plan.rows[plan.rows[:, 3] == WORKER, 2:].tolist() == [[1, 0, 2]]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_spanning_job_mixes_types_in_a_slot(backend):
+    # 4 units in one slot: one V100 (3) and one K80 (1) worker, only if the job spans types
+    inst = _v100_k80(span=True, v100=3, k80=1, chunk_time=2.0, gpus=1.0)
+    prices = _prices(inst, {0: 1.0, 1: 1.0})
+    plan = best_schedule(inst, 0, *prices, backend=backend)
+    check_plan(inst, plan, prices)
+    assert plan.completion == 1 and plan.cost == pytest.approx(2.0)
+    assert plan.rows[plan.rows[:, 3] == WORKER, 2:].tolist() == [[0, 0, 1], [1, 0, 1]]
+    assert plan.payoff == pytest.approx(typed_brute_force_payoff(inst, 0, prices))
+    alone = _v100_k80(span=False, v100=3, k80=1, chunk_time=2.0, gpus=1.0)
+    assert best_schedule(alone, 0, *_prices(alone, {0: 1.0, 1: 1.0}),
+                         backend=backend).completion is None
+
+
+def test_typed_arguments_are_checked():
+    inst = _v100_k80(span=False)
+    args = dict(job_arguments_of(inst))
+    prices = _prices(inst, {0: 1.0})
+    with pytest.raises(ValueError, match="^granularity: 'chunk' takes no accelerator types"):
+        best_schedule_arrays(*prices, granularity="chunk", **args)
+    with pytest.raises(ValueError, match="^type_speed: expected"):
+        best_schedule_arrays(*prices, **{**args, "type_speed": [0, 0]})
+    with pytest.raises(ValueError, match="^server_type: expected shape"):
+        best_schedule_arrays(*prices, **{**args, "server_type": [0, 5]})
+    with pytest.raises(ValueError, match="^type_demand: needed"):
+        best_schedule_arrays(*prices, **{**args, "type_demand": None})
+
+
+def job_arguments_of(inst, job=0):
+    from oasis_opt.online.dual import job_arguments
+
+    return job_arguments(inst, job)
+
+
 def _one_job_instance(T=4, chunks=2, epochs=2, chunk_time=1.0, arrival=1) -> Instance:
     ws = (Server("w0", {"cpu": 4, "mem": 16, "bw": 10}), Server("w1", {"cpu": 4, "mem": 16, "bw": 10}))
     ps = (Server("p0", {"cpu": 4, "mem": 16, "bw": 20}),)

@@ -5,8 +5,9 @@
 ending in ``_s`` and ``timing``, the wall-clock ones, removed), both written by the package
 before accelerator types existed (commit 4c972a8) with ``python tests/test_untyped_unchanged.py
 OUT_DIR``. The current code must read the file to the same bytes and reproduce every result.
-(The offline MILP is left out: it takes half a minute here, and its code only gained the refusal
-of typed instances.)
+The offline MILP takes half a minute to solve here, so its model is pinned instead: the sha256
+of its arrays, as the code before accelerator types (commit 56cf220) built them; an identical
+program gives the solver identical input.
 """
 from __future__ import annotations
 
@@ -89,6 +90,25 @@ def test_results_are_identical(policy, placement):
     again = solve(free, policy, **opts)
     assert again.stats.pop("preemption")["jobs"]["lost_work"] == [0.0] * inst.I
     assert digest(free, policy, placement, again, as_of=inst) == expected[key(policy, placement)]
+
+
+MILP_SHA256 = "2162a0914b41f439bb328606b23db1e461918da60a3bf480739936e18a3daf66"
+
+
+def test_the_offline_milp_is_the_same_program():
+    import numpy as np
+
+    from oasis_opt.model.io import load_instance
+    from oasis_opt.offline.milp_arrays import build_milp
+
+    m = build_milp(load_instance(DATA / "paper-sim-seed7.json"))
+    A = m.lp.A.tocsr()
+    A.sort_indices()
+    h = hashlib.sha256()
+    for a in (m.lp.c, A.indptr, A.indices, A.data, m.lp.row_lower, m.lp.row_upper, m.lp.lower,
+              m.lp.upper, m.kind, m.job, m.slot, m.server):
+        h.update(np.ascontiguousarray(a).tobytes())
+    assert h.hexdigest() == MILP_SHA256
 
 
 def write(out: Path) -> None:

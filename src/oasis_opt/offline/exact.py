@@ -4,7 +4,8 @@ Both policies build the reduced MILP of :mod:`.milp_arrays` and hand it to the s
 HiGHS (default) or OR-Tools CP-SAT (one worker, integer scaling documented in :mod:`.solver`;
 the objective error it may cause is reported as ``stats["objective_error"]``). The empty
 schedule (every job rejected) is always feasible and is given to the solver as its first
-incumbent, so a time limit always leaves a valid schedule.
+incumbent, so a time limit always leaves a valid schedule. Instances with accelerator types are
+solved by the typed model of :mod:`.milp_arrays`.
 
 ``stats``: ``status``, ``objective``, ``bound`` (best bound on the optimum), ``gap`` (relative),
 ``proven_optimal``, ``build_s`` (arrays), ``handoff_s`` (solver model construction),
@@ -52,7 +53,6 @@ class OfflinePolicy:
 
     def solve(self, instance: Instance, *, time_limit: float | None = None, progress: bool = False,
               **_ignored: Any) -> Schedule:
-        instance.require_untyped(f"policy {self.name!r}")
         model = build_milp(instance)
         res = solve_program(model.lp, backend=self.backend, time_limit=time_limit,
                             seed=self.seed, mip_gap=self.mip_gap,

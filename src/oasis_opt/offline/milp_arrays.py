@@ -29,6 +29,16 @@ Objective (1): ``max sum_i sum_t f_i(t - a_i) u_it``. Constraints, in worker-slo
   needs and HiGHS solved faster with (about 1.5x over the 16 Fig. 5 instances, one run);
 * (7)   ``sum_k z_ikt <= sum_h y_iht``.
 
+**Accelerator types** (``model.instance``). A column ``y_iht`` exists only on a server of a type
+g(h) the job can use, its room is counted with the job's demand there, w_{i g(h)}^r, and so are
+rows (4); constraint (2) counts work units, ``sum_{t,h} s_{i g(h)} y_iht >= work_i x_i``; and for
+a job that may not span types and can use G_i >= 2 of the cluster's types, binaries ``v_igt``
+(job i's workers of slot t sit on type g) with ``sum_g v_igt <= 1`` and
+``sum_{h of type g} y_iht <= k_ig v_igt`` (k_ig: its most workers on type g in a slot). The
+earliest completion t0_i uses the most units a slot can give, m_i (:func:`max_units_per_slot`).
+Without types s = 1, every server is usable and no v exists: the model is the paper's, column
+for column.
+
 Every reduction above removes only variables that are zero (or rows that hold) in every feasible
 solution, so the optimum equals that of the unreduced model in :mod:`.milp_pyomo` (tested).
 A disaggregated linking row per server and a cumulative-work row per slot were tried and
@@ -51,8 +61,8 @@ from ..model.numerics import WORK_EPS
 from ..model.schedule import PS, WORKER, Schedule, ScheduleBuilder
 from .solver import LinearProgram
 
-X, U, Y, Z = 0, 1, 2, 3  # variable kinds
-KINDS = ("x", "u", "y", "z")
+X, U, Y, Z, V = 0, 1, 2, 3, 4  # variable kinds (v: the type a job's workers use in a slot)
+KINDS = ("x", "u", "y", "z", "v")
 
 
 def server_room(capacity: np.ndarray, demand: np.ndarray) -> np.ndarray:
@@ -73,8 +83,8 @@ def server_room(capacity: np.ndarray, demand: np.ndarray) -> np.ndarray:
 class MilpModel:
     """The MILP of one instance: the program plus what each column means.
 
-    ``kind[j]``, ``job[j]``, ``slot[j]`` (0 for x), ``server[j]`` (global index, -1 for x/u)
-    describe column j. ``constant``: utility of zero-work jobs (admitted outside the model).
+    ``kind[j]``, ``job[j]``, ``slot[j]`` (0 for x), ``server[j]`` (global index, -1 for x/u; the
+    type index for v) describe column j. ``constant``: utility of zero-work jobs (admitted outside the model).
     ``excluded``: job -> why it cannot run at all (x_i = 0 without a variable).
     """
 
@@ -147,6 +157,42 @@ def max_workers_per_slot(instance: Instance, wroom: np.ndarray, proom: np.ndarra
     return np.minimum(kw, kp).astype(np.int64)
 
 
+def worker_room(instance: Instance) -> np.ndarray:
+    """``[i, h]``: most workers of job i on an empty worker server h, with its demand on h's
+    type (0 on a type it cannot use), capped at N_i."""
+    if not instance.typed:
+        room = server_room(instance.worker_capacity, instance.worker_demand)
+    else:
+        room = np.zeros((instance.I, instance.H))
+        for g in range(len(instance.types)):
+            mask = instance.type_mask[g]
+            part = server_room(instance.worker_capacity[mask], instance.type_demand[:, g])
+            room[:, mask] = np.where(instance.usable[:, g][:, None], part, 0.0)
+    return np.minimum(room, instance.chunks[:, None])
+
+
+def max_units_per_slot(instance: Instance, wroom: np.ndarray, kmax: np.ndarray) -> np.ndarray:
+    """m_i: most work units job i can do in one slot with at most k_i workers: the fastest
+    type's room first when it may span types, else the best single type (s_ig times its workers
+    there). k_i without types (one unit per worker)."""
+    if not instance.typed:
+        return kmax
+    speed = instance.type_speed
+    out = np.zeros(instance.I, dtype=np.int64)
+    for i in range(instance.I):
+        per_type = [(int(speed[i, g]), int(wroom[i, instance.type_mask[g]].sum()))
+                    for g in instance.type_order(i)]
+        if instance.span_types[i]:
+            left, units = int(kmax[i]), 0
+            for s, room in per_type:
+                take = min(left, room)
+                units, left = units + s * take, left - take
+            out[i] = units
+        else:
+            out[i] = max((s * min(int(kmax[i]), room) for s, room in per_type), default=0)
+    return out
+
+
 def ps_ratio(instance: Instance, job: int, kmax: int) -> tuple[float, float]:
     """(p, q) with ``ceil(k p / q) = ps_needed(job, k)`` for every k = 1..kmax, p/q simplest.
 
@@ -176,14 +222,14 @@ def ps_ratio(instance: Instance, job: int, kmax: int) -> tuple[float, float]:
 
 def build_milp(instance: Instance) -> MilpModel:
     """The reduced MILP of section 2.1 for ``instance`` (see the module docstring)."""
-    instance.require_untyped("the offline MILP")
     t_start = time.perf_counter()
     T, H = instance.horizon, instance.H
-    wroom = np.minimum(server_room(instance.worker_capacity, instance.worker_demand),
-                       instance.chunks[:, None])
+    wroom = worker_room(instance)
     proom = np.minimum(server_room(instance.ps_capacity, instance.ps_demand),
                        instance.chunks[:, None])
     kmax = max_workers_per_slot(instance, wroom, proom)
+    units = max_units_per_slot(instance, wroom, kmax)
+    speed = instance.server_speed
     work, arrival, N = instance.work, instance.arrival, instance.chunks
     b, B = instance.worker_bw, instance.ps_bw
 
@@ -220,7 +266,7 @@ def build_milp(instance: Instance) -> MilpModel:
         if len(ks) == 0 or kmax[i] < 1:
             excluded[i] = "no PS server has room for the PSs of one worker"
             continue
-        t0 = a + int(-(-work[i] // kmax[i])) - 1
+        t0 = a + int(-(-work[i] // units[i])) - 1
         if t0 > T:
             excluded[i] = f"needs {t0 - a + 1} slots from arrival {a}, horizon is {T}"
             continue
@@ -233,8 +279,8 @@ def build_milp(instance: Instance) -> MilpModel:
                       np.tile(wroom[i, hs], ns)).reshape(ns, len(hs))
         zc = new_cols(Z, i, np.repeat(ts, len(ks)), np.tile(ks + H, ns),
                       np.tile(proom[i, ks], ns)).reshape(ns, len(ks))
-        # (2): work_i x_i - sum y <= 0
-        coo.row(np.r_[xc, yc.ravel()], np.r_[work[i], -np.ones(yc.size)], up=0.0)
+        # (2): work_i x_i - sum s_{i g(h)} y <= 0 (s = 1 without types)
+        coo.row(np.r_[xc, yc.ravel()], np.r_[work[i], -np.tile(speed(i)[hs], ns)], up=0.0)
         # one completion slot iff admitted
         coo.row(np.r_[uc, xc], np.r_[np.ones(len(uc)), -1.0], lo=0.0, up=0.0)
         # no workers after completion, and (3) with k_i <= N_i as the big M:
@@ -250,6 +296,17 @@ def build_milp(instance: Instance) -> MilpModel:
         coo.rows(np.r_[rel, np.repeat(rel, nh)], np.r_[uc, yc[s0:].ravel()],
                  np.r_[np.ones(len(uc)), -np.ones(len(uc) * nh)],
                  np.full(len(uc), -math.inf), np.zeros(len(uc)))
+        # one type per slot unless the job may span types: sum_g v_gt <= 1 and
+        # sum_{h of type g} y_ht - k_ig v_gt <= 0
+        gs = np.unique(instance.worker_type[hs])
+        if instance.typed and not instance.span_types[i] and len(gs) > 1:
+            for s, t in enumerate(ts):
+                vc = new_cols(V, i, np.full(len(gs), t), gs, 1.0)
+                coo.row(vc, 1.0, up=1.0)
+                for g, v in zip(gs, vc):
+                    on = instance.worker_type[hs] == g
+                    kg = min(int(kmax[i]), int(wroom[i, hs[on]].sum()))
+                    coo.row(np.r_[yc[s, on], v], np.r_[np.ones(on.sum()), -kg], up=0.0)
         rel = np.arange(ns)
         nk = len(ks)
         # (6): b_i sum_h y - B_i sum_k z <= 0, as p sum_h y - q sum_k z <= 0 with the simplest
@@ -267,15 +324,18 @@ def build_milp(instance: Instance) -> MilpModel:
                                cat(servers, np.int64))
     ub, c = cat(ubs, float), cat(cost, float)
     # (4) and (5): per slot, server and resource, over the jobs with a variable there
-    for role_kind, demand, cap, offset in ((Y, instance.worker_demand, instance.worker_capacity, 0),
-                                           (Z, instance.ps_demand, instance.ps_capacity, H)):
+    for role_kind, cap, offset in ((Y, instance.worker_capacity, 0),
+                                   (Z, instance.ps_capacity, H)):
         cols = np.flatnonzero(kind == role_kind)
         if len(cols) == 0:
             continue
         srv = server[cols] - offset
         key = slot[cols] * cap.shape[0] + srv  # one key per (slot, server)
+        # per-column demand: a worker's is its server type's (w_{i g(h)}), a PS's s_i
+        demand = instance.row_demand(job[cols], server[cols],
+                                     np.full(len(cols), 0 if role_kind == Y else 1))
         for r in range(instance.R):
-            coef = demand[job[cols], r]
+            coef = demand[:, r]
             m = coef > 0
             if not m.any():
                 continue

@@ -15,6 +15,11 @@ the array model; see ``benchmarks/bench_offline.py`` for the measured ratio.
          u[i,t] <= sum_h y[i,t,h]                                          (8), linearised
          y, z defined for t >= a_i only                                              (9)(10)
          x, u binary; y, z non-negative integers                                   (11)-(13)
+
+With accelerator types (``model.instance``) a worker on server h does s_{i g(h)} work units a
+slot and demands w_{i g(h)}: (2) reads ``sum_{t,h} s_{i g(h)} y[i,t,h] >= work_i x[i]``, (4)
+uses w_{i g(h)}, ``y[i,t,h] = 0`` on a type the job cannot use, and a job that may not span
+types has binaries ``v[i,t,g]`` with ``sum_g v[i,t,g] <= 1`` and ``y[i,t,h] <= N_i v[i,t,g(h)]``.
 """
 from __future__ import annotations
 
@@ -32,13 +37,14 @@ import pyomo.environ as pyo  # noqa: E402
 
 def build_pyomo(instance: Instance) -> pyo.ConcreteModel:
     """The MILP as a ``pyo.ConcreteModel`` (variables x, u, y, z; constraints named by equation)."""
-    instance.require_untyped("the offline MILP")
     T = instance.horizon
     jobs = range(instance.I)
     H = range(instance.H)
     K = range(instance.K)
     a = instance.arrival.tolist()
-    w, s = instance.worker_demand, instance.ps_demand
+    w, s = instance.type_demand, instance.ps_demand  # w[i, g]: a worker's demand on type g
+    g_of = instance.worker_type.tolist()
+    speed = instance.type_speed
     cw, cp = instance.worker_capacity, instance.ps_capacity
     N, work = instance.chunks.tolist(), instance.work.tolist()
     b, B = instance.worker_bw.tolist(), instance.ps_bw.tolist()
@@ -60,21 +66,36 @@ def build_pyomo(instance: Instance) -> pyo.ConcreteModel:
     m.utility = pyo.Objective(
         expr=sum(float(instance.utility_table[i, t]) * m.u[i, t] for i, t in m.JT),
         sense=pyo.maximize)
-    m.workload = pyo.Constraint(  # (2)
-        jobs, rule=lambda m, i: sum(workers(i, t) for t in range(a[i], T + 1)) >= work[i] * m.x[i])
+    m.workload = pyo.Constraint(  # (2), in work units
+        jobs, rule=lambda m, i: sum(int(speed[i, g_of[h]]) * m.y[i, t, h]
+                                    for t in range(a[i], T + 1) for h in H) >= work[i] * m.x[i])
     m.max_workers = pyo.Constraint(m.JT, rule=lambda m, i, t: workers(i, t) <= N[i] * m.x[i])  # (3)
 
-    def cap_rule(var: Any, demand: np.ndarray, cap: np.ndarray, servers_of: range
+    def cap_rule(var: Any, demand: Callable[[int, int], np.ndarray], cap: np.ndarray
                  ) -> Callable[..., Any]:
         def rule(m: Any, t: int, srv: int, r: int) -> Any:
-            terms = [demand[i, r] * var[i, t, srv] for i in jobs
-                     if a[i] <= t and demand[i, r] > 0]
+            terms = [demand(i, srv)[r] * var[i, t, srv] for i in jobs
+                     if a[i] <= t and demand(i, srv)[r] > 0]
             return sum(terms) <= cap[srv, r] if terms else pyo.Constraint.Skip
         return rule
 
     m.worker_capacity = pyo.Constraint(range(1, T + 1), H, R,
-                                       rule=cap_rule(m.y, w, cw, H))  # (4)
-    m.ps_capacity = pyo.Constraint(range(1, T + 1), K, R, rule=cap_rule(m.z, s, cp, K))  # (5)
+                                       rule=cap_rule(m.y, lambda i, h: w[i, g_of[h]], cw))  # (4)
+    m.ps_capacity = pyo.Constraint(range(1, T + 1), K, R,
+                                   rule=cap_rule(m.z, lambda i, k: s[i], cp))  # (5)
+    if instance.typed:  # a job's workers only on types it can use, on one type unless it spans
+        G = range(len(instance.types))
+        m.usable_type = pyo.Constraint(
+            m.JT, H, rule=lambda m, i, t, h: (m.y[i, t, h] == 0 if speed[i, g_of[h]] == 0
+                                              else pyo.Constraint.Skip))
+        m.v = pyo.Var(m.JT, G, within=pyo.Binary)
+        one = [i for i in jobs if not instance.span_types[i]]
+        m.one_type = pyo.Constraint(
+            m.JT, rule=lambda m, i, t: (sum(m.v[i, t, g] for g in G) <= 1 if i in one
+                                        else pyo.Constraint.Skip))
+        m.on_its_type = pyo.Constraint(
+            m.JT, H, rule=lambda m, i, t, h: (m.y[i, t, h] <= N[i] * m.v[i, t, g_of[h]]
+                                              if i in one else pyo.Constraint.Skip))
     m.ps_bandwidth = pyo.Constraint(m.JT, rule=lambda m, i, t: b[i] * workers(i, t)
                                     <= B[i] * pss(i, t))  # (6)
     m.ps_le_workers = pyo.Constraint(m.JT, rule=lambda m, i, t: pss(i, t) <= workers(i, t))  # (7)

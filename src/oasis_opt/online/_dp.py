@@ -65,17 +65,70 @@ class JobSpec:
     rho: float
     utility: np.ndarray
     granularity: str = "worker-slot"
+    types: "JobTypes | None" = None
+
+    @property
+    def options(self) -> int:
+        """Number of per-slot options of the DP: k = 0..N without types, else ``types``'s."""
+        return len(self.delta)
+
+    @property
+    def unit_delta(self) -> bool:
+        """Whether option o does exactly o work units (the DP then reads F by a strided view)."""
+        return self.granularity == "worker-slot" and (
+            self.types is None or self.types.span)
+
+
+@dataclass(frozen=True)
+class JobTypes:
+    """A job on a cluster with accelerator types (``dual``'s "Accelerator types").
+
+    ``server_type`` (H,): type index of each worker server; ``speed`` (G,): s_g work units per
+    worker-slot on type g (0: the job cannot use it); ``demand`` (G, R): w_g, its per-worker
+    demand there; ``span``: its workers in one slot may sit on several types. Without ``span``
+    the DP's option o is k_o workers on type g_o (``opt_k``, ``opt_type``; option 0: none),
+    in increasing order of work units delta_o = k_o s_{g_o}, then of k, then of g; with ``span``
+    option P is P work units, from any mix of types.
+    """
+
+    server_type: np.ndarray
+    speed: np.ndarray
+    demand: np.ndarray
+    span: bool
+    opt_k: np.ndarray | None
+    opt_type: np.ndarray | None
+
+    @property
+    def usable(self) -> list[int]:
+        return np.flatnonzero(self.speed > 0).tolist()
+
+
+def typed_options(N: int, speed: np.ndarray, ok: np.ndarray, span: bool
+                  ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray]:
+    """(delta, opt_k, opt_type, ok) of the per-slot options (``JobTypes``)."""
+    if span:
+        P = N * int(speed.max()) + 1
+        return np.arange(P, dtype=np.int64), None, None, np.ones(P, dtype=bool)
+    opts = [(0, 0, -1)] + [(k * int(speed[g]), k, g) for g in np.flatnonzero(speed > 0).tolist()
+                           for k in range(1, N + 1)]
+    opts.sort()
+    arr = np.array(opts, dtype=np.int64).reshape(-1, 3)
+    return arr[:, 0], arr[:, 1], arr[:, 2], ok[arr[:, 1]]
 
 
 def job_spec(*, job: int, arrival: int, horizon: int, chunks: int, work: int,
              worker_demand: np.ndarray, ps_demand: np.ndarray, ps_need: np.ndarray,
              utility: np.ndarray,
              granularity: str = "worker-slot", epochs: int | None = None,
-             chunk_time: float | None = None) -> JobSpec:
+             chunk_time: float | None = None, server_type: np.ndarray | None = None,
+             type_speed: np.ndarray | None = None, type_demand: np.ndarray | None = None,
+             span_types: bool = False) -> JobSpec:
     """The job's arrays; arguments are already checked (``dual.best_schedule_arrays``).
 
     Worker-slot granularity: target = W_i work units, delta(k) = k. Chunk granularity: target =
     E_i N_i chunks (0 for a job without work), delta(k) = floor(k / x_i) chunks (``dual``).
+    With accelerator types (``server_type`` given; worker-slot granularity): target = W_i work
+    units and the options of ``JobTypes``.
     """
     N = int(chunks)
     k = np.arange(N + 1)
@@ -91,21 +144,32 @@ def job_spec(*, job: int, arrival: int, horizon: int, chunks: int, work: int,
         delta = np.minimum(delta, target)
     allowed = ok[1:]
     rho = float((need[1:][allowed] / k[1:][allowed]).min()) if allowed.any() else 0.0
+    types = None
+    if server_type is not None:
+        speed = np.asarray(type_speed, dtype=np.int64)
+        delta, opt_k, opt_type, ok = typed_options(N, speed, ok, bool(span_types))
+        types = JobTypes(np.asarray(server_type, dtype=np.int64), speed,
+                         np.asarray(type_demand, dtype=float), bool(span_types), opt_k, opt_type)
     return JobSpec(int(job), int(arrival), int(horizon), N,
                    np.asarray(worker_demand, dtype=float), np.asarray(ps_demand, dtype=float),
                    need, ok, delta, target, int(work), rho, np.asarray(utility, dtype=float),
-                   granularity)
+                   granularity, types)
 
 
 def job_arguments(instance: Any, job: int) -> dict[str, Any]:
     """Job ``job`` of an ``Instance`` as the keyword arguments of ``dual.best_schedule_arrays``
     (and of ``job_spec``), PS counts by the instance's rule ceil(k b_i / B_i)."""
     N = int(instance.chunks[job])
-    return {"job": int(job), "arrival": int(instance.arrival[job]), "chunks": N,
-            "work": int(instance.work[job]), "worker_demand": instance.worker_demand[job],
-            "ps_demand": instance.ps_demand[job], "utility": instance.utility_table[job],
-            "ps_need": instance.ps_needed(job, np.arange(N + 1)),
-            "epochs": int(instance.epochs[job]), "chunk_time": float(instance.chunk_time[job])}
+    out = {"job": int(job), "arrival": int(instance.arrival[job]), "chunks": N,
+           "work": int(instance.work[job]), "worker_demand": instance.worker_demand[job],
+           "ps_demand": instance.ps_demand[job], "utility": instance.utility_table[job],
+           "ps_need": instance.ps_needed(job, np.arange(N + 1)),
+           "epochs": int(instance.epochs[job]), "chunk_time": float(instance.chunk_time[job])}
+    if instance.typed:
+        out.update(server_type=instance.worker_type, type_speed=instance.type_speed[job],
+                   type_demand=instance.type_demand[job],
+                   span_types=bool(instance.span_types[job]))
+    return out
 
 
 # ---- per-slot cost curves C_t(k), shared by every backend -------------------------------------------
@@ -141,14 +205,85 @@ def slot_costs(spec: JobSpec, wprice: np.ndarray, pprice: np.ndarray, wfree: np.
     per-row sort and cumulative sum), so any slicing gives the same floats."""
     S = wprice.shape[0]
     N = spec.N
-    mw = cheapest_marginals(unit_prices(wprice, spec.w), fit_count(wfree, spec.w, N), N)
-    M = int(spec.need[spec.ok].max()) if spec.ok.any() else 0
-    mp = cheapest_marginals(unit_prices(pprice, spec.s), fit_count(pfree, spec.s, M), M)
-    cw = np.concatenate([np.zeros((S, 1)), np.cumsum(mw, axis=1)], axis=1)
-    cp = np.concatenate([np.zeros((S, 1)), np.cumsum(mp, axis=1)], axis=1)
-    C = cw + cp[:, np.minimum(spec.need, M)]
-    C[:, ~spec.ok] = np.inf
+    ps = ps_costs(spec, pprice, pfree)
+    if spec.types is None:
+        mw = cheapest_marginals(unit_prices(wprice, spec.w), fit_count(wfree, spec.w, N), N)
+        cw = np.concatenate([np.zeros((S, 1)), np.cumsum(mw, axis=1)], axis=1)
+        return cw + ps
+    tp = spec.types
+    cw_by_type = type_costs(spec, wprice, wfree)
+    if tp.span:
+        A = span_table(spec, cw_by_type)[-1]  # (S, N+1, P): cheapest k workers doing P units
+        return (A + ps[:, :, None]).min(axis=1)
+    C = np.full((S, spec.options), np.inf)
+    C[:, 0] = 0.0
+    for o in range(1, spec.options):
+        k, g = int(tp.opt_k[o]), int(tp.opt_type[o])
+        C[:, o] = cw_by_type[g][:, k] + ps[:, k]
     return C
+
+
+def ps_costs(spec: JobSpec, pprice: np.ndarray, pfree: np.ndarray) -> np.ndarray:
+    """P[t, k]: cheapest cost of the need[k] PSs of k = 0..N workers in each given slot (inf
+    where they do not fit or (7) forbids k)."""
+    S = pprice.shape[0]
+    ok = spec.need <= np.arange(spec.N + 1)  # (7)
+    M = int(spec.need[ok].max()) if ok.any() else 0
+    mp = cheapest_marginals(unit_prices(pprice, spec.s), fit_count(pfree, spec.s, M), M)
+    cp = np.concatenate([np.zeros((S, 1)), np.cumsum(mp, axis=1)], axis=1)
+    out = cp[:, np.minimum(spec.need, M)]
+    out[:, ~ok] = np.inf
+    return out
+
+
+def type_servers(spec: JobSpec, g: int) -> np.ndarray:
+    """Worker servers of type g (global indices, ascending)."""
+    assert spec.types is not None
+    return np.flatnonzero(spec.types.server_type == g)
+
+
+def type_costs(spec: JobSpec, wprice: np.ndarray, wfree: np.ndarray) -> dict[int, np.ndarray]:
+    """g -> cw_g (S, N+1): cheapest cost of k workers on servers of type g (Theorem 1's greedy
+    within the type: its workers all do s_g units, so the cheapest unit price first), for each
+    type the job can use."""
+    assert spec.types is not None
+    S, N = wprice.shape[0], spec.N
+    out = {}
+    for g in spec.types.usable:
+        idx = type_servers(spec, g)
+        w = spec.types.demand[g]
+        mw = cheapest_marginals(unit_prices(wprice[:, idx], w), fit_count(wfree[:, idx], w, N), N)
+        out[g] = np.concatenate([np.zeros((S, 1)), np.cumsum(mw, axis=1)], axis=1)
+    return out
+
+
+def _span_step(A: np.ndarray, cw: np.ndarray, speed: int) -> tuple[np.ndarray, np.ndarray]:
+    """One type more in the span table: new[k, P] = min_j A[k - j, P - j s] + cw[j], and the
+    smallest minimising j. A (S, N+1, P), cw (S, N+1)."""
+    S, N1, P = A.shape
+    cand = np.full((N1,) + A.shape, np.inf)
+    for j in range(N1):
+        if j * speed >= P:
+            break
+        cand[j, :, j:, j * speed:] = A[:, :N1 - j, :P - j * speed] + cw[:, j, None, None]
+    arg = cand.argmin(axis=0)
+    return np.take_along_axis(cand, arg[None], axis=0)[0], arg
+
+
+def span_table(spec: JobSpec, cw_by_type: dict[int, np.ndarray]
+               ) -> list[np.ndarray]:
+    """The cheapest worker cost of k workers doing exactly P units over the first 1, 2, ...
+    usable types (a knapsack over types, each type's cost its greedy curve cw_g); one (S, N+1,
+    P) table per stage, the last over every type. P = 0..N max_g s_g."""
+    assert spec.types is not None
+    S = next(iter(cw_by_type.values())).shape[0]
+    A = np.full((S, spec.N + 1, spec.options), np.inf)
+    A[:, 0, 0] = 0.0
+    out = []
+    for g in spec.types.usable:
+        A, _ = _span_step(A, cw_by_type[g], int(spec.types.speed[g]))
+        out.append(A)
+    return out
 
 
 def finite_prefix(C: np.ndarray) -> np.ndarray:
@@ -178,16 +313,51 @@ def place_slot(u: np.ndarray, fit: np.ndarray, count: int) -> list[tuple[int, in
     return placed
 
 
-def plan_rows(spec: JobSpec, workers: np.ndarray, wprice: np.ndarray, pprice: np.ndarray,
+def slot_split(spec: JobSpec, option: int, wprice: np.ndarray, pprice: np.ndarray,
+               wfree: np.ndarray, pfree: np.ndarray) -> dict[int, int]:
+    """Workers per type ({g: k_g}) of one slot's chosen option; the slot's arrays are (H, R) /
+    (K, R). Without types: {0: option}. With ``span``: the split ``slot_costs`` priced, read back
+    from the same tables (fewest workers, then the first minimising split)."""
+    tp = spec.types
+    if tp is None:
+        return {0: option} if option else {}
+    if not tp.span:
+        return {int(tp.opt_type[option]): int(tp.opt_k[option])} if option else {}
+    cw = type_costs(spec, wprice[None], wfree[None])
+    ps = ps_costs(spec, pprice[None], pfree[None])[0]
+    tables = span_table(spec, cw)
+    k = int(np.argmin(tables[-1][0, :, option] + ps))
+    split, P = {}, option
+    usable = tp.usable
+    for stage in range(len(usable) - 1, -1, -1):
+        g = usable[stage]
+        if stage == 0:
+            j = k
+        else:
+            _, arg = _span_step(tables[stage - 1], cw[g], int(tp.speed[g]))
+            j = int(arg[0, k, P])
+        if j:
+            split[g] = j
+        k, P = k - j, P - j * int(tp.speed[g])
+    return dict(sorted(split.items()))
+
+
+def plan_rows(spec: JobSpec, options: np.ndarray, wprice: np.ndarray, pprice: np.ndarray,
               wfree: np.ndarray, pfree: np.ndarray) -> np.ndarray:
-    """Allocation rows of a plan with ``workers[t]`` workers per slot, placed greedily (Theorem
-    1), sorted by (slot, global server); PS servers are numbered from H = wprice.shape[1]."""
+    """Allocation rows of a plan with option ``options[t]`` in each slot (k workers without
+    types), placed greedily (Theorem 1; within each type with types), sorted by (slot, global
+    server); PS servers are numbered from H = wprice.shape[1]."""
     H = wprice.shape[1]
     rows = []
-    for t in np.flatnonzero(workers):
-        k = int(workers[t])
-        for h, n in place_slot(unit_prices(wprice[t], spec.w), fit_count(wfree[t], spec.w, k), k):
-            rows.append((spec.job, t, h, 0, n))
+    for t in np.flatnonzero(options):
+        split = slot_split(spec, int(options[t]), wprice[t], pprice[t], wfree[t], pfree[t])
+        for g, kg in split.items():
+            idx = np.arange(H) if spec.types is None else type_servers(spec, g)
+            w = spec.w if spec.types is None else spec.types.demand[g]
+            for h, n in place_slot(unit_prices(wprice[t, idx], w),
+                                   fit_count(wfree[t, idx], w, kg), kg):
+                rows.append((spec.job, t, int(idx[h]), 0, n))
+        k = sum(split.values())
         m = int(spec.need[k])
         for q, n in place_slot(unit_prices(pprice[t], spec.s), fit_count(pfree[t], spec.s, m), m):
             rows.append((spec.job, t, H + q, 1, n))
@@ -235,12 +405,19 @@ def cost_lower_bound(spec: JobSpec, wmin: np.ndarray, pmin: np.ndarray) -> float
     ``wmin`` / ``pmin`` (R,): smallest price of each resource over slots a..T and servers.
     """
     lw, lp = float(wmin @ spec.w), float(pmin @ spec.s)
-    return max(0.0, spec.work * lw + spec.rho * spec.work * (1.0 - 1e-9) * lp)
+    if spec.types is None:
+        return max(0.0, spec.work * lw + spec.rho * spec.work * (1.0 - 1e-9) * lp)
+    # with types: each unit costs >= min_g (wmin . w_g) / s_g, and >= W / max_g s_g workers
+    tp = spec.types
+    per_unit = min(float(wmin @ tp.demand[g]) / int(tp.speed[g]) for g in tp.usable)
+    workers = spec.work / int(tp.speed.max())
+    return max(0.0, (spec.work * per_unit + spec.rho * workers * lp) * (1.0 - 1e-9))
 
 
 def backtrack(spec: JobSpec, choices: Any, stop: int) -> np.ndarray:
-    """Workers per slot (T+1,) of the DP's plan completing at slot a + stop (choices[s][D] =
-    chosen k in slot a + s for remaining units D; ``choices`` a list of rows or a 2-D array)."""
+    """Option per slot (T+1,) of the DP's plan completing at slot a + stop (choices[s][D] =
+    chosen option in slot a + s for remaining units D; ``choices`` a list of rows or a 2-D
+    array); without types the option is the worker count."""
     workers = np.zeros(spec.horizon + 1, dtype=np.int64)
     D = spec.target
     for s in range(stop, -1, -1):
@@ -252,17 +429,21 @@ def backtrack(spec: JobSpec, choices: Any, stop: int) -> np.ndarray:
     return workers
 
 
-def make_plan(spec: JobSpec, workers: np.ndarray | None, cost: float, wprice: Any, pprice: Any,
+def make_plan(spec: JobSpec, options: np.ndarray | None, cost: float, wprice: Any, pprice: Any,
               wfree: Any, pfree: Any) -> Plan:
-    """Assemble a ``Plan`` (infeasible when ``workers`` is None)."""
+    """Assemble a ``Plan`` from the option per slot (infeasible when ``options`` is None)."""
     T = spec.horizon
-    if workers is None:
+    if options is None:
         return Plan(spec.job, None, 0.0, math.inf, -math.inf, np.zeros(T + 1, dtype=np.int64),
                     np.zeros((0, 5), dtype=np.int64))
-    used = np.flatnonzero(workers)
+    used = np.flatnonzero(options)
     completion = int(used[-1]) if len(used) else spec.arrival  # no work: done on arrival
     utility = float(spec.utility[completion])
-    rows = plan_rows(spec, workers, wprice, pprice, wfree, pfree)
+    rows = plan_rows(spec, options, wprice, pprice, wfree, pfree)
+    workers = options
+    if spec.types is not None:
+        w = rows[rows[:, 3] == 0]
+        workers = np.bincount(w[:, 1], w[:, 4], minlength=T + 1).astype(np.int64)
     return Plan(spec.job, completion, utility, float(cost), utility - float(cost), workers, rows)
 
 

@@ -55,6 +55,29 @@ backend returns the same plan, allocation row for allocation row:
 The rule moves the payoff away from the exact optimum by float-noise amounts only (the tests
 hold it to a brute-force enumeration within 1e-9, relative).
 
+**Accelerator types: pricing work, not workers.** On a cluster whose worker servers carry types
+(``model.instance``), a worker of job i on a server of type g does s_ig work units per slot and
+demands w_ig; the job needs W_i units and may use only types with s_ig > 0, all on one type in a
+slot unless it spans types. A slot now buys *work*: its options are (k workers on type g, doing
+k s_ig units) for a job that does not span, or (P units from any mix of its types) for one that
+does, and the DP over remaining work is the one above with delta(o) = the option's units:
+
+    F_t(D) = min_o C_t(o) + F_{t-1}(max(0, D - delta(o))).
+
+C_t(o) is exact, not the fractional greedy by price per unit of progress across types (with
+integer workers, the cap N_i and PSs counted per worker, that greedy can overpay): within a type
+every worker does the same s_ig units, so Theorem 1's greedy (servers by unit price u_h(t) =
+sum_r p_h^r(t) w_ig^r, ties by index) gives the cheapest k workers there, C_tg(k); a
+non-spanning option costs C_tg(k) + the cheapest ceil(k b_i / B_i) PSs, and across types the
+DP takes, for every amount of work, the cheapest way to do it, which orders the types by price
+per unit of progress u_h(t) / s_ig where that is what pays. A spanning option's worker cost is a
+knapsack over the types, min over k_1 + ... + k_G = k with sum_g k_g s_ig = P of sum_g
+C_tg(k_g), plus the PSs of k (``_dp.span_table``; O(N^2 P G) a slot, for small speeds). Options
+are ordered by units, then workers, then type, and the tie rule applies to that order (the
+least work in late slots; the fewest workers and lowest type for equal work; within a type the
+lowest server index). Without types there is one type of speed 1 and the options are k = 0..N_i:
+the DP and its plans are the untyped ones, bit for bit. Chunk granularity takes no types.
+
 Prices must be non-negative (the greedy and the monotone DP rely on it); they are for OASiS
 (eq. 22) and for LP duals of the packing constraints (column generation).
 
@@ -100,6 +123,9 @@ def best_schedule_arrays(worker_price: ArrayLike, ps_price: ArrayLike, worker_fr
                          worker_bw: float | None = None, ps_bw: float | None = None,
                          ps_need: ArrayLike | None = None, epochs: int | None = None,
                          chunk_time: float | None = None, job: int = 0,
+                         server_type: ArrayLike | None = None,
+                         type_speed: ArrayLike | None = None,
+                         type_demand: ArrayLike | None = None, span_types: bool = False,
                          backend: str = "numpy", granularity: str = "worker-slot") -> Plan:
     """The payoff-maximising schedule (21)/(27) of one job at the given prices, from arrays.
 
@@ -122,6 +148,10 @@ def best_schedule_arrays(worker_price: ArrayLike, ps_price: ArrayLike, worker_fr
       directly (non-decreasing integers, ``ps_need[0] == 0``).
     * ``granularity="chunk"`` also needs ``epochs`` E_i and ``chunk_time`` x_i.
     * ``job``: the job index written in the allocation rows (column 0).
+    * Accelerator types (module docstring), all or none of: ``server_type`` (H,) type index
+      0..G-1 of each worker server, ``type_speed`` (G,) s_g >= 0 integers (0: the job cannot use
+      type g; some s_g >= 1), ``type_demand`` (G, R) its per-worker demand on each type (used
+      instead of ``worker_demand``); ``span_types``. ``work`` is then in work units.
 
     Returns a ``Plan``: the best plan over completion slots a_i..T under the tie rule of the
     module docstring (it may have a negative payoff); an infeasible job gives completion None
@@ -157,6 +187,9 @@ def best_schedule_arrays(worker_price: ArrayLike, ps_price: ArrayLike, worker_fr
     if (np.diff(tail) > 1e-12 * max(1.0, float(np.abs(tail).max()))).any():
         raise ValueError("utility: must be non-increasing from the arrival slot on")
     need = _ps_need(N, worker_bw, ps_bw, ps_need)
+    types = _types(server_type, type_speed, type_demand, span_types, H, R)
+    if types and granularity == "chunk":
+        raise ValueError("granularity: 'chunk' takes no accelerator types (server_type is given)")
     if granularity == "chunk":
         epochs = _integer("epochs", epochs, 1)
         chunk_time = _positive("chunk_time", chunk_time, " in chunk granularity")
@@ -169,7 +202,7 @@ def best_schedule_arrays(worker_price: ArrayLike, ps_price: ArrayLike, worker_fr
         mins.append(m)
     spec = job_spec(job=_integer("job", job, 0), arrival=a, horizon=T, chunks=N, work=W,
                     worker_demand=w, ps_demand=s, ps_need=need, utility=u,
-                    granularity=granularity, epochs=epochs, chunk_time=chunk_time)
+                    granularity=granularity, epochs=epochs, chunk_time=chunk_time, **types)
     prices = tuple(np.asarray(x, dtype=float) for x in (worker_price, ps_price, worker_free,
                                                           ps_free))
     if spec.target == 0:  # nothing to train: complete on arrival at no cost
@@ -189,8 +222,8 @@ def best_schedule(instance: Instance, job: int, worker_price: ArrayLike, ps_pric
                   granularity: str = "worker-slot") -> Plan:
     """The payoff-maximising schedule (21)/(27) of ``job`` of ``instance`` at the given prices:
     ``best_schedule_arrays`` with the job's parameters read from the instance (PS counts by
-    its rule ceil(k b_i / B_i)). Arrays as there, with T, H, K, R the instance's."""
-    instance.require_untyped("the dual subroutine")
+    its rule ceil(k b_i / B_i); its accelerator types, speeds and demands on a typed cluster).
+    Arrays as there, with T, H, K, R the instance's."""
     T, H, K, R = instance.horizon, instance.H, instance.K, instance.R
     for name, arr, n in (("worker_price", worker_price, H), ("ps_price", ps_price, K),
                          ("worker_free", worker_free, H), ("ps_free", ps_free, K)):
@@ -247,6 +280,35 @@ def _ps_need(N: int, worker_bw: float | None, ps_bw: float | None, ps_need: Arra
     b = _positive("worker_bw", worker_bw, " (or give ps_need)")
     B = _positive("ps_bw", ps_bw, " (or give ps_need)")
     return ps_count(np.arange(N + 1), b, B)
+
+
+def _types(server_type: Any, type_speed: Any, type_demand: Any, span_types: Any, H: int,
+           R: int) -> dict[str, Any]:
+    """The checked accelerator-type arguments for ``job_spec`` ({} without types)."""
+    given = [x is not None for x in (server_type, type_speed, type_demand)]
+    if not any(given):
+        if span_types:
+            raise ValueError("span_types: only with accelerator types (give server_type)")
+        return {}
+    if not all(given):
+        missing = [n for n, g in zip(("server_type", "type_speed", "type_demand"), given) if not g]
+        raise ValueError(f"{missing[0]}: needed with the other accelerator-type arguments")
+    st = np.asarray(server_type) if _numeric(server_type) else None
+    sp = np.asarray(type_speed) if _numeric(type_speed) else None
+    if sp is None or sp.ndim != 1 or len(sp) == 0 or not (np.all(sp == np.round(sp))
+                                                         and (sp >= 0).all() and sp.max() >= 1):
+        raise ValueError("type_speed: expected (G,) integers >= 0, at least one >= 1")
+    G = len(sp)
+    if st is None or st.shape != (H,) or not (np.all(st == np.round(st)) and (st >= 0).all()
+                                              and (st < G).all()):
+        raise ValueError(f"server_type: expected shape {(H,)}, type indices 0..{G - 1}")
+    dem = np.asarray(type_demand, dtype=float) if _numeric(type_demand) else None
+    if dem is None or dem.shape != (G, R) or not (np.isfinite(dem).all() and (dem >= 0).all()):
+        raise ValueError(f"type_demand: expected shape {(G, R)} of finite demands >= 0")
+    if not isinstance(span_types, (bool, np.bool_)):
+        raise ValueError(f"span_types: expected a bool, got {span_types!r}")
+    return {"server_type": st.astype(np.int64), "type_speed": sp.astype(np.int64),
+            "type_demand": dem, "span_types": bool(span_types)}
 
 
 def _positive(name: str, x: Any, hint: str = "") -> float:

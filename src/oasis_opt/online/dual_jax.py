@@ -75,25 +75,26 @@ def _block(F, C, Ct, delta, target):
 
 def _curves(spec: JobSpec, wprice, pprice, wfree, pfree, start: int, n: int, Kb: int):
     """C and the tie costs for slots a+start .. a+start+n-1, padded to (BLOCK, Kb): inf beyond
-    N_i, and padding slots where only k = 0 is possible."""
+    the job's options (k = 0..N_i without types), and padding slots where only option 0 (no
+    worker) is possible."""
     a = spec.arrival + start
     C = slot_costs(spec, wprice[a:a + n], pprice[a:a + n], wfree[a:a + n], pfree[a:a + n])
     out = np.full((2, BLOCK, Kb), np.inf)
     out[:, :, 0] = 0.0
-    out[0, :n, :spec.N + 1] = C
-    out[1, :n, :spec.N + 1] = tie_costs(C)
+    out[0, :n, :spec.options] = C
+    out[1, :n, :spec.options] = tie_costs(C)
     return out
 
 
 def best_schedule_jax(spec: JobSpec, wprice, pprice, wfree, pfree,
                       lower_bound: float = 0.0) -> Plan:
-    a, T, target, N = spec.arrival, spec.horizon, spec.target, spec.N
+    a, T, target, n_opt = spec.arrival, spec.horizon, spec.target, spec.options
     n_slots = T - a + 1
     if int(spec.delta[spec.ok].max()) * n_slots < target:
         return infeasible(spec)
-    Wb, Kb = bucket(target + 1), bucket(N + 1, low=MIN_WORKERS)
+    Wb, Kb = bucket(target + 1), bucket(n_opt, low=MIN_WORKERS)
     delta = np.zeros(Kb, dtype=np.int64)
-    delta[:N + 1] = spec.delta
+    delta[:n_opt] = spec.delta
     scan = CompletionScan(spec, lower_bound)
     choices = []
     F0 = np.full(Wb, math.inf)
@@ -123,7 +124,7 @@ def warmup(instance, granularity: str = "worker-slot") -> int:
         spec = job_spec(horizon=instance.horizon, granularity=granularity,
                         **job_arguments(instance, i))
         if spec.target:
-            shapes.add((bucket(spec.target + 1), bucket(spec.N + 1, low=MIN_WORKERS)))
+            shapes.add((bucket(spec.target + 1), bucket(spec.options, low=MIN_WORKERS)))
     with jax.enable_x64(True):
         for Wb, Kb in sorted(shapes):
             F = np.full(Wb, math.inf)

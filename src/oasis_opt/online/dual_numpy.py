@@ -33,9 +33,10 @@ LOOP_ABOVE = 100_000  # (D, k) table size above which dp_step loops over k inste
 
 
 def dp_step(F: np.ndarray, c: np.ndarray, ct: np.ndarray, rows: int, delta: np.ndarray,
-            chunk: bool):
+            unit_delta: bool):
     """One DP step: (F_t over D = 0..rows-1, chosen k) from F_{t-1}, the slot's costs ``c`` and
-    tie costs ``ct`` (k = 0..len(c)-1, ``_dp.tie_costs``). The choice is the smallest k
+    tie costs ``ct`` (options k = 0..len(c)-1 doing delta(k) units, ``_dp.tie_costs``; k
+    workers without accelerator types). The choice is the smallest k
     minimising ct[k] + F[max(0, D - delta(k))]; F_t(D) is c[k] + F[max(0, D - delta(k))].
 
     Small tables build the whole (D, k) candidate table at once (a strided view of F for
@@ -58,7 +59,7 @@ def dp_step(F: np.ndarray, c: np.ndarray, ct: np.ndarray, rows: int, delta: np.n
             np.less(v, best, out=better)
             np.copyto(best, v, where=better)
             np.copyto(arg, k, where=better)
-    elif not chunk:  # delta(k) = k: cand[D, k] = Fp[shift + D - k], a strided view, no copy
+    elif unit_delta:  # delta(k) = k: cand[D, k] = Fp[shift + D - k], a strided view, no copy
         cand = np.ndarray((rows, kf), np.float64, Fp, shift * Fp.itemsize,
                           (Fp.itemsize, -Fp.itemsize)) + ct
         arg = cand.argmin(axis=1).astype(dtype)
@@ -79,7 +80,6 @@ def best_schedule_numpy(spec: JobSpec, wprice, pprice, wfree, pfree,
     n_slots = T - a + 1
     if int(spec.delta[spec.ok].max()) * n_slots < target:  # N_i workers every slot: too little
         return infeasible(spec)
-    chunk = spec.granularity == "chunk"
     F = np.full(target + 1, math.inf)
     F[0] = 0.0
     choices: list[np.ndarray] = []
@@ -93,7 +93,8 @@ def best_schedule_numpy(spec: JobSpec, wprice, pprice, wfree, pfree,
         for c, ct, kf in zip(C, tie_costs(C), finite_prefix(C).tolist()):
             reach = min(target, reach + int(spec.delta[:kf].max()))
             Fn = np.full(target + 1, math.inf)
-            Fn[:reach + 1], ch = dp_step(F, c[:kf], ct[:kf], reach + 1, spec.delta, chunk)
+            Fn[:reach + 1], ch = dp_step(F, c[:kf], ct[:kf], reach + 1, spec.delta,
+                                         spec.unit_delta)
             F = Fn
             choices.append(ch)
             done = scan.update(a + len(choices) - 1, float(F[target]))

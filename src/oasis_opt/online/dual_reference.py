@@ -11,7 +11,9 @@ only: it is O(T * target * N) Python operations after the curves.
 
 Both granularities run the same DP over k = 0..N_i workers per slot doing delta(k) units of work
 (worker-slots, or in chunk granularity the most chunks k workers train, floor(k / x_i): Alg. 2's
-loop over d chunks at cost COST_t(ceil(d x_i)) reaches the same optimum, see ``dual``).
+loop over d chunks at cost COST_t(ceil(d x_i)) reaches the same optimum, see ``dual``). With
+accelerator types the DP's options are the job's per-slot choices of ``_dp.JobTypes`` (k workers
+on one type, or P units from a mix of types), each doing delta units of work.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ INF = math.inf
 
 def best_schedule_reference(spec: JobSpec, wprice, pprice, wfree, pfree,
                             lower_bound: float = 0.0) -> Plan:
-    a, T, N, target = spec.arrival, spec.horizon, spec.N, spec.target
+    a, T, target = spec.arrival, spec.horizon, spec.target
     delta = [int(d) for d in spec.delta]
     C = slot_costs(spec, wprice[a:], pprice[a:], wfree[a:], pfree[a:])
     C, tie = C.tolist(), tie_costs(C).tolist()
@@ -37,7 +39,7 @@ def best_schedule_reference(spec: JobSpec, wprice, pprice, wfree, pfree,
         new, chosen = [], []
         for D in range(target + 1):
             best, k = INF, 0
-            for j in range(N + 1):  # strict <: the smallest k among equal tie costs
+            for j in range(spec.options):  # strict <: the smallest option among equal ties
                 v = tie[s][j] + F[max(0, D - delta[j])]
                 if v < best:
                     best, k = v, j
