@@ -165,6 +165,16 @@ def test_victims_fewest_then_lowest_highest_priority():
         assert all(e[1] == 2 and e[3] == "high" for e in _events(s))
 
 
+def test_the_reprieve_spares_a_victim_that_is_not_needed():
+    """One 4-GPU server: "x" (1 GPU, automl) and "y" (3 GPUs, dev). "high" needs 3 GPUs: the
+    lowest-priority-first pass takes "x", then "y"; the reprieve then gives "x" back, since
+    "y"'s 3 GPUs suffice."""
+    jobs = [_job("x", 1, 1, slots=20), _job("y", 1, 3, kind="dev", slots=20),
+            _job("high", 2, 3, user="high", kind="prod-train", slots=2)]
+    s = _run(_cluster(jobs, racks=(("r0", 1),), cpu=False), "priority-kill")
+    assert _events(s) == [("y", 2, "preempt", "high")]
+
+
 def test_victims_least_lost_work_at_equal_priority():
     """Checkpoints every 3 slots; "y" (rack r0) started in 2, "x" (rack r1) in 1. In slot 4 "x"
     has just checkpointed (nothing to lose) while "y" would lose 2 slots of work: with the

@@ -131,3 +131,16 @@ def test_reproduce_preemption_draws_and_resumes(tmp_path, monkeypatch):
     again = exp.compute(quick=True, results=results, progress=False)
     assert again["computed"] == 0 and len(again["runs"]) == 4
     assert np.isfinite([r["gpu_hours"] for r in again["runs"].values()]).all()
+
+
+def test_the_paper_sim_variant_runs_valid():
+    """paper-sim with a CPU type: its utility classes are the user classes (README)."""
+    from oasis_opt.cluster.priority import user_class
+    from oasis_opt.workloads import generate
+
+    inst = generate("paper-sim", seed=2, jobs=20, horizon=40, servers=4,
+                    cluster_mix="v100=3:cpu=1")
+    assert "cpu" in inst.types
+    assert {user_class(j) for j in inst.jobs} <= {"high", "mid", "low"}
+    for policy in ("priority-degrade", "priority-kill", "priority-nopreempt"):
+        assert validate(inst, solve(inst, policy, cap=1.0, delta=0.0)).ok
