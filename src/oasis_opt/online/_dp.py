@@ -215,6 +215,7 @@ def slot_costs(spec: JobSpec, wprice: np.ndarray, pprice: np.ndarray, wfree: np.
     if tp.span:
         A = span_table(spec, cw_by_type)[-1]  # (S, N+1, P): cheapest k workers doing P units
         return (A + ps[:, :, None]).min(axis=1)
+    assert tp.opt_k is not None and tp.opt_type is not None  # set whenever not span
     C = np.full((S, spec.options), np.inf)
     C[:, 0] = 0.0
     for o in range(1, spec.options):
@@ -322,6 +323,7 @@ def slot_split(spec: JobSpec, option: int, wprice: np.ndarray, pprice: np.ndarra
     if tp is None:
         return {0: option} if option else {}
     if not tp.span:
+        assert tp.opt_k is not None and tp.opt_type is not None  # set whenever not span
         return {int(tp.opt_type[option]): int(tp.opt_k[option])} if option else {}
     cw = type_costs(spec, wprice[None], wfree[None])
     ps = ps_costs(spec, pprice[None], pfree[None])[0]
