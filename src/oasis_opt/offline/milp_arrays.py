@@ -157,6 +157,33 @@ def max_workers_per_slot(instance: Instance, wroom: np.ndarray, proom: np.ndarra
     return np.minimum(kw, kp).astype(np.int64)
 
 
+def ps_ratio(instance: Instance, job: int, kmax: int) -> tuple[float, float]:
+    """(p, q) with ``ceil(k p / q) = ps_needed(job, k)`` for every k = 1..kmax, p/q simplest.
+
+    Constraint (6) only matters at integer worker counts k <= kmax, where it says
+    ``PSs >= ceil(k b_i / B_i)`` (``Instance.ps_needed``, with its float tolerance). The simplest
+    fraction p/q in the interval that reproduces those counts gives the same integer points
+    with small integer coefficients (exact for CP-SAT, clean for HiGHS). Falls back to
+    (b_i, B_i) if the counts admit no single ratio (float ties only).
+    """
+    from fractions import Fraction
+
+    b, B = float(instance.worker_bw[job]), float(instance.ps_bw[job])
+    if kmax < 1:
+        return b, B
+    k = np.arange(1, kmax + 1)
+    need = np.asarray(instance.ps_needed(job, k), dtype=np.int64)
+    lo = max(Fraction(int(n) - 1, int(kk)) for n, kk in zip(need, k))  # p/q > lo
+    hi = min(Fraction(int(n), int(kk)) for n, kk in zip(need, k))  # p/q <= hi
+    if lo >= hi:
+        return b, B
+    for q in range(1, 4 * kmax * kmax + 2):  # an interval of width >= 1/kmax^2 holds one
+        p = math.floor(hi * q)
+        if Fraction(p, q) > lo:
+            return float(p), float(q)
+    return b, B
+
+
 def worker_room(instance: Instance) -> np.ndarray:
     """``[i, h]``: most workers of job i on an empty worker server h, with its demand on h's
     type (0 on a type it cannot use), capped at N_i."""
@@ -193,45 +220,112 @@ def max_units_per_slot(instance: Instance, wroom: np.ndarray, kmax: np.ndarray) 
     return out
 
 
-def ps_ratio(instance: Instance, job: int, kmax: int) -> tuple[float, float]:
-    """(p, q) with ``ceil(k p / q) = ps_needed(job, k)`` for every k = 1..kmax, p/q simplest.
+@dataclass(frozen=True)
+class JobSets:
+    """Index sets of one job that can run: worker servers ``hs`` and PS servers ``ks`` with room
+    for one container, first possible completion slot ``t0``, most workers per slot ``kmax`` and
+    most work units per slot ``units`` (``max_units_per_slot``; ``kmax`` without types)."""
 
-    Constraint (6) only matters at integer worker counts k <= kmax, where it says
-    ``PSs >= ceil(k b_i / B_i)`` (``Instance.ps_needed``, with its float tolerance). The simplest
-    fraction p/q in the interval that reproduces those counts gives the same integer points
-    with small integer coefficients (exact for CP-SAT, clean for HiGHS). Falls back to
-    (b_i, B_i) if the counts admit no single ratio (float ties only).
+    hs: np.ndarray
+    ks: np.ndarray
+    t0: int
+    kmax: int
+    units: int
+
+
+def job_sets(instance: Instance) -> tuple[dict[int, JobSets], dict[int, str], list[int],
+                                          tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per job: its ``JobSets`` if it gets variables, else why not (excluded) or zero work.
+
+    Returns (sets, excluded, zero_work, (wroom, proom, kmax)) -- what ``build_milp`` builds from
+    and ``milp_size`` counts.
     """
-    from fractions import Fraction
-
-    b, B = float(instance.worker_bw[job]), float(instance.ps_bw[job])
-    if kmax < 1:
-        return b, B
-    k = np.arange(1, kmax + 1)
-    need = np.asarray(instance.ps_needed(job, k), dtype=np.int64)
-    lo = max(Fraction(int(n) - 1, int(kk)) for n, kk in zip(need, k))  # p/q > lo
-    hi = min(Fraction(int(n), int(kk)) for n, kk in zip(need, k))  # p/q <= hi
-    if lo >= hi:
-        return b, B
-    for q in range(1, 4 * kmax * kmax + 2):  # an interval of width >= 1/kmax^2 holds one
-        p = math.floor(hi * q)
-        if Fraction(p, q) > lo:
-            return float(p), float(q)
-    return b, B
-
-
-def build_milp(instance: Instance) -> MilpModel:
-    """The reduced MILP of section 2.1 for ``instance`` (see the module docstring)."""
-    t_start = time.perf_counter()
-    T, H = instance.horizon, instance.H
+    T = instance.horizon
     wroom = worker_room(instance)
     proom = np.minimum(server_room(instance.ps_capacity, instance.ps_demand),
                        instance.chunks[:, None])
     kmax = max_workers_per_slot(instance, wroom, proom)
     units = max_units_per_slot(instance, wroom, kmax)
+    sets: dict[int, JobSets] = {}
+    excluded: dict[int, str] = {}
+    zero_work: list[int] = []
+    for i in range(instance.I):
+        a = int(instance.arrival[i])
+        if instance.work[i] == 0:
+            zero_work.append(i)
+            continue
+        hs = np.flatnonzero(wroom[i] >= 1)
+        ks = np.flatnonzero(proom[i] >= 1)
+        if len(hs) == 0:
+            excluded[i] = "no worker server has room for one worker"
+            continue
+        if len(ks) == 0 or kmax[i] < 1:
+            excluded[i] = "no PS server has room for the PSs of one worker"
+            continue
+        t0 = a + int(-(-instance.work[i] // units[i])) - 1
+        if t0 > T:
+            excluded[i] = f"needs {t0 - a + 1} slots from arrival {a}, horizon is {T}"
+            continue
+        sets[i] = JobSets(hs, ks, t0, int(kmax[i]), int(units[i]))
+    return sets, excluded, zero_work, (wroom, proom, kmax)
+
+
+def milp_size(instance: Instance) -> dict[str, int]:
+    """Size of ``build_milp(instance)`` without building it: ``columns`` (exact) and upper bounds
+    on ``rows`` and ``nonzeros`` (every capacity row (4)/(5) counted as if binding).
+
+    Counted row by row from the same index sets (``job_sets``) as ``build_milp``; the test
+    suite holds the two together. Per job: 1 + n_u + n_s (n_h + n_k) columns (n_s = T - a_i + 1
+    slots, n_h / n_k servers with room, n_u = T - t0_i + 1 completion slots), plus n_s G_i
+    columns v and n_s (1 + G_i) rows for a job on G_i >= 2 types that may not span them; the "no
+    workers after completion" rows alone hold n_u (n_u + 1) / 2 nonzeros, quadratic in the
+    horizon.
+    """
+    sets, _, _, _ = job_sets(instance)
+    T = instance.horizon
+    cols = rows = nnz = 0
+    for i, js in sets.items():
+        a = int(instance.arrival[i])
+        ns, nh, nk, nu = T - a + 1, len(js.hs), len(js.ks), T - js.t0 + 1
+        wd = (instance.type_demand[i, instance.usable[i]].max(axis=0) if instance.typed
+              else instance.worker_demand[i])  # resources some worker of the job uses
+        rw = int(np.count_nonzero(wd > 0))
+        rp = int(np.count_nonzero(instance.ps_demand[i] > 0))
+        cols += 1 + nu + ns * (nh + nk)
+        rows += 2 + 3 * ns + nu
+        nnz += ((1 + ns * nh) + (nu + 1) + (ns * nh + (js.t0 - a) + nu * (nu + 1) // 2)
+                + (nu + nu * nh) + 2 * ns * (nh + nk) + ns * (nh * rw + nk * rp))
+        ng = len(np.unique(instance.worker_type[js.hs])) if instance.typed else 1
+        if instance.typed and not instance.span_types[i] and ng > 1:  # the v_igt and their rows
+            cols += ns * ng
+            rows += ns * (1 + ng)
+            nnz += ns * (2 * ng + nh)
+    rows += T * (instance.H + instance.K) * instance.R
+    return {"columns": cols, "rows": rows, "nonzeros": nnz}
+
+
+class DeadlineReached(Exception):
+    """``build_milp`` passed its ``deadline`` before the model was complete."""
+
+
+def build_milp(instance: Instance, deadline: float | None = None) -> MilpModel:
+    """The reduced MILP of section 2.1 for ``instance`` (see the module docstring).
+
+    ``deadline`` (a ``time.perf_counter()`` value): checked before each job, before each
+    resource's capacity rows; ``DeadlineReached`` is raised once it has passed, or before the
+    sparse matrix is assembled when less time is left than building took so far.
+    """
+    t_start = time.perf_counter()
+
+    def check_deadline() -> None:
+        if deadline is not None and time.perf_counter() >= deadline:
+            raise DeadlineReached(f"the time limit was reached while building the MILP "
+                                  f"({time.perf_counter() - t_start:.1f} s)")
+
+    T, H = instance.horizon, instance.H
+    sets, excluded, zero_work, (wroom, proom, kmax) = job_sets(instance)
+    work, arrival = instance.work, instance.arrival
     speed = instance.server_speed
-    work, arrival, N = instance.work, instance.arrival, instance.chunks
-    b, B = instance.worker_bw, instance.ps_bw
 
     kinds, jobs, slots, servers, ubs, cost = [], [], [], [], [], []
     n = 0
@@ -251,25 +345,9 @@ def build_milp(instance: Instance) -> MilpModel:
         return np.arange(n - m, n)
 
     coo = _Coo()
-    excluded: dict[int, str] = {}
-    zero_work = []
-    for i in range(instance.I):
-        a = int(arrival[i])
-        if work[i] == 0:
-            zero_work.append(i)
-            continue
-        hs = np.flatnonzero(wroom[i] >= 1)
-        ks = np.flatnonzero(proom[i] >= 1)
-        if len(hs) == 0:
-            excluded[i] = "no worker server has room for one worker"
-            continue
-        if len(ks) == 0 or kmax[i] < 1:
-            excluded[i] = "no PS server has room for the PSs of one worker"
-            continue
-        t0 = a + int(-(-work[i] // units[i])) - 1
-        if t0 > T:
-            excluded[i] = f"needs {t0 - a + 1} slots from arrival {a}, horizon is {T}"
-            continue
+    for i, js in sets.items():
+        check_deadline()
+        a, hs, ks, t0 = int(arrival[i]), js.hs, js.ks, js.t0
         ts = np.arange(a, T + 1)
         ns = len(ts)
         xc = new_cols(X, i, [0], -1, 1.0)[0]
@@ -323,6 +401,7 @@ def build_milp(instance: Instance) -> MilpModel:
     kind, job, slot, server = (cat(kinds, np.int8), cat(jobs, np.int64), cat(slots, np.int64),
                                cat(servers, np.int64))
     ub, c = cat(ubs, float), cat(cost, float)
+    check_deadline()
     # (4) and (5): per slot, server and resource, over the jobs with a variable there
     for role_kind, cap, offset in ((Y, instance.worker_capacity, 0),
                                    (Z, instance.ps_capacity, H)):
@@ -335,6 +414,7 @@ def build_milp(instance: Instance) -> MilpModel:
         demand = instance.row_demand(job[cols], server[cols],
                                      np.full(len(cols), 0 if role_kind == Y else 1))
         for r in range(instance.R):
+            check_deadline()
             coef = demand[:, r]
             m = coef > 0
             if not m.any():
@@ -349,6 +429,13 @@ def build_milp(instance: Instance) -> MilpModel:
             k, cc, cf = k[binding], cc[binding], cf[binding]
             uniq, rel = np.unique(k, return_inverse=True)
             coo.rows(rel, cc, cf, np.full(len(uniq), -math.inf), cap[:, r][uniq % cap.shape[0]])
+    check_deadline()
+    # assembling the sparse matrix is one call that cannot be stopped and takes about as long as
+    # collecting its rows did (measured on the 100-job paper-sim MILP): not started without that
+    # much time left
+    if deadline is not None and deadline - time.perf_counter() < time.perf_counter() - t_start:
+        raise DeadlineReached("the time limit would pass while assembling the MILP's matrix "
+                              f"({time.perf_counter() - t_start:.1f} s into building it)")
     lp = LinearProgram(c=c, A=coo.matrix(n), row_lower=np.asarray(coo.lo, float),
                        row_upper=np.asarray(coo.up, float), lower=np.zeros(n), upper=ub,
                        integer=np.ones(n, dtype=bool), sense="max")

@@ -6,16 +6,50 @@
   (``"local"`` always starts a fresh instance, so a stale ``ray start`` session file cannot make it
   try to reconnect), or, with ``address``, a join of that existing cluster.
 
+A local Ray is started by ``start_local_ray``: Ray waits a fixed 30 s (``ray/_private/node.py``,
+not configurable) for its raylet to register, which a loaded machine can exceed; that one startup
+failure is retried (``RAY_START_ATTEMPTS`` in all, each after ``ray.shutdown()``, logged).
+
 Both are context managers whose ``imap_unordered(fn, items)`` yields ``(index, fn(item))`` as
 results arrive. Ray is imported lazily, only when a ``RayPool`` starts. Each Ray task takes one
 CPU and runs with single-threaded BLAS/OpenMP, so N tasks do not fight over N cores.
 """
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from .._extras import require
+
+log = logging.getLogger(__name__)
+# attempts at starting a local Ray whose raylet did not register within Ray's fixed 30 s
+RAY_START_ATTEMPTS = 3
+RAY_STARTUP_TIMEOUT = "timed out during startup"  # Ray's message for that failure
+
+
+def retry_startup(start: Callable[[], Any], stop: Callable[[], Any],
+                  attempts: int = RAY_START_ATTEMPTS) -> Any:
+    """``start()``, again after ``stop()`` when it fails with Ray's startup timeout (the raylet did
+    not register within Ray's fixed wait), at most ``attempts`` times in all; any other error,
+    or the last timeout, propagates."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return start()
+        except Exception as e:  # noqa: BLE001 - Ray raises a bare Exception for it
+            if RAY_STARTUP_TIMEOUT not in str(e) or attempt == attempts:
+                raise
+            log.warning("local Ray did not start in time (attempt %d of %d): %s; starting again",
+                        attempt, attempts, e)
+            stop()
+
+
+def start_local_ray(num_cpus: int, **kwargs: Any) -> Any:
+    """``ray.init(address="local", num_cpus=num_cpus, **kwargs)`` with ``retry_startup``."""
+    ray = require("ray", extra="ray", feature="running on Ray (--workers 1 runs without it)")
+    return retry_startup(lambda: ray.init(address="local", num_cpus=num_cpus, **kwargs),
+                         ray.shutdown)
+
 
 # One task per CPU: keep numerical libraries in each task single-threaded.
 SINGLE_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
@@ -66,7 +100,7 @@ class RayPool:
             if self.address:
                 ray.init(address=self.address, **kwargs)
             else:
-                ray.init(address="local", num_cpus=self.requested or os.cpu_count() or 1, **kwargs)
+                start_local_ray(self.requested or os.cpu_count() or 1, **kwargs)
             self._owned = True
         self.workers = self.requested or max(1, int(ray.cluster_resources().get("CPU", 1)))
         return self
