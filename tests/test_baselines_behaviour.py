@@ -287,8 +287,29 @@ def test_tiresias_default_threshold_is_tiresias_3250_gpu_seconds():
         (3250 / 1200, 7200 / 1200))
 
 
-def test_tiresias_promotes_a_starving_job():
+def test_tiresias_preemption_pays_the_restart():
+    """"old" runs slots 1-2, is preempted in 3 by "young" (Q0): with the default costs its
+    restart in slot 5 takes the whole unit one worker does there (floor(1 x (1 - rho))), so it
+    completes one slot later than with free preemption."""
     inst = _two_jobs_one_slot_each()
+    opts = {"max_workers": 1, "queue_limits": (2.0, 100.0), "promote_knob": 0.0}
+    paid = solve(inst, "tiresias", **opts)
+    free = solve(_free_preemption(inst), "tiresias", **opts)
+    assert validate(inst, paid).ok
+    assert paid.completion[0] == free.completion[0] + 1
+    rec = paid.stats["preemption"]
+    assert rec["events"][0][:3] == ["old", 3, "preempt"] and rec["jobs"]["restart_slots"][0] == 1
+
+
+def _free_preemption(inst):
+    """The instance with preemption costing nothing (a checkpoint every slot, no restart)."""
+    from dataclasses import replace
+
+    return replace(inst, meta={"preemption": {"checkpoint_slots": 1, "restart_slots": 0.0}})
+
+
+def test_tiresias_promotes_a_starving_job():
+    inst = _free_preemption(_two_jobs_one_slot_each())  # the queue logic alone
     opts = {"max_workers": 1, "queue_limits": (2.0, 100.0)}
     off = solve(inst, "tiresias", **opts, promote_knob=0.0)
     on = solve(inst, "tiresias", **opts, promote_knob=1.0)

@@ -22,7 +22,8 @@ from oasis_opt.testing import hetero_instances
 # policies that refuse typed instances for now (the topology-aware OASiS's cost model reads one
 # worker demand per job)
 NOT_YET = ("oasis-topo",)
-TYPE_AGNOSTIC = ("fifo", "drf", "rrh", "dorm", "tiresias", "optimus", "greedy")
+TYPE_AGNOSTIC = ("fifo", "drf", "rrh", "dorm", "tiresias", "optimus", "greedy", "priority-degrade",
+                 "priority-kill", "priority-nopreempt")
 EXACT = ("offline", "offline-cpsat")
 
 

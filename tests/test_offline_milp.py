@@ -433,8 +433,10 @@ def test_an_instance_above_the_memory_budget_is_refused_pointing_to_colgen():
 
 
 @settings(max_examples=60)
-@given(instances(max_jobs=5, max_horizon=8, max_servers=3))
+@given(st.one_of(instances(max_jobs=5, max_horizon=8, max_servers=3),
+                 hetero_instances(max_jobs=5, max_horizon=6)))
 def test_size_estimate_counts_the_columns_and_bounds_rows_and_nonzeros(inst):
+    """Also with accelerator types (the v columns and their rows)."""
     from oasis_opt.offline.milp_arrays import milp_size
 
     built, counted = build_milp(inst).size(), milp_size(inst)

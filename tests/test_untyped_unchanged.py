@@ -33,12 +33,15 @@ def _strip(d):
     return d
 
 
-def digest(inst, policy: str, placement: str | None) -> str:
+def digest(inst, policy: str, placement: str | None, schedule=None, as_of=None) -> str:
+    """sha256 of the stripped result document (``as_of``: name that instance's fingerprint)."""
     from oasis_opt import solve
     from oasis_opt.model.io import result_to_dict
 
     opts = {} if placement is None else {"placement": placement}
-    doc = _strip(result_to_dict(inst, solve(inst, policy, **opts)))
+    doc = _strip(result_to_dict(inst, schedule or solve(inst, policy, **opts)))
+    if as_of is not None:
+        doc["instance_sha256"] = as_of.fingerprint
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
@@ -66,11 +69,27 @@ def test_the_generator_still_writes_the_old_file():
 
 @pytest.mark.parametrize("policy, placement", RUNS, ids=[key(*r) for r in RUNS])
 def test_results_are_identical(policy, placement):
+    """Identical when no job is preempted. A policy that preempts (Tiresias, RRH's pause) now
+    pays the preemption costs (``model.preemption``); with the costs set to nothing (a checkpoint
+    every slot, no restart time) it gives the old result again, plus its preemption record."""
+    from dataclasses import replace
+
+    from oasis_opt import solve, validate
     from oasis_opt.model.io import load_instance
 
     expected = json.loads((DATA / "paper-sim-seed7.results.json").read_text())
     inst = load_instance(DATA / "paper-sim-seed7.json")
-    assert digest(inst, policy, placement) == expected[key(policy, placement)]
+    opts = {} if placement is None else {"placement": placement}
+    sched = solve(inst, policy, **opts)
+    if "preemption" not in sched.stats:
+        assert digest(inst, policy, placement, sched) == expected[key(policy, placement)]
+        return
+    assert policy in ("tiresias", "rrh")
+    assert validate(inst, sched).ok
+    free = replace(inst, meta={"preemption": {"checkpoint_slots": 1, "restart_slots": 0.0}})
+    again = solve(free, policy, **opts)
+    assert again.stats.pop("preemption")["jobs"]["lost_work"] == [0.0] * inst.I
+    assert digest(free, policy, placement, again, as_of=inst) == expected[key(policy, placement)]
 
 
 MILP_SHA256 = "2162a0914b41f439bb328606b23db1e461918da60a3bf480739936e18a3daf66"

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from oasis_opt.model import (DEFAULT_RESOURCES, PS, RULES, WORKER, Allocations, Instance, Job,
                              JobType, Schedule, Server, Utility, derive_outcome, validate)
+from oasis_opt.model.schedule import work_done
 from oasis_opt.testing import hetero_instances, instances
 
 T = 5
@@ -194,6 +195,108 @@ CASES = [
          schedule(TYPED_ROWS, completion=(None, None, None), inst=TYPED),
          [dict(job="x", slot=None)], TYPED),
 ]
+
+
+# ---- preemption (model.preemption): a V100 and a CPU server; checkpoint every 2 slots, restart
+# half a slot (instance meta overrides) -------------------------------------------------------
+PV, PC, PP = 0, 1, 2
+_CPU_WORKER = {"cpu": 2.0, "mem": 4.0, "storage": 1.0, "bw": 5.0}
+PRE = Instance(
+    8, DEFAULT_RESOURCES,
+    (Server("v0", dict(_WORKER_CAP), accelerator="v100"),
+     Server("c0", {**_WORKER_CAP, "gpu": 0.0}, accelerator="cpu")),
+    (Server("pp0", dict(_PS_CAP)),),
+    # p: 1 epoch x 2 chunks x chunk_time 2.0 x unit 2 = 8 units; V100 2 a worker-slot, CPU 1
+    (Job("p", 1, 1, 2, 2.0, dict(_GPU_WORKER), dict(_PS_DEMAND), Utility.sigmoid(10.0, 1.0, 1.0),
+         unit=2, types={"v100": JobType(2), "cpu": JobType(1, _CPU_WORKER)}),),
+    meta={"preemption": {"checkpoint_slots": 2, "restart_slots": 0.5}},
+)
+
+
+def _rows(*slots):
+    """(slot, server, workers) -> rows with one PS each."""
+    return [r for t, s, k in slots for r in ((0, t, s, WORKER, k), (0, t, PP, PS, 1))]
+
+
+def preempted(rows, events, completion=None, counted=None, claim=None):
+    """A schedule on PRE with preemption ``events`` ([job, slot, kind, by]); completion derived
+    with them unless given; counters replayed from ``counted`` events (default: ``events``),
+    then overridden by ``claim``."""
+    from oasis_opt.model.preemption import parse_events, replay
+
+    alloc = Allocations.from_rows(rows)
+    evs = parse_events(PRE, {"events": events})[0]
+    derived, _ = derive_outcome(PRE, alloc, evs)
+    completion = derived if completion is None else tuple(completion)
+    utility = tuple(PRE.utility_of(i, c) if c is not None else 0.0 for i, c in enumerate(completion))
+    counted_evs = evs if counted is None else parse_events(PRE, {"events": counted})[0]
+    record = replay(PRE, alloc, counted_evs)[0].record(PRE)
+    record["events"] = events
+    record["jobs"].update(claim or {})
+    return Schedule("hand-made", (True,), alloc, completion, utility, math.fsum(utility),
+                    {"preemption": record})
+
+
+# slot 1: 2 V100 workers (4 units, unsaved); preempted in 2 (4 lost); slot 3: restart, half of 4;
+# slot 4: 4 units (checkpoint: 2 slots since the restart); slot 5: 2 units -> 8, done in 5
+PRE_ROWS = _rows((1, PV, 2), (3, PV, 2), (4, PV, 2), (5, PV, 1))
+PRE_EVENTS = [["p", 2, "preempt", None]]
+# degraded in 2 (4 lost): CPU slots 2 (restart: 1 of 2), 3 and 4 (2 each), promoted in 5 (2 lost
+# since the checkpoint after slot 3), V100 slots 5 (restart: 2 of 4), 6 (4) and 7 (2): 11 >= 8
+DEG_ROWS = _rows((1, PV, 2), (2, PC, 2), (3, PC, 2), (4, PC, 2), (5, PV, 2), (6, PV, 2),
+                 (7, PV, 1))
+DEG_EVENTS = [["p", 2, "degrade", None], ["p", 5, "promote", None]]
+
+CASES += [
+    Case("restart", "progress-counted-during-the-restart",
+         preempted(PRE_ROWS[:6], PRE_EVENTS, completion=(4,)),  # 2 + 4 = 6 < 8 (+2 withheld)
+         [dict(job="p", slot=None)], PRE),
+    Case("lost-work", "lost-work-not-redone",
+         preempted(_rows((1, PV, 2), (3, PV, 2), (4, PV, 1)), PRE_EVENTS, completion=(4,)),
+         [dict(job="p", slot=None)], PRE),  # 2 + 2 = 4; + 2 withheld = 6 < 8 <= 6 + 4 lost
+    Case("lost-work", "counters-claim-no-lost-work",
+         preempted(PRE_ROWS, PRE_EVENTS, claim={"lost_work": [0.0]}),
+         [dict(job="p", slot=None)], PRE),
+    Case("preemption-event", "preempt-of-a-job-that-did-not-run",
+         preempted(_rows((3, PV, 2), (4, PV, 2)), [["p", 2, "preempt", None]], completion=(4,),
+                   counted=[]),
+         [dict(job="p", slot=2)], PRE),
+    Case("preemption-event", "promote-of-a-job-not-degraded",
+         preempted(PRE_ROWS, PRE_EVENTS + [["p", 4, "promote", None]]),
+         [dict(job="p", slot=4)], PRE),
+    Case("preemption-event", "unknown-kind",
+         preempted(_rows((1, PV, 2), (2, PV, 2)), [["p", 2, "suspend", None]], counted=[]),
+         [dict(job=None, slot=None)], PRE),
+    Case("degraded", "degraded-job-on-the-v100",
+         preempted(_rows((1, PV, 2), (2, PC, 2), (3, PV, 2)), [["p", 2, "degrade", None]]),
+         [dict(job="p", slot=3, server="v0")], PRE),
+]
+
+
+def test_preempted_schedules_pay_the_costs_and_are_valid():
+    """Hand-computed: the preemption costs a slot (4 lost, 2 withheld by the restart); the
+    degrade/promote pair completes on CPU and V100 at the stated units."""
+    from oasis_opt.model.preemption import parse_events, replay
+
+    sched = preempted(PRE_ROWS, PRE_EVENTS)
+    assert validate(PRE, sched).ok, str(validate(PRE, sched))
+    assert sched.completion == (5,)
+    # the same rows without the preemption would have done 14 units, done after slot 3 (4 + 4)
+    assert work_done(PRE, sched.allocations).tolist() == [14]
+    ledger = replay(PRE, sched.allocations, parse_events(PRE, {"events": PRE_EVENTS})[0])[0]
+    assert ledger.progress.tolist() == [8.0] and ledger.withheld.tolist() == [2.0]
+    jobs = sched.stats["preemption"]["jobs"]
+    assert jobs["lost_work"] == [4.0] and jobs["restart_slots"] == [1]
+    assert jobs["preemptions"] == [1] and jobs["degradations"] == [0]
+    deg = preempted(DEG_ROWS, DEG_EVENTS)
+    assert validate(PRE, deg).ok, str(validate(PRE, deg))
+    ledger = replay(PRE, deg.allocations, parse_events(PRE, {"events": DEG_EVENTS})[0])[0]
+    # slot 1: 4 (lost at 2); CPU: 1 + 2 (checkpoint) + 2 (lost at 5); V100: 2 + 4 (checkpoint) + 2
+    assert ledger.progress.tolist() == [11.0]  # 1 + 2 + 2 + 4 + 2 (4 and 2 lost)
+    assert deg.completion == (7,)
+    assert ledger.counts["lost_work"].tolist() == [6.0]
+    assert ledger.counts["restart_slots"].tolist() == [2]
+    assert ledger.counts["degradations"].tolist() == [1] and ledger.counts["promotions"].tolist() == [1]
 
 
 def test_every_rule_has_a_case():

@@ -906,7 +906,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
          arg("figures", nargs="*", default=["all"], metavar="FIGURE",
              help="fig3, fig4, fig5, fig6, testbed or all (default: all, the paper's "
                   "figures); by name only: automl (early stopping on real learning curves), "
-                  "testbed-real (trains for real for minutes)"),
+                  "testbed-real (trains for real for minutes), preemption (priority preemption "
+                  "with degradation)"),
          arg("--quick", action="store_true",
              help="small variant of each figure (all of them in a minute or two)"),
          arg("--workers", type=positive_int, metavar="N",

@@ -33,6 +33,13 @@ _REGISTRY: dict[str, tuple[str, str]] = {
              "Dorm: utilisation MILP with fairness and M_adj = 2 at every event"),
     "tiresias": ("oasis_opt.baselines.tiresias:TiresiasPolicy",
                  "Tiresias: discretised 2D-LAS queues, preemptive, starvation promotion"),
+    "priority-degrade": ("oasis_opt.cluster.priority:PriorityDegradePolicy",
+                         "multi-dimensional priority, band/delta preemption, victims degraded to "
+                         "CPU and re-promoted"),
+    "priority-kill": ("oasis_opt.cluster.priority:PriorityKillPolicy",
+                      "the same priority and rule, victims killed and requeued (Kubernetes)"),
+    "priority-nopreempt": ("oasis_opt.cluster.priority:PriorityNoPreemptPolicy",
+                           "the same priority as the queue order, no preemption"),
     "optimus": ("oasis_opt.baselines.optimus:OptimusPolicy",
                 "Optimus: greedy marginal gain of workers per unit of dominant resource"),
     "gavel-las": ("oasis_opt.baselines.gavel:GavelLas",

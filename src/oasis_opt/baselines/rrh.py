@@ -25,8 +25,9 @@ admitted, unfinished jobs not running now::
     opportunity cost  OC_j = sum_{l in W, l != j} L_l(d_j(t), t)
     net value         V_j  = G_j(t) - OC_j
 
-* a running job with V_j <= 0 is paused (its containers are released; its progress is kept,
-  since training is asynchronous); otherwise it keeps its containers;
+* a running job with V_j <= 0 is paused (its containers are released); it pays the preemption
+  costs of every policy (``model.preemption``: the work since its last checkpoint is lost, and
+  it restarts when it runs again); otherwise it keeps its containers;
 * a waiting job with V_j <= 0 stays paused; the waiting jobs with V_j > 0 start in decreasing
   order of reward rate V_j / d_j(t) (Irwin et al.'s FirstReward ranking, present value and
   opportunity cost weighted equally; ties by arrival, then instance order) when their k_i
@@ -125,6 +126,8 @@ class RrhPolicy(EventPolicy):
         for j in unfinished[running & (net <= 0)].tolist():
             del self.held[j]
             self.paused += 1
+            if state.last_ran[j] == t - 1:  # it ran until now: pays the preemption costs
+                state.stop(j, "preempt")
         self.held_back += int((~running & (net <= 0)).sum())
         cand = np.flatnonzero(~running & (net > 0))
         # reward rate V/d descending; ties by position in ``unfinished`` (arrival order)

@@ -19,8 +19,9 @@ A modern peer, in the same slot model as the paper's baselines.
   arrival, then instance order). Every slot the jobs are placed in that order, each if all its
   workers and PSs fit, else skipped (lower jobs may still run: the simulator's fit-first pass).
 * **Preemptive at slot boundaries.** The order is recomputed every slot; a running job that no
-  longer fits is preempted (its progress is kept: asynchronous training) and containers are
-  placed afresh every slot.
+  longer fits is preempted and pays the preemption costs of every policy (``model.preemption``:
+  the work since its last checkpoint is lost, and it restarts when it runs again); containers
+  are placed afresh every slot (moving a job that keeps running is not charged).
 * **Starvation avoidance** (the simulator's ``solve_starvation`` knob, run as ``dlas-gpu-2``):
   a job in a lower queue whose slots spent waiting since it last entered Q_0 (counted once it
   has run) reach ``promote_knob`` x the slots it ran since then moves to the back of Q_0, and
@@ -123,7 +124,9 @@ class TiresiasPolicy(OnlinePolicy):
                 continue
             rows = self.placement.place(inst, j, k, state.free)
             if rows is None:
-                self.preemptions += bool(was_running[j])
+                if was_running[j]:  # stopped: pays the preemption costs (model.preemption)
+                    self.preemptions += 1
+                    state.stop(j, "preempt")
                 continue
             apply(inst, j, rows, state.free)
             self.ran_now[j] = True

@@ -100,10 +100,13 @@ def work_done(instance: Instance, allocations: Allocations) -> np.ndarray:
     return out
 
 
-def derive_outcome(instance: Instance, allocations: Allocations
+def derive_outcome(instance: Instance, allocations: Allocations, events: list | None = None
                    ) -> tuple[tuple[int | None, ...], tuple[float, ...]]:
     """Completion slot (last slot with workers, if the work units done cover ``work``) and
     utility.
+
+    With preemption ``events`` (``model.preemption``; None or empty: none) the work units are
+    those the preemption ledger credits: net of lost work and of restarts.
 
     Work units are ``work_done``'s (worker-slots without accelerator types). With
     ``instance.progress == "placement"`` they are the placement-aware worker-slots of
@@ -115,6 +118,10 @@ def derive_outcome(instance: Instance, allocations: Allocations
         from ..costmodel.placement import placement_work_remaining
 
         done = placement_work_remaining(instance, allocations)[1] <= DONE_EPS
+    if events:
+        from .preemption import replay
+
+        done = replay(instance, allocations, events)[0].progress >= instance.work - DONE_EPS
     completion: list[int | None] = []
     for i in range(instance.I):
         if done[i] and workers[i].any():
@@ -157,8 +164,10 @@ class ScheduleBuilder:
         a = a[np.lexsort((a[:, 3], a[:, 2], a[:, 1], a[:, 0]))]
         return Allocations(*(np.ascontiguousarray(a[:, c]) for c in range(5)))
 
-    def build(self, policy: str, stats: dict | None = None) -> Schedule:
+    def build(self, policy: str, stats: dict | None = None, events: list | None = None
+              ) -> Schedule:
+        """``events``: preemption events (``model.preemption``) the outcome is accounted with."""
         alloc = self.allocations()
-        completion, utility = derive_outcome(self.instance, alloc)
+        completion, utility = derive_outcome(self.instance, alloc, events)
         return Schedule(policy, tuple(bool(x) for x in self.admitted), alloc, completion,
                         utility, float(sum(utility)), dict(stats or {}))

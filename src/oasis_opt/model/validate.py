@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from .numerics import DONE_EPS, UTILITY_RTOL, capacity_slack
+from .preemption import COUNTERS, cpu_servers, parse_events, record_of, replay
 from .schedule import PS, WORKER, Schedule, derive_outcome, work_done
 
 if TYPE_CHECKING:
@@ -42,6 +43,14 @@ RULES = {
     "completion": "(8) completion = last slot with workers (null when not completed)",
     "utility": "utility = f(completion - arrival), 0 when not completed",
     "total": "total utility = sum of job utilities",
+    "preemption-event": "preemption events (stats.preemption) name admitted jobs, slots in 1..T "
+                        "and known kinds; preempt, degrade and resize stop a job that ran in the "
+                        "slot before; promote only a degraded job, degrade only one that is not",
+    "restart": "no progress during a restart: after a stop, the first slots with workers are "
+               "credited only the part after the restart (costmodel.preemption)",
+    "lost-work": "work since the last checkpoint is lost at every stop and must be redone; the "
+                 "per-job counters in stats.preemption.jobs match the events",
+    "degraded": "a degraded job's workers only on CPU-mode servers until it is promoted",
 }
 
 
@@ -112,6 +121,7 @@ def validate(instance: Instance, schedule: Schedule) -> ValidationReport:
                              f"instance has {I}"))
         return ValidationReport(tuple(out))
 
+
     # ---- per-allocation rules (vectorised: schedules of trace replays have 10^5+ rows) ------
     arr = instance.arrival[a.job] if len(a) else np.zeros(0, dtype=np.int64)
     adm = np.asarray(schedule.admitted, dtype=bool)
@@ -176,8 +186,15 @@ def validate(instance: Instance, schedule: Schedule) -> ValidationReport:
         add("capacity", f"uses {used[t, s, r]:g} of {instance.capacity[s, r]:g}", slot=t,
             server=s, resource=instance.resources[r])
 
+    # ---- preemption events and their costs (model.preemption) ----------------------------
+    ledger = None
+    record = record_of(schedule.stats)
+    events: list = []
+    if record is not None:
+        ledger, events = _check_preemption(instance, schedule, record, add)
+
     # ---- workload (2), completion (8), utility accounting -------------------------------
-    completion, utility = derive_outcome(instance, a)
+    completion, utility = derive_outcome(instance, a, events)
     got = work_done(instance, a)
     short, unit = got < instance.work, "work units" if instance.typed else "worker-slots"
     if instance.progress == "placement":  # placement-aware worker-slots (costmodel.placement)
@@ -185,10 +202,20 @@ def validate(instance: Instance, schedule: Schedule) -> ValidationReport:
 
         got, remaining = placement_work_remaining(instance, a)
         short, unit = remaining > DONE_EPS, "placement-aware worker-slots"
+    if ledger is not None and events:  # credited units net of lost work and restarts
+        got = ledger.progress
+        short = got < instance.work - DONE_EPS
     for j in range(I):
         claimed = schedule.completion[j]
         if claimed is not None and short[j]:
-            add("workload", f"completed with {got[j]:.12g} {unit} < "
+            rule = "workload"
+            if ledger is not None and events:
+                need = instance.work[j] - DONE_EPS
+                if got[j] + ledger.withheld[j] >= need:
+                    rule = "restart"
+                elif got[j] + ledger.withheld[j] + ledger.counts["lost_work"][j] >= need:
+                    rule = "lost-work"
+            add(rule, f"completed with {got[j]:.12g} {unit} < "
                 f"{instance.jobs[j].workload:g} needed", j)
         elif claimed != completion[j]:
             add("completion", f"claims completion {claimed}, schedule gives {completion[j]}", j)
@@ -202,3 +229,58 @@ def validate(instance: Instance, schedule: Schedule) -> ValidationReport:
         out.append(Violation("total", f"total {schedule.total_utility!r} != sum of job utilities "
                              f"{math.fsum(schedule.utility)!r}"))
     return ValidationReport(tuple(out))
+
+
+def _check_preemption(instance: Instance, schedule: Schedule, record: Any,
+                      add: Callable[..., None]) -> tuple[Any, list]:
+    """The rules preemption-event, lost-work (counters) and degraded; returns the replayed
+    ledger and the well-formed events."""
+    a = schedule.allocations
+    events, problems = parse_events(instance, record)
+    for p in problems:
+        add("preemption-event", p)
+    ran = a.workers_per_job_slot(instance.I, instance.horizon) > 0
+    good = []
+    for e in events:
+        if not 1 <= e.slot <= instance.horizon:
+            add("preemption-event", f"{e.kind} in slot {e.slot} outside 1..{instance.horizon}",
+                e.job)
+        elif not schedule.admitted[e.job]:
+            add("preemption-event", f"{e.kind} of a job that was not admitted", e.job, e.slot)
+        elif e.kind != "promote" and (e.slot < 2 or not ran[e.job, e.slot - 1]):
+            add("preemption-event", f"{e.kind} of a job that did not run in the slot before",
+                e.job, e.slot)
+        else:
+            good.append(e)
+    ledger, refused = replay(instance, a, good)
+    for e, why in refused:
+        add("preemption-event", why, e.job, e.slot)
+    claimed = record.get("jobs") if isinstance(record, dict) else None
+    for c in COUNTERS:
+        got = ledger.counts[c]
+        have = claimed.get(c) if isinstance(claimed, dict) else None
+        if not (isinstance(have, list) and len(have) == instance.I):
+            add("lost-work", f"stats.preemption.jobs.{c}: expected a list of {instance.I} numbers")
+            continue
+        for j in range(instance.I):
+            if not (isinstance(have[j], (int, float)) and
+                    math.isclose(have[j], got[j], rel_tol=1e-9, abs_tol=1e-9)):
+                add("lost-work", f"claims {c} = {have[j]!r}, the events give {got[j]:.12g}", j)
+    # degraded intervals: from a degrade event's slot until a promote event's slot
+    cpu = cpu_servers(instance)
+    since: dict[int, int] = {}
+    spans: list[tuple[int, int, int]] = []  # (job, first slot, last slot) degraded
+    for e in good:
+        if e.kind == "degrade" and e.job not in since:
+            since[e.job] = e.slot
+        elif e.kind == "promote" and e.job in since:
+            spans.append((e.job, since.pop(e.job), e.slot - 1))
+    spans += [(j, s, instance.horizon) for j, s in since.items()]
+    w = (a.role == WORKER) & (a.server >= 0) & (a.server < instance.H)
+    for j, first, last in spans:
+        bad = w & (a.job == j) & (a.slot >= first) & (a.slot <= last)
+        for n in np.flatnonzero(bad):
+            if not cpu[a.server[n]]:
+                add("degraded", "degraded job's worker on a server that is not CPU-mode", j,
+                    int(a.slot[n]), int(a.server[n]))
+    return ledger, good

@@ -13,6 +13,12 @@ The simulator owns time and the ``ClusterState``. Each slot t = 1..T it
    paper's model);
 4. completes jobs whose remaining work reaches 0 (completion = t) and calls ``policy.on_slot_end``.
 
+**Preemption costs.** A policy stops a running job with ``state.stop(job, kind, by)`` during
+``allocate`` (``model.preemption``: preempt, degrade to CPU, promote, resize): the job loses its
+work since its last checkpoint and, when it runs again, is credited only what is left of its
+slots after the restart (``costmodel.preemption``). A degraded job's workers must sit on CPU-mode
+servers. The events and per-job counters go to ``stats["preemption"]`` (only when there is one).
+
 Besides capacity, the simulator holds every policy to the pools (workers on worker servers, PSs
 on PS servers) and, with accelerator types, to the types (a job's workers only on types it can
 use, and on one type per slot unless it allows ``span_types``): a breach raises ``PolicyError``.
@@ -26,6 +32,7 @@ import numpy as np
 
 from ..model.numerics import DONE_EPS, capacity_slack
 from ..model.policy import OnlinePolicy
+from ..model.preemption import cpu_servers
 from ..model.schedule import PS, WORKER, Schedule, ScheduleBuilder
 from .state import ClusterState
 
@@ -61,6 +68,7 @@ def simulate(instance, policy: OnlinePolicy, *, progress_fn: ProgressFn | None =
     for i, a in enumerate(instance.arrival.tolist()):
         by_slot.setdefault(a, []).append(i)
     H, typed = instance.H, instance.typed
+    cpu = cpu_servers(instance)
     slots = range(1, instance.horizon + 1)
     if show_progress:
         from tqdm import tqdm
@@ -87,6 +95,10 @@ def simulate(instance, policy: OnlinePolicy, *, progress_fn: ProgressFn | None =
                 raise PolicyError(f"{policy.name}: slot {t}: job {instance.jobs[job].id}: "
                                   f"{('worker', 'PS')[role]} on server "
                                   f"{instance.servers[server].id} of the other pool")
+            if role == WORKER and state.ledger.degraded[job] and not cpu[server]:
+                raise PolicyError(f"{policy.name}: slot {t}: degraded job "
+                                  f"{instance.jobs[job].id} on server "
+                                  f"{instance.servers[server].id}, not a CPU-mode server")
             if typed and role == WORKER and not instance.usable[job, instance.worker_type[server]]:
                 raise PolicyError(f"{policy.name}: slot {t}: job {instance.jobs[job].id} on "
                                   f"accelerator type {instance.types[instance.worker_type[server]]}"
@@ -101,17 +113,22 @@ def simulate(instance, policy: OnlinePolicy, *, progress_fn: ProgressFn | None =
             for job, rows in per_job.items():
                 _check_span(instance, policy.name, t, job, rows)
         for job, rows in per_job.items():
-            gained = progress_fn(instance, job, rows, t)
-            state.remaining[job] -= gained
-            state.attained[job] += gained
+            gross = progress_fn(instance, job, rows, t)
+            if any(role == WORKER for _, role, _ in rows):
+                state.last_ran[job] = t
+                state.remaining[job] -= state.ledger.credit(job, gross)
+            state.attained[job] += gross
         finished = np.array([j for j in per_job if state.remaining[j] <= DONE_EPS], dtype=np.int64)
         state.completion[finished] = t
         policy.on_slot_end(t, state, finished)
     for i in np.flatnonzero(state.admitted):
         builder.admit(int(i))
     stats = dict(policy.stats())
+    events = state.ledger.events
+    if events:
+        stats["preemption"] = state.ledger.record(instance)
     stats["timing"] = {"run_time_s": time.perf_counter() - t0, **stats.get("timing", {})}
-    return builder.build(policy.name, stats)
+    return builder.build(policy.name, stats, events)
 
 
 def _check_span(instance, name: str, t: int, job: int, rows) -> None:

@@ -22,6 +22,31 @@ class ClusterState:
         self.completion = np.full(instance.I, -1, dtype=np.int64)
         self.attained = np.zeros(instance.I)  # work units received so far (Tiresias's service)
         self.free = instance.capacity.copy()
+        self.last_ran = np.zeros(instance.I, dtype=np.int64)  # last slot with workers (0: never)
+        from ..model.preemption import PreemptionLedger
+
+        self.ledger = PreemptionLedger(instance, whole_units=instance.progress != "placement")
+
+    def stop(self, job: int, kind: str = "preempt", by: int | None = None) -> float:
+        """Stop a running job in slot ``t`` (before its progress): ``kind`` ``"preempt"``,
+        ``"degrade"``, ``"promote"`` or ``"resize"`` (``model.preemption``), caused by job ``by``
+        (None: the policy's own decision). It loses its work since its last checkpoint (added
+        back to ``remaining``, returned) and restarts when it next runs. ValueError when the job
+        is not running (preempt, degrade, resize: it had workers in slot t - 1)."""
+        if not self.admitted[job] or self.done[job] or not self.arrived[job]:
+            raise ValueError(f"slot {self.t}: stop of job {self.instance.jobs[job].id}, "
+                             "which is not active")
+        if kind != "promote" and self.last_ran[job] != self.t - 1:
+            raise ValueError(f"slot {self.t}: {kind} of job {self.instance.jobs[job].id}, "
+                             "which did not run in the previous slot")
+        lost = self.ledger.stop(job, self.t, kind, by)
+        self.remaining[job] += lost
+        return lost
+
+    @property
+    def degraded(self) -> np.ndarray:
+        """Jobs degraded to CPU mode (not promoted since)."""
+        return self.ledger.degraded
 
     @property
     def done(self) -> np.ndarray:

@@ -1,0 +1,119 @@
+"""Metrics of preemption: per priority class, useful and lost GPU-time, and chain lengths.
+
+* **Per class** (a job's ``cluster.priority.user_class``): JCT = (completion - arrival + 1)
+  slots in hours (mean, p50, p95 over its completed jobs), queueing delay = (first slot with
+  workers - arrival) in hours (mean, over jobs that ran), misses = jobs not completed, or
+  completed after their utility's target gamma3 (completion - arrival > gamma3).
+* **GPU-time** (hours): ``gpu_hours`` held by worker containers; ``lost_gpu_hours``: the work
+  units lost at stops plus those withheld by restarts (``model.preemption``), at the GPUs a unit
+  takes on the job's fastest accelerator (GPUs per worker / units per worker-slot there), i.e.
+  the GPU-time the preemptions wasted; ``useful_gpu_hours`` = held - lost.
+* **Chains**: a preemption of B caused by A continues the chain of every earlier preemption of A
+  (a victim that later preempts another job); the chain length of a preemption is 1 + the
+  preemptions it triggered downstream (its descendants). ``chain_lengths`` lists it for every
+  preemption with a known cause.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..model.preemption import parse_events, record_of, replay
+
+
+def chain_lengths(instance, schedule) -> list[int]:
+    """1 + downstream preemptions, for every event caused by a job (module docstring)."""
+    record = record_of(schedule.stats)
+    if record is None:
+        return []
+    events = [e for e in parse_events(instance, record)[0]
+              if e.by is not None and e.kind in ("preempt", "degrade")]
+    by_cause: dict[int, list[int]] = {}
+    for n, e in enumerate(events):
+        by_cause.setdefault(e.by, []).append(n)
+    memo: dict[int, int] = {}
+
+    def length(n: int) -> int:  # events are in slot order: children come later, no cycles
+        if n not in memo:
+            e = events[n]
+            kids = [m for m in by_cause.get(e.job, ()) if events[m].slot >= e.slot and m != n]
+            memo[n] = 1 + sum(length(m) for m in kids)
+        return memo[n]
+
+    return [length(n) for n in range(len(events))]
+
+
+def _gpu_per_unit(instance) -> np.ndarray:
+    """GPUs x slots per work unit on each job's fastest accelerator type (0 if it has none)."""
+    g = instance.resources.index("gpu")
+    out = np.zeros(instance.I)
+    for j in range(instance.I):
+        best = 0.0
+        for t in range(len(instance.types) if instance.typed else 1):
+            usable = instance.usable[j, t] if instance.typed else True
+            speed = int(instance.type_speed[j, t]) if instance.typed else 1
+            gpus = float(instance.type_demand[j, t, g]) if instance.typed else \
+                float(instance.worker_demand[j, g])
+            if usable and gpus > 0 and (best == 0 or gpus / speed < best):
+                best = gpus / speed
+        out[j] = best
+    return out
+
+
+def _stats(x: list[float]) -> dict[str, float | None]:
+    if not x:
+        return {"mean": None, "p50": None, "p95": None}
+    a = np.asarray(x, dtype=float)
+    return {"mean": float(a.mean()), "p50": float(np.percentile(a, 50)),
+            "p95": float(np.percentile(a, 95))}
+
+
+def preemption_metrics(instance, schedule, slot_s: float = 3600.0,
+                       classes: list[str] | None = None) -> dict[str, Any]:
+    """The metrics of the module docstring; ``classes[i]``: job i's class (default: its
+    ``cluster.priority.user_class``); ``slot_s``: seconds per slot, for hours."""
+    from ..cluster.priority import user_class  # (classes are the priority policies')
+
+    h = slot_s / 3600.0
+    classes = classes or [user_class(j) for j in instance.jobs]
+    a = schedule.allocations
+    workers = a.workers_per_job_slot(instance.I, instance.horizon)
+    per_class: dict[str, dict[str, Any]] = {}
+    for cls in sorted(set(classes)):
+        idx = [i for i, c in enumerate(classes) if c == cls]
+        jct, wait, miss = [], [], 0
+        for i in idx:
+            job, c = instance.jobs[i], schedule.completion[i]
+            ran = np.flatnonzero(workers[i])
+            if len(ran):
+                wait.append((int(ran[0]) - job.arrival) * h)
+            if c is None:
+                miss += 1
+                continue
+            jct.append((c - job.arrival + 1) * h)
+            if job.utility.kind == "sigmoid" and c - job.arrival > job.utility.target:
+                miss += 1
+        per_class[cls] = {"jobs": len(idx), "completed": len(jct), **{
+            f"jct_{k}_h": v for k, v in _stats(jct).items()},
+            "queueing_mean_h": float(np.mean(wait)) if wait else None, "misses": miss}
+    g = instance.resources.index("gpu")
+    demand = instance.row_demand(a.job, a.server, a.role)[:, g] * a.count
+    held = float(demand.sum()) * h
+    lost_units = np.zeros(instance.I)
+    counts: dict[str, int] = {}
+    record = record_of(schedule.stats)
+    if record is not None:
+        ledger, _ = replay(instance, a, parse_events(instance, record)[0])
+        lost_units = ledger.counts["lost_work"] + ledger.withheld
+        counts = {k: int(ledger.counts[k].sum()) for k in ("preemptions", "degradations",
+                                                          "promotions")}
+    lost = float((lost_units * _gpu_per_unit(instance)).sum()) * h
+    cap = float(instance.capacity[:instance.H, g].sum()) * instance.horizon * h
+    chains = chain_lengths(instance, schedule)
+    return {"per_class": per_class, "utility": schedule.total_utility,
+            "completed": int(sum(c is not None for c in schedule.completion)),
+            "gpu_hours": held, "lost_gpu_hours": lost, "useful_gpu_hours": held - lost,
+            "gpu_utilisation": held / cap if cap else 0.0,
+            "stops": {"preemptions": 0, "degradations": 0, "promotions": 0, **counts},
+            "chain_lengths": chains}

@@ -1,0 +1,95 @@
+"""A workload with priority classes and a CPU mode, from the Philly trace (priority preemption).
+
+The Philly trace (``traces.philly_jobs``) carries no priorities; the mapping is ours [choice]:
+
+* **user class** (``provenance.user_class``, the band of ``cluster.priority``): drawn for every
+  job from ``class_mix`` (default 20 % high, 50 % mid, 30 % low) by a generator seeded by
+  ``seed``, in submission order (a draw per virtual cluster, one team's quota, would be more
+  faithful, but a window of a day holds only a handful of VCs, so whole classes go missing);
+* **job type** (``provenance.job_type``) by the job's shape: 1 GPU and under 15 minutes ->
+  ``automl`` (trial-like), >= 2 GPUs or >= 4 hours -> ``prod-train``, else ``dev``.
+
+The jobs are the first ``max_jobs`` of the window at most ``max_hours`` long (a bound on the
+horizon), mapped by ``traces.trace_instance`` (slots of ``slot_s``, utilities, the model by
+GPU-time). **Load**: arrival times are divided by ``load`` (2: the same jobs arrive twice as
+fast). **Cluster**: ``traces.philly_cluster(racks, servers_per_rack, ps_per_rack)`` with its
+8-GPU servers as accelerator type ``p100`` (Philly's GPUs; the reference the trace's durations
+were measured on) and ``cpu_per_rack`` CPU-mode servers per rack (96 vCPUs, 384 GB, 40 Gbps).
+Every job can run on both: speed on ``p100`` and in CPU mode from the cost model by model family
+(``costmodel.accelerators``: CPU 10-50x slower than a V100, integer speeds by
+``integer_speeds``), with its CPU-mode demand (``cpu_mode_worker``).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ..costmodel.accelerators import cpu_mode_worker, integer_speeds, model_family, relative_speed
+from ..model import Instance, JobType, Server
+from ._common import check_int, check_positive, check_seed
+from .traces import TIME_FORMAT, TraceJob, _window, philly_cluster, philly_jobs, trace_instance
+
+USER_CLASS_MIX = {"high": 0.2, "mid": 0.5, "low": 0.3}
+CPU_SERVER = {"gpu": 0.0, "cpu": 96.0, "mem": 384.0, "storage": 2000.0, "bw": 40.0}
+GPU_TYPE = "p100"
+
+
+def job_type_of(gpus: int, duration_s: float) -> str:
+    """The job type of a trace job's shape (module docstring)."""
+    if gpus == 1 and duration_s < 15 * 60:
+        return "automl"
+    if gpus >= 2 or duration_s >= 4 * 3600:
+        return "prod-train"
+    return "dev"
+
+
+def priority_instance(load: float = 1.0, seed: int = 0, *, start: str = "2017-11-01",
+                      days: float = 2.0, max_jobs: int = 120, max_hours: float = 12.0,
+                      slot_s: float = 600.0, racks: int = 2, servers_per_rack: int = 2,
+                      ps_per_rack: int = 2, cpu_per_rack: int = 1, tail: int = 24,
+                      class_mix: dict[str, float] | None = None) -> Instance:
+    """The Philly-derived instance with priority classes and a CPU mode (module docstring)."""
+    seed = check_seed(seed)
+    load = check_positive("load", load)
+    max_jobs = check_int("max_jobs", max_jobs, 1)
+    max_hours = check_positive("max_hours", max_hours)
+    cpu_per_rack = check_int("cpu_per_rack", cpu_per_rack, 0)
+    mix = dict(USER_CLASS_MIX if class_mix is None else class_mix)
+    if set(mix) != set(USER_CLASS_MIX) or any(not v >= 0 for v in mix.values()) \
+            or not sum(mix.values()) > 0:
+        raise ValueError(f"class_mix: expected shares >= 0 of {', '.join(USER_CLASS_MIX)}, "
+                         f"got {mix!r}")
+    t0, _ = _window(start, days)
+    rows = [r for r in philly_jobs(start, days) if r.duration_s <= max_hours * 3600][:max_jobs]
+    if not rows:
+        raise ValueError("max_jobs: no Philly job in the window")
+    names = list(USER_CLASS_MIX)
+    p = np.array([mix[n] for n in names], dtype=float)
+    drawn = np.random.default_rng([seed, 14]).choice(len(names), size=len(rows), p=p / p.sum())
+    jobs = [TraceJob(f"philly-{r.row:05d}", (r.submitted - t0).total_seconds() / load,
+                     r.duration_s, r.gpus,
+                     {"trace": "philly/philly_2017-11.csv", "row": r.row,
+                      "timestamp": r.submitted.strftime(TIME_FORMAT), "virtual_cluster": r.cluster,
+                      "user_class": names[int(k)],
+                      "job_type": job_type_of(r.gpus, r.duration_s)})
+            for r, k in zip(rows, drawn)]
+    workers, pss = philly_cluster(racks, servers_per_rack, ps_per_rack)
+    base = trace_instance(jobs, workers, pss, seed=seed, slot_s=slot_s, tail=tail,
+                          meta={"generator": "philly-priority", "load": load,
+                                "start": t0.strftime(TIME_FORMAT), "days": days})
+    typed_workers = tuple(replace(s, accelerator=GPU_TYPE) for s in base.worker_servers)
+    cpus = tuple(Server(f"r{r:02d}-cpumode{n:02d}", dict(CPU_SERVER), f"rack-{r:02d}",
+                        "cpu-mode", "cpu") for r in range(racks) for n in range(cpu_per_rack))
+    out = []
+    for j in base.jobs:
+        family = model_family(j.provenance["model"])
+        unit, speed = integer_speeds({GPU_TYPE: 1.0,
+                                      "cpu": relative_speed(family, "cpu", GPU_TYPE)})
+        types = {GPU_TYPE: JobType(speed[GPU_TYPE])}
+        if cpus:
+            types["cpu"] = JobType(speed["cpu"], cpu_mode_worker(j.worker))
+        out.append(replace(j, unit=unit, types=types,
+                           provenance={**j.provenance, "model_family": family}))
+    return Instance(base.horizon, base.resources, typed_workers + cpus, base.ps_servers,
+                    tuple(out), meta=dict(base.meta))

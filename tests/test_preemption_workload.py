@@ -1,0 +1,146 @@
+"""Preemption costs from the cost model, the Philly workload with priority classes, the metrics
+(chain lengths, lost GPU-time, per class) and ``oasis-opt reproduce preemption`` end to end."""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from oasis_opt import solve, validate
+from oasis_opt.costmodel.preemption import (CONTAINER_START_S, checkpoint_mb, job_costs,
+                                            preemption_costs, restart_share, transfer_seconds)
+from oasis_opt.model import Allocations, Schedule
+from oasis_opt.sim.preemption import chain_lengths, preemption_metrics
+from oasis_opt.workloads.priority import job_type_of, priority_instance
+
+
+# ---- costs ---------------------------------------------------------------------------------------
+def test_costs_follow_model_size_and_storage_bandwidth():
+    """BERT (440 MB): checkpoint 3 x 440 MB = 1320 MB, written in 1320 x 8 / 1000 = 10.56 s at
+    1 Gbps; Young's interval sqrt(2 x 10.56 x 604800) = 3574 s: 6 slots of 600 s, 1 of 3600 s;
+    restart (60 + 10.56) / 600 slots."""
+    inst = priority_instance(1.0, 0, max_jobs=30)
+    job = next(j for j in inst.jobs if j.provenance["model"] == "bert")
+    assert checkpoint_mb(job) == pytest.approx(1320.0)
+    assert transfer_seconds(1320.0) == pytest.approx(10.56)
+    c, rho = job_costs(job)
+    assert c == round(math.sqrt(2 * 10.56 * 7 * 24 * 3600) / 600) == 6
+    assert rho == pytest.approx((CONTAINER_START_S + 10.56) / 600)
+    hour = replace(job, provenance={**job.provenance, "slot_s": 3600.0})
+    assert job_costs(hour)[0] == 1
+
+
+def test_meta_overrides_and_their_errors():
+    inst = priority_instance(1.0, 0, max_jobs=5)
+    costs = preemption_costs(replace(inst, meta={"preemption": {"checkpoint_slots": 4,
+                                                                "restart_slots": 2.5}}))
+    assert costs.checkpoint_slots.tolist() == [4] * 5 and costs.restart_slots.tolist() == [2.5] * 5
+    for bad, match in (({"checkpoint_slots": 0}, "checkpoint_slots"),
+                       ({"restart_slots": -1}, "restart_slots"), ({"x": 1}, "preemption.x")):
+        with pytest.raises(ValueError, match=match):
+            preemption_costs(replace(inst, meta={"preemption": bad}))
+
+
+@pytest.mark.parametrize("n, rho, share", [(0, 0.0, 1.0), (0, 0.25, 0.75), (0, 1.5, 0.0),
+                                           (1, 1.5, 0.5), (2, 1.5, 1.0)])
+def test_restart_share(n, rho, share):
+    assert restart_share(n, rho) == pytest.approx(share)
+
+
+# ---- the workload -------------------------------------------------------------------------------
+def test_job_types_by_shape():
+    assert job_type_of(1, 600) == "automl"
+    assert job_type_of(1, 3600) == "dev"
+    assert job_type_of(2, 600) == "prod-train" and job_type_of(1, 5 * 3600) == "prod-train"
+
+
+def test_the_workload_is_seeded_typed_and_scaled_by_load():
+    a, b = priority_instance(1.0, 3, max_jobs=50), priority_instance(1.0, 3, max_jobs=50)
+    assert a.fingerprint == b.fingerprint
+    assert a.typed and set(a.types) == {"p100", "cpu"}
+    assert all(set(j.types) == {"p100", "cpu"} for j in a.jobs)
+    # CPU 10-50x slower than a V100, the P100 slower than a V100: CPU/P100 within 1/50 .. 1/5
+    ratio = a.type_speed[:, a.types.index("cpu")] / a.type_speed[:, a.types.index("p100")]
+    assert ((ratio > 1 / 55) & (ratio < 1 / 5)).all()
+    classes = Counter(j.provenance["user_class"] for j in a.jobs)
+    assert set(classes) == {"high", "mid", "low"}
+    fast = priority_instance(2.0, 3, max_jobs=50)
+    assert [j.id for j in fast.jobs] == [j.id for j in a.jobs]
+    assert (fast.arrival <= a.arrival).all() and fast.arrival.max() < a.arrival.max()
+    with pytest.raises(ValueError, match="load"):
+        priority_instance(0.0, 0)
+
+
+# ---- metrics ------------------------------------------------------------------------------------
+def _with_events(inst, events):
+    """A schedule whose only content is a preemption record (for chain_lengths)."""
+    n = inst.I
+    return Schedule("x", (True,) * n, Allocations.empty(), (None,) * n, (0.0,) * n, 0.0,
+                    {"preemption": {"events": events}})
+
+
+def test_chain_lengths_count_downstream_preemptions():
+    """a preempts b (1); b later preempts c (2), c later preempts d (3): lengths 3, 2, 1. A
+    preemption of d by a is a chain of its own (d preempts nobody later): 1."""
+    inst = priority_instance(1.0, 0, max_jobs=5)
+    a, b, c, d, _ = (j.id for j in inst.jobs)
+    ev = [[b, 3, "preempt", a], [c, 5, "degrade", b], [d, 8, "preempt", c], [d, 12, "preempt", a],
+          [a, 20, "preempt", None]]
+    assert chain_lengths(inst, _with_events(inst, ev)) == [3, 2, 1, 1]
+
+
+def test_metrics_on_a_run():
+    inst = priority_instance(4.0, 0, max_jobs=60)
+    s = solve(inst, "priority-kill", cap=0.5, delta=0.0)
+    assert validate(inst, s).ok
+    m = preemption_metrics(inst, s, 600.0)
+    assert sum(c["jobs"] for c in m["per_class"].values()) == inst.I
+    assert m["completed"] == sum(c["completed"] for c in m["per_class"].values())
+    assert m["useful_gpu_hours"] == pytest.approx(m["gpu_hours"] - m["lost_gpu_hours"])
+    assert 0 < m["gpu_utilisation"] <= 1
+    assert m["stops"]["preemptions"] == sum(s.stats["preemption"]["jobs"]["preemptions"]) > 0
+    assert m["lost_gpu_hours"] > 0
+    for c in m["per_class"].values():
+        if c["completed"] > 1:
+            assert c["jct_p50_h"] <= c["jct_p95_h"]
+    none = solve(inst, "priority-nopreempt")
+    mn = preemption_metrics(inst, none, 600.0)
+    assert mn["lost_gpu_hours"] == 0 and mn["chain_lengths"] == []
+
+
+# ---- reproduce preemption -----------------------------------------------------------------------
+def test_reproduce_preemption_draws_and_resumes(tmp_path, monkeypatch):
+    from oasis_opt.experiments import preemption as exp
+    from oasis_opt.experiments.reproduce import figure_names, reproduce
+
+    monkeypatch.setattr(exp, "QUICK", {**exp.QUICK, "seeds": (0,), "max_jobs": 30})
+    assert figure_names(["preemption"]) == ["preemption"]
+    results, out = tmp_path / "results", tmp_path / "figs"
+    written = reproduce(["preemption"], quick=True, workers=1, results=results, out=out)
+    assert sorted(p.name for p in written["preemption"]) == ["preemption.md", "preemption.pdf",
+                                                             "preemption.png"]
+    text = (out / "preemption.md").read_text()
+    for head in ("## Per class", "## Overall", "## Chain lengths", "**The claims"):
+        assert head in text
+    assert "passed `oasis_opt.validate`: yes" in text
+    stored = sorted(p.name for p in (results / "preemption").glob("*.json"))
+    assert len(stored) == 4 and "priority-degrade-load2-s0-n30.json" in stored
+    again = exp.compute(quick=True, results=results, progress=False)
+    assert again["computed"] == 0 and len(again["runs"]) == 4
+    assert np.isfinite([r["gpu_hours"] for r in again["runs"].values()]).all()
+
+
+def test_the_paper_sim_variant_runs_valid():
+    """paper-sim with a CPU type: its utility classes are the user classes (README)."""
+    from oasis_opt.cluster.priority import user_class
+    from oasis_opt.workloads import generate
+
+    inst = generate("paper-sim", seed=2, jobs=20, horizon=40, servers=4,
+                    cluster_mix="v100=3:cpu=1")
+    assert "cpu" in inst.types
+    assert {user_class(j) for j in inst.jobs} <= {"high", "mid", "low"}
+    for policy in ("priority-degrade", "priority-kill", "priority-nopreempt"):
+        assert validate(inst, solve(inst, policy, cap=1.0, delta=0.0)).ok
