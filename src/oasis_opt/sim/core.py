@@ -14,6 +14,7 @@ The simulator owns time and the ``ClusterState``. Each slot t = 1..T it
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Callable, Iterable
 
 import numpy as np
@@ -65,34 +66,82 @@ class OnlinePolicy:
 def simulate(instance, policy: OnlinePolicy, *, progress_fn: ProgressFn | None = None,
              show_progress: bool = False) -> Schedule:
     """Run ``policy`` over slots 1..T and return its schedule (with run time in ``stats``)."""
-    if progress_fn is None:
-        progress_fn = _progress_for(instance)
     t0 = time.perf_counter()
-    state = ClusterState(instance)
-    builder = ScheduleBuilder(instance)
-    policy.start(instance, state)
-    by_slot: dict[int, list[int]] = {}
-    for i, a in enumerate(instance.arrival.tolist()):
-        by_slot.setdefault(a, []).append(i)
-    wdem, pdem = instance.worker_demand, instance.ps_demand
+    loop = SlotLoop(instance, policy, progress_fn=progress_fn)
     slots = range(1, instance.horizon + 1)
     if show_progress:
         from tqdm import tqdm
 
         slots = tqdm(slots, desc=f"{policy.name}", unit="slot", leave=False)
-    for t in slots:
-        state.t = t
+    for _ in slots:
+        loop.step()
+    return loop.schedule({"run_time_s": time.perf_counter() - t0})
+
+
+@dataclass(frozen=True)
+class SlotOutcome:
+    """What slot ``t`` decided and did: ``decisions`` ``{job: True/False/None}`` of the jobs
+    handed over in t, ``rows`` ``[(job, server, role, count)]`` the containers the policy
+    allocated, ``finished`` the jobs that completed in t."""
+
+    t: int
+    decisions: dict
+    rows: list
+    finished: tuple
+
+
+class SlotLoop:
+    """The simulator's slot loop, one slot per ``step()``: what ``simulate`` runs, and what the
+    scheduling service runs in wall-clock time (``oasis_opt.service``), so both take the same
+    decisions for the same arrivals.
+
+    ``cancel(job)`` withdraws a job before the next step (a cancelled job counts as ``done`` for
+    the policy: never handed over if it has not arrived, never allocated again, no completion).
+    """
+
+    def __init__(self, instance, policy: OnlinePolicy, *, progress_fn: ProgressFn | None = None):
+        self.instance, self.policy = instance, policy
+        self.progress_fn = _progress_for(instance) if progress_fn is None else progress_fn
+        self.state = ClusterState(instance)
+        self.builder = ScheduleBuilder(instance)
+        self.by_slot: dict[int, list[int]] = {}
+        for i, a in enumerate(instance.arrival.tolist()):
+            self.by_slot.setdefault(a, []).append(i)
+        policy.start(instance, self.state)
+
+    @property
+    def t(self) -> int:
+        """The last slot stepped (0 before the first)."""
+        return self.state.t
+
+    def cancel(self, job: int) -> None:
+        state = self.state
+        state.cancelled[job] = True
+        if not state.admitted[job]:  # not arrived yet, or still waiting: never decided now
+            state.decided[job] = True
+
+    def step(self) -> SlotOutcome:
+        """Slot ``t + 1``: arrivals -> admission -> allocation -> progress -> completion."""
+        instance, policy, state = self.instance, self.policy, self.state
+        if state.t >= instance.horizon:
+            raise ValueError(f"t: the horizon ends at slot {instance.horizon}")
+        t = state.t = state.t + 1
         state.free = instance.capacity.copy()  # the policy's scratch copy
         free = instance.capacity.copy()  # the simulator's own account
-        for i in by_slot.get(t, ()):
+        decisions: dict[int, bool | None] = {}
+        for i in self.by_slot.get(t, ()):
+            if state.cancelled[i]:
+                continue
             state.arrived[i] = True
-            decision = policy.on_arrival(i, t, state)
+            decision = decisions[i] = policy.on_arrival(i, t, state)
             if decision is not None:
                 state.decided[i] = True
                 state.admitted[i] = bool(decision)
+        wdem, pdem = instance.worker_demand, instance.ps_demand
         per_job: dict[int, list] = {}
+        rows = []
         for job, server, role, count in policy.allocate(t, state):
-            if count <= 0:
+            if count <= 0 or state.cancelled[job]:  # a policy's own queue may still hold it
                 continue
             if not state.admitted[job] or state.done[job] or not state.arrived[job]:
                 raise PolicyError(f"{policy.name}: slot {t}: allocation for job "
@@ -102,18 +151,23 @@ def simulate(instance, policy: OnlinePolicy, *, progress_fn: ProgressFn | None =
                 raise PolicyError(f"{policy.name}: slot {t}: server {instance.servers[server].id} "
                                   "over capacity")
             per_job.setdefault(job, []).append((server, role, count))
-            builder.add(job, t, server, role, count)
-        for job, rows in per_job.items():
-            gained = progress_fn(instance, job, rows, t)
+            self.builder.add(job, t, server, role, count)
+            rows.append((int(job), int(server), int(role), int(count)))
+        for job, job_rows in per_job.items():
+            gained = self.progress_fn(instance, job, job_rows, t)
             state.remaining[job] -= gained
             state.attained[job] += gained
         finished = np.array([j for j in per_job if state.remaining[j] <= EPS], dtype=np.int64)
         state.completion[finished] = t
         policy.on_slot_end(t, state, finished)
-    for i in np.flatnonzero(state.admitted):
-        builder.admit(int(i))
-    stats = {"run_time_s": time.perf_counter() - t0, **policy.stats()}
-    return builder.build(policy.name, stats)
+        return SlotOutcome(t, decisions, rows, tuple(finished.tolist()))
+
+    def schedule(self, stats: dict | None = None) -> Schedule:
+        """The schedule of the slots stepped so far (every admitted job, its allocations)."""
+        builder = self.builder
+        for i in np.flatnonzero(self.state.admitted):
+            builder.admit(int(i))
+        return builder.build(self.policy.name, {**(stats or {}), **self.policy.stats()})
 
 
 def _progress_for(instance) -> ProgressFn:
@@ -124,4 +178,4 @@ def _progress_for(instance) -> ProgressFn:
     return chunk_time_progress
 
 
-__all__ = ["OnlinePolicy", "PolicyError", "simulate", "chunk_time_progress", "PS", "WORKER"]
+__all__ = ["OnlinePolicy", "PolicyError", "SlotLoop", "SlotOutcome", "simulate", "chunk_time_progress", "PS", "WORKER"]

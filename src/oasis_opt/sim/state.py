@@ -21,11 +21,13 @@ class ClusterState:
         self.remaining = instance.work.astype(float)
         self.completion = np.full(instance.I, -1, dtype=np.int64)
         self.attained = np.zeros(instance.I)  # worker-slots received so far (Tiresias's service)
+        self.cancelled = np.zeros(instance.I, dtype=bool)  # withdrawn by their owner (a service)
         self.free = instance.capacity.copy()
 
     @property
     def done(self) -> np.ndarray:
-        return self.completion >= 0
+        """Completed or cancelled: nothing more to allocate."""
+        return (self.completion >= 0) | self.cancelled
 
     def active(self) -> np.ndarray:
         """Indices of admitted, unfinished jobs that have arrived, in arrival then instance order."""
