@@ -58,6 +58,17 @@ class OnlinePolicy:
     def stats(self) -> dict:
         return {}
 
+    # what a policy that plans ahead (OASiS fixes whole plans at admission) can say of the future;
+    # the scheduling service shows it, the simulator does not need it
+    def plan(self, job: int) -> list[tuple[int, int, int, int]] | None:
+        """The job's committed allocations ``[(slot, server, role, count)]``, or None."""
+        return None
+
+    def committed(self) -> np.ndarray | None:
+        """Resources reserved per slot, server and resource (shape (T+1, H+K, R), row 0
+        unused), or None: a policy that decides slot by slot reserves nothing ahead."""
+        return None
+
     def solve(self, instance, *, progress: bool = False, time_limit: float | None = None,
               **_ignored) -> Schedule:
         return simulate(instance, self, show_progress=progress)

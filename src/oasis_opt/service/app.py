@@ -1,0 +1,176 @@
+"""The HTTP API of ``oasis-opt serve`` (FastAPI; its OpenAPI schema at ``/openapi.json``, the
+interactive docs at ``/docs``) and the dashboard at ``/``.
+
+======================  =============================================================================
+``POST /jobs``          submit a job (an instance-format job with its ``task``; ``id`` and ``arrival``
+                        optional): 201 and the job, or 4xx ``{"detail": "<field>: <message>",
+                        "field": ...}`` with nothing written (400 bad job, 409 duplicate id)
+``GET /jobs``           every job: state, admitted?, plan, progress, predicted and real completion,
+                        utility so far
+``GET /jobs/{id}``      one job (404 unknown)
+``DELETE /jobs/{id}``   cancel at the next slot boundary (409 when it is over already)
+``GET /cluster``        per server and slot: capacity, committed (a policy that plans ahead), used,
+                        the jobs in it
+``GET /summary``        counts, utility, utilisation and their history per slot (the dashboard's)
+``GET /metrics``        the same in the Prometheus text format
+``GET /health``         the slot runner's status ("running", "finished", "failed" and why)
+======================  =============================================================================
+
+With a token (``oasis-opt serve --token`` or ``OASIS_OPT_TOKEN``), ``POST`` and ``DELETE`` need
+``Authorization: Bearer <token>`` (401 otherwise); reading needs none.
+"""
+# no ``from __future__ import annotations``: FastAPI reads the handlers' annotations (``Request``,
+# imported inside ``create_app``, the service extra being optional) as objects
+import json
+import secrets
+from importlib import resources
+from typing import Any
+
+from .._extras import require
+from .runner import ServiceRunner
+from .scheduler import BadRequest, Scheduler
+
+TOKEN_ENV = "OASIS_OPT_TOKEN"
+
+_JOB_SCHEMA = {
+    "type": "object",
+    "description": "a job of the oasis-opt/instance@1 format with its training task",
+    "required": ["epochs", "chunks", "chunk_time", "worker", "ps", "utility"],
+    "properties": {
+        "id": {"type": "string"}, "arrival": {"type": "integer", "minimum": 1},
+        "epochs": {"type": "integer", "minimum": 1}, "chunks": {"type": "integer", "minimum": 1},
+        "chunk_time": {"type": "number", "exclusiveMinimum": 0},
+        "worker": {"type": "object", "additionalProperties": {"type": "number"}},
+        "ps": {"type": "object", "additionalProperties": {"type": "number"}},
+        "utility": {"type": "object"}, "class": {"type": "string"},
+        "provenance": {"type": "object"},
+        "task": {"type": "object", "required": ["name", "config"],
+                 "properties": {"name": {"type": "string"}, "config": {"type": "object"},
+                                "seed": {"type": "integer"}, "data_seed": {"type": "integer"}}},
+    },
+}
+
+
+def _static(name: str) -> str:
+    return resources.files("oasis_opt.service").joinpath("static", name).read_text()
+
+
+def create_app(scheduler: Scheduler, runner: "ServiceRunner | None" = None,
+               token: "str | None" = None) -> Any:
+    """The FastAPI application over ``scheduler`` (``runner``: the slot runner whose status
+    ``/health`` shows; ``token``: required on mutating requests when set)."""
+    fastapi = require("fastapi", extra="service", feature="the scheduling service")
+    responses = require("fastapi.responses", extra="service", feature="the scheduling service")
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.core import GaugeMetricFamily
+
+    JSONResponse, Request = responses.JSONResponse, fastapi.Request
+    app = fastapi.FastAPI(title="oasis-opt scheduling service",
+                          description="Online scheduling of distributed training jobs (OASiS and "
+                          "the package's other online policies), slot by slot.",
+                          version=_version())
+
+    def refuse(e: BadRequest) -> Any:
+        return JSONResponse({"detail": str(e), "field": e.field}, status_code=e.status)
+
+    def authorised(request: Any) -> Any:
+        if token is None:
+            return None
+        given = request.headers.get("authorization", "")
+        scheme, _, value = given.partition(" ")
+        if scheme.lower() == "bearer" and secrets.compare_digest(value.strip(), token):
+            return None
+        return JSONResponse({"detail": "authorization: a bearer token is required for this "
+                             "request", "field": "authorization"}, status_code=401,
+                            headers={"WWW-Authenticate": "Bearer"})
+
+    @app.get("/", include_in_schema=False)
+    def dashboard() -> Any:
+        return responses.HTMLResponse(_static("dashboard.html"))
+
+    @app.get("/dashboard.js", include_in_schema=False)
+    def dashboard_js() -> Any:
+        return responses.Response(_static("dashboard.js"), media_type="text/javascript")
+
+    @app.post("/jobs", status_code=201, summary="submit a job", openapi_extra={
+        "requestBody": {"required": True,
+                        "content": {"application/json": {"schema": _JOB_SCHEMA}}}})
+    async def submit(request: Request) -> Any:
+        denied = authorised(request)
+        if denied is not None:
+            return denied
+        try:
+            doc = json.loads(await request.body(), parse_constant=float)
+        except ValueError as e:
+            return refuse(BadRequest("job", f"not valid JSON: {e}"))
+        try:
+            return JSONResponse(scheduler.submit(doc), status_code=201)
+        except BadRequest as e:
+            return refuse(e)
+
+    @app.get("/jobs", summary="every job")
+    def jobs() -> Any:
+        return scheduler.jobs_view()
+
+    @app.get("/jobs/{job_id}", summary="one job")
+    def job(job_id: str) -> Any:
+        try:
+            return scheduler.job_view(scheduler.job_seq(job_id))
+        except BadRequest as e:
+            return refuse(e)
+
+    @app.delete("/jobs/{job_id}", summary="cancel a job at the next slot boundary")
+    def cancel(job_id: str, request: Request) -> Any:
+        denied = authorised(request)
+        if denied is not None:
+            return denied
+        try:
+            return scheduler.cancel(job_id)
+        except BadRequest as e:
+            return refuse(e)
+
+    @app.get("/cluster", summary="per server and slot: committed vs used")
+    def cluster() -> Any:
+        return scheduler.cluster_view()
+
+    @app.get("/summary", summary="counts, utility, utilisation, and their history")
+    def summary() -> Any:
+        return scheduler.summary()
+
+    @app.get("/health", summary="the slot runner's status")
+    def health() -> Any:
+        return {"status": runner.status if runner else "manual",
+                "error": runner.error if runner else None,
+                "slot": scheduler.finished_slots, "horizon": scheduler.cluster.horizon}
+
+    class Collector:
+        def collect(self):
+            s = scheduler.summary()
+            for name, help_text in (("admitted", "jobs admitted"), ("rejected", "jobs rejected"),
+                                    ("running", "admitted jobs not completed"),
+                                    ("completed", "jobs completed"),
+                                    ("cancelled", "jobs cancelled"),
+                                    ("pending", "jobs submitted, not decided yet"),
+                                    ("slot", "slots finished"), ("utility", "utility so far")):
+                yield GaugeMetricFamily(f"oasis_{name}", help_text, value=s[name])
+            g = GaugeMetricFamily("oasis_utilisation", "share of the cluster's capacity used "
+                                  "over the slots run, per resource", labels=["resource"])
+            for r, v in s["utilisation"].items():
+                g.add_metric([r], v)
+            yield g
+
+    registry = CollectorRegistry()
+    registry.register(Collector())
+
+    @app.get("/metrics", summary="Prometheus metrics")
+    def metrics() -> Any:
+        return responses.Response(generate_latest(registry),
+                                  media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    return app
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
