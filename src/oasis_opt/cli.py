@@ -960,17 +960,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CliError("--pricing", f"required by policy {args.policy!r}: the service does not "
                        "know its jobs in advance, which oracle pricing needs (`oasis-opt "
                        "estimate-pricing` makes a pricing file from past instances)")
-    probe = make_policy(args.policy, options)
-    if not isinstance(probe, OnlinePolicy):
-        raise CliError("--policy", f"{args.policy!r} is not an online policy (it needs every job "
-                       "in advance)")
+    def fresh() -> OnlinePolicy:
+        policy = make_policy(args.policy, options)
+        if not isinstance(policy, OnlinePolicy):
+            raise CliError("--policy", f"{args.policy!r} is not an online policy (it needs every "
+                           "job in advance)")
+        return policy
+
+    fresh()  # checks the policy and its options before anything starts
     plain = {k: v for k, (v, _) in options.items()}
     try:
         store = Store(args.state or ":memory:")
     except Exception as e:  # noqa: BLE001 - sqlite3 errors: not a database, unwritable ...
         raise CliError("--state", f"cannot open {args.state}: {e}") from None
     try:
-        scheduler = Scheduler(cluster, lambda: make_policy(args.policy, options), store=store,
+        scheduler = Scheduler(cluster, fresh, store=store,
                               policy=args.policy, options=plain,
                               executes=not args.no_execute)
     except StateMismatch as e:

@@ -19,16 +19,24 @@ interactive docs at ``/docs``) and the dashboard at ``/``.
 With a token (``oasis-opt serve --token`` or ``OASIS_OPT_TOKEN``), ``POST`` and ``DELETE`` need
 ``Authorization: Bearer <token>`` (401 otherwise); reading needs none.
 """
-# no ``from __future__ import annotations``: FastAPI reads the handlers' annotations (``Request``,
-# imported inside ``create_app``, the service extra being optional) as objects
+from __future__ import annotations
+
 import json
 import secrets
 from importlib import resources
-from typing import Any
+from typing import Any, Iterator
 
 from .._extras import require
 from .runner import ServiceRunner
 from .scheduler import BadRequest, Scheduler
+
+# importing this module needs the service extra: one line naming it when it is missing
+require("fastapi", extra="service", feature="the scheduling service")
+require("prometheus_client", extra="service", feature="the scheduling service")
+from fastapi import FastAPI, Request  # noqa: E402
+from fastapi.responses import HTMLResponse, JSONResponse, Response  # noqa: E402
+from prometheus_client import CollectorRegistry, generate_latest  # noqa: E402
+from prometheus_client.core import GaugeMetricFamily, Metric  # noqa: E402
 
 TOKEN_ENV = "OASIS_OPT_TOKEN"
 
@@ -55,25 +63,19 @@ def _static(name: str) -> str:
     return resources.files("oasis_opt.service").joinpath("static", name).read_text()
 
 
-def create_app(scheduler: Scheduler, runner: "ServiceRunner | None" = None,
-               token: "str | None" = None) -> Any:
+def create_app(scheduler: Scheduler, runner: ServiceRunner | None = None,
+               token: str | None = None) -> FastAPI:
     """The FastAPI application over ``scheduler`` (``runner``: the slot runner whose status
     ``/health`` shows; ``token``: required on mutating requests when set)."""
-    fastapi = require("fastapi", extra="service", feature="the scheduling service")
-    responses = require("fastapi.responses", extra="service", feature="the scheduling service")
-    from prometheus_client import CollectorRegistry, generate_latest
-    from prometheus_client.core import GaugeMetricFamily
-
-    JSONResponse, Request = responses.JSONResponse, fastapi.Request
-    app = fastapi.FastAPI(title="oasis-opt scheduling service",
+    app = FastAPI(title="oasis-opt scheduling service",
                           description="Online scheduling of distributed training jobs (OASiS and "
                           "the package's other online policies), slot by slot.",
                           version=_version())
 
-    def refuse(e: BadRequest) -> Any:
+    def refuse(e: BadRequest) -> JSONResponse:
         return JSONResponse({"detail": str(e), "field": e.field}, status_code=e.status)
 
-    def authorised(request: Any) -> Any:
+    def authorised(request: Request) -> JSONResponse | None:
         if token is None:
             return None
         given = request.headers.get("authorization", "")
@@ -86,11 +88,11 @@ def create_app(scheduler: Scheduler, runner: "ServiceRunner | None" = None,
 
     @app.get("/", include_in_schema=False)
     def dashboard() -> Any:
-        return responses.HTMLResponse(_static("dashboard.html"))
+        return HTMLResponse(_static("dashboard.html"))
 
     @app.get("/dashboard.js", include_in_schema=False)
     def dashboard_js() -> Any:
-        return responses.Response(_static("dashboard.js"), media_type="text/javascript")
+        return Response(_static("dashboard.js"), media_type="text/javascript")
 
     @app.post("/jobs", status_code=201, summary="submit a job", openapi_extra={
         "requestBody": {"required": True,
@@ -144,7 +146,7 @@ def create_app(scheduler: Scheduler, runner: "ServiceRunner | None" = None,
                 "slot": scheduler.finished_slots, "horizon": scheduler.cluster.horizon}
 
     class Collector:
-        def collect(self):
+        def collect(self) -> Iterator[Metric]:
             s = scheduler.summary()
             for name, help_text in (("admitted", "jobs admitted"), ("rejected", "jobs rejected"),
                                     ("running", "admitted jobs not completed"),
@@ -164,7 +166,7 @@ def create_app(scheduler: Scheduler, runner: "ServiceRunner | None" = None,
 
     @app.get("/metrics", summary="Prometheus metrics")
     def metrics() -> Any:
-        return responses.Response(generate_latest(registry),
+        return Response(generate_latest(registry),
                                   media_type="text/plain; version=0.0.4; charset=utf-8")
 
     return app

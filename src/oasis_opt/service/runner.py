@@ -12,8 +12,12 @@ from __future__ import annotations
 import threading
 import time
 import traceback
+from typing import TYPE_CHECKING
 
 from .scheduler import Scheduler
+
+if TYPE_CHECKING:
+    from ..runtime.executor import Executor
 
 
 class ServiceRunner:
@@ -28,7 +32,8 @@ class ServiceRunner:
                  address: str | None = None):
         self.scheduler, self.slot_seconds = scheduler, float(slot_seconds)
         self.execute, self.address = execute, address
-        self.status, self.error = "starting", None
+        self.status: str = "starting"
+        self.error: str | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._main, name="oasis-opt-slots", daemon=True)
 
@@ -42,7 +47,7 @@ class ServiceRunner:
         self._thread.join(timeout)
 
     def _main(self) -> None:
-        executor = None
+        executor: Executor | None = None
         try:
             if self.execute:
                 executor = self._executor()
@@ -56,7 +61,7 @@ class ServiceRunner:
             if executor is not None:
                 executor.close()
 
-    def _executor(self):
+    def _executor(self) -> Executor:
         from ..runtime.executor import Executor
 
         sched = self.scheduler
@@ -66,7 +71,7 @@ class ServiceRunner:
             executor.restore(seq, snapshot)
         return executor
 
-    def _slots(self, executor) -> None:
+    def _slots(self, executor: Executor | None) -> None:
         sched, S = self.scheduler, self.slot_seconds
         origin = time.monotonic() - sched.finished_slots * S
         while not self._stop.is_set():

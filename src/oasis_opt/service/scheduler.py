@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from ..model import Instance
 from ..model.checks import FormatError
 from ..model.io import instance_from_dict, instance_to_dict
 from ..model.schedule import ROLES, WORKER
@@ -70,7 +71,7 @@ class Scheduler:
     state. ``executes``: jobs must name a runnable training task (the service runs them).
     """
 
-    def __init__(self, cluster, make_policy: Callable[[], OnlinePolicy], *, store: Store,
+    def __init__(self, cluster: Instance, make_policy: Callable[[], OnlinePolicy], *, store: Store,
                  policy: str, options: dict | None = None, executes: bool = False):
         self.cluster = cluster.with_jobs(())
         self._cluster_doc = instance_to_dict(self.cluster)
@@ -165,7 +166,7 @@ class Scheduler:
                 raise _job_field(e, seq) from None
         return instance_to_dict(candidate)["jobs"][seq]
 
-    def _check_fits(self, inst, seq: int) -> None:
+    def _check_fits(self, inst: Instance, seq: int) -> None:
         """A job the cluster can never run: one container larger than every server of its pool.
         (A job that cannot finish by the horizon is the policy's to reject, as in simulation.)"""
         job = inst.jobs[seq]
@@ -194,7 +195,7 @@ class Scheduler:
                 return seq
         raise BadRequest("id", f"no job {job_id!r}", 404)
 
-    def _instance(self, docs: list[dict]):
+    def _instance(self, docs: list[dict]) -> Instance:
         return instance_from_dict({**self._cluster_doc, "jobs": docs})
 
     # ---- slots ---------------------------------------------------------------------------
@@ -414,7 +415,7 @@ def _real(records: list[dict]) -> dict | None:
             "restarts": sum(r.get("restarts", 0) for r in records)}
 
 
-def _amounts(d) -> str:
+def _amounts(d: Mapping[str, float]) -> str:
     return ", ".join(f"{r} {v:g}" for r, v in d.items() if v)
 
 
