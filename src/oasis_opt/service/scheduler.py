@@ -282,7 +282,7 @@ class Scheduler:
             plan = None
             if loop is not None:
                 st = loop.state
-                attained = float(st.attained[seq])
+                attained = self._attained(loop, seq)
                 completion = int(st.completion[seq]) if st.completion[seq] >= 0 else None
                 if st.cancelled[seq]:
                     state = "cancelled"
@@ -317,6 +317,16 @@ class Scheduler:
                 "real": _real(records),
                 "job": doc,
             }
+
+    def _attained(self, loop: SlotLoop, seq: int) -> float:
+        """Worker-slots of progress job ``seq`` made in the slots that ran (the loop credits a
+        slot when it decides it)."""
+        done = 0.0
+        for slot in self._decided[:self._finished]:
+            rows = [(s, r, c) for j, s, r, c in slot.rows if j == seq]
+            if rows:
+                done += loop.progress_fn(loop.instance, seq, rows, slot.t)
+        return done
 
     def _now(self, seq: int) -> dict:
         """Workers and PSs of the job in the last slot decided."""

@@ -1,11 +1,12 @@
 // The dashboard: polls the service's API and redraws (no build step, no dependencies).
 "use strict";
 const PERIOD_MS = 1000;
-const PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
-                 "#ff9da7", "#9c755f", "#bab0ac"];
 const colours = {};
-function colour(job) {
-  if (!(job in colours)) colours[job] = PALETTE[Object.keys(colours).length % PALETTE.length];
+function colour(job) {  // the n-th job seen: hues a golden angle apart, never two alike nearby
+  if (!(job in colours)) {
+    const n = Object.keys(colours).length;
+    colours[job] = `hsl(${(n * 137.508) % 360}, 60%, ${n % 2 ? 45 : 60}%)`;
+  }
   return colours[job];
 }
 function el(tag, attrs, text) {
@@ -60,28 +61,42 @@ function drawJobs(jobs) {
   }
 }
 
-function drawHistory(summary) {
-  const svg = document.getElementById("history");
-  svg.replaceChildren();
+function drawChart(svg, summary, series, title) {
   const ns = "http://www.w3.org/2000/svg";
-  const W = 640, H = 200, L = 40, B = 20;
+  svg.replaceChildren();
+  const W = 320, H = 180, L = 44, B = 18, TOP = 22;
   const h = summary.history;
-  const series = [["admitted", "#59a14f"], ["rejected", "#e15759"], ["utility", "#4e79a7"]];
-  const top = Math.max(1, ...h.flatMap(p => series.map(([k]) => p[k])));
-  const x = t => L + (W - L - 10) * (t / Math.max(1, summary.horizon));
-  const y = v => H - B - (H - B - 10) * (v / top);
+  const top = Math.max(1e-9, ...h.flatMap(p => series.map(([k]) => p[k])));
+  const x = t => L + (W - L - 8) * (t / Math.max(1, summary.horizon));
+  const y = v => H - B - (H - B - TOP) * (v / top);
+  const text = (tx, ty, s, fill, anchor) => {
+    const e = document.createElementNS(ns, "text");
+    e.setAttribute("x", tx); e.setAttribute("y", ty); e.setAttribute("fill", fill || "#333");
+    if (anchor) e.setAttribute("text-anchor", anchor);
+    e.textContent = s; svg.appendChild(e);
+  };
+  const axes = document.createElementNS(ns, "polyline");
+  axes.setAttribute("points", `${L},${TOP} ${L},${H - B} ${W - 8},${H - B}`);
+  axes.setAttribute("fill", "none"); axes.setAttribute("stroke", "#999");
+  svg.appendChild(axes);
+  text(L - 4, y(top) + 4, fmt(top, top < 10 ? 1 : 0), "#333", "end");
+  text(L - 4, H - B + 4, "0", "#333", "end");
+  text(W - 8, H - 4, `slot ${summary.horizon}`, "#333", "end");
+  text(L, 12, title);
   series.forEach(([key, c], n) => {
     const line = document.createElementNS(ns, "polyline");
     line.setAttribute("points", h.map(p => `${x(p.slot)},${y(p[key])}`).join(" "));
     line.setAttribute("fill", "none"); line.setAttribute("stroke", c); line.setAttribute("stroke-width", "2");
     svg.appendChild(line);
-    const label = document.createElementNS(ns, "text");
-    label.setAttribute("x", L + 10 + 90 * n); label.setAttribute("y", 12); label.setAttribute("fill", c);
-    label.textContent = key; svg.appendChild(label);
+    if (series.length > 1) text(W - 8 - 70 * (series.length - 1 - n), 12, key, c, "end");
   });
-  const axis = document.createElementNS(ns, "text");
-  axis.setAttribute("x", 0); axis.setAttribute("y", 12); axis.textContent = String(fmt(top, 1));
-  svg.appendChild(axis);
+}
+
+function drawHistory(summary) {
+  drawChart(document.getElementById("counts"), summary,
+            [["admitted", "#2e8b57"], ["rejected", "#c0392b"]], "jobs");
+  drawChart(document.getElementById("utility"), summary, [["utility", "#2c5d8f"]],
+            "total utility of completed jobs");
 }
 
 async function poll() {
