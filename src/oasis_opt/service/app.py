@@ -33,7 +33,7 @@ from .scheduler import BadRequest, Scheduler
 # importing this module needs the service extra: one line naming it when it is missing
 require("fastapi", extra="service", feature="the scheduling service")
 require("prometheus_client", extra="service", feature="the scheduling service")
-from fastapi import FastAPI, Request  # noqa: E402
+from fastapi import Depends, FastAPI, Request  # noqa: E402
 from fastapi.responses import HTMLResponse, JSONResponse, Response  # noqa: E402
 from prometheus_client import CollectorRegistry, generate_latest  # noqa: E402
 from prometheus_client.core import GaugeMetricFamily, Metric  # noqa: E402
@@ -72,19 +72,18 @@ def create_app(scheduler: Scheduler, runner: ServiceRunner | None = None,
                           "the package's other online policies), slot by slot.",
                           version=_version())
 
-    def refuse(e: BadRequest) -> JSONResponse:
-        return JSONResponse({"detail": str(e), "field": e.field}, status_code=e.status)
+    @app.exception_handler(BadRequest)
+    def refuse(request: Request, e: BadRequest) -> JSONResponse:
+        return JSONResponse({"detail": str(e), "field": e.field}, status_code=e.status,
+                            headers={"WWW-Authenticate": "Bearer"} if e.status == 401 else None)
 
-    def authorised(request: Request) -> JSONResponse | None:
+    def authorised(request: Request) -> None:
+        """A dependency of the mutating routes: the bearer token, when the service has one."""
         if token is None:
-            return None
-        given = request.headers.get("authorization", "")
-        scheme, _, value = given.partition(" ")
-        if scheme.lower() == "bearer" and secrets.compare_digest(value.strip(), token):
-            return None
-        return JSONResponse({"detail": "authorization: a bearer token is required for this "
-                             "request", "field": "authorization"}, status_code=401,
-                            headers={"WWW-Authenticate": "Bearer"})
+            return
+        scheme, _, value = request.headers.get("authorization", "").partition(" ")
+        if not (scheme.lower() == "bearer" and secrets.compare_digest(value.strip(), token)):
+            raise BadRequest("authorization", "a bearer token is required for this request", 401)
 
     @app.get("/", include_in_schema=False)
     def dashboard() -> Any:
@@ -94,21 +93,16 @@ def create_app(scheduler: Scheduler, runner: ServiceRunner | None = None,
     def dashboard_js() -> Any:
         return Response(_static("dashboard.js"), media_type="text/javascript")
 
-    @app.post("/jobs", status_code=201, summary="submit a job", openapi_extra={
-        "requestBody": {"required": True,
-                        "content": {"application/json": {"schema": _JOB_SCHEMA}}}})
+    @app.post("/jobs", status_code=201, summary="submit a job",
+              dependencies=[Depends(authorised)], openapi_extra={
+                  "requestBody": {"required": True,
+                                  "content": {"application/json": {"schema": _JOB_SCHEMA}}}})
     async def submit(request: Request) -> Any:
-        denied = authorised(request)
-        if denied is not None:
-            return denied
         try:
             doc = json.loads(await request.body(), parse_constant=float)
         except ValueError as e:
-            return refuse(BadRequest("job", f"not valid JSON: {e}"))
-        try:
-            return JSONResponse(scheduler.submit(doc), status_code=201)
-        except BadRequest as e:
-            return refuse(e)
+            raise BadRequest("job", f"not valid JSON: {e}") from None
+        return JSONResponse(scheduler.submit(doc), status_code=201)
 
     @app.get("/jobs", summary="every job")
     def jobs() -> Any:
@@ -116,20 +110,12 @@ def create_app(scheduler: Scheduler, runner: ServiceRunner | None = None,
 
     @app.get("/jobs/{job_id}", summary="one job")
     def job(job_id: str) -> Any:
-        try:
-            return scheduler.job_view(scheduler.job_seq(job_id))
-        except BadRequest as e:
-            return refuse(e)
+        return scheduler.job_view(scheduler.job_seq(job_id))
 
-    @app.delete("/jobs/{job_id}", summary="cancel a job at the next slot boundary")
-    def cancel(job_id: str, request: Request) -> Any:
-        denied = authorised(request)
-        if denied is not None:
-            return denied
-        try:
-            return scheduler.cancel(job_id)
-        except BadRequest as e:
-            return refuse(e)
+    @app.delete("/jobs/{job_id}", summary="cancel a job at the next slot boundary",
+                dependencies=[Depends(authorised)])
+    def cancel(job_id: str) -> Any:
+        return scheduler.cancel(job_id)
 
     @app.get("/cluster", summary="per server and slot: committed vs used")
     def cluster() -> Any:
