@@ -49,6 +49,8 @@ CLI_CASES = {
     "serve": (["fastapi"], ["serve", "--cluster", "{inst}", "--policy", "drf", "--slot-s", "1"],
               "the scheduling service needs fastapi", "service"),
     "status": (["httpx"], ["status"], "the service's client needs httpx", "service"),
+    "serve-ray": (["ray"], ["serve", "--cluster", "{inst}", "--policy", "drf", "--slot-s", "1"],
+                  "running jobs (serve without --no-execute) needs ray", "ray"),
 }
 
 

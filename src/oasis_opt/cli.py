@@ -953,6 +953,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     require("fastapi", extra="service", feature="the scheduling service")
     uvicorn = require("uvicorn", extra="service", feature="the scheduling service")
+    if not args.no_execute:  # say it now, not when the first slot runs
+        require("ray", extra="ray", feature="running jobs (serve without --no-execute)")
+        require("optax", extra="automl", feature="running jobs (serve without --no-execute)")
     token = _token(args)
     cluster = load_instance(args.cluster)
     options = policy_options(args)
