@@ -7,12 +7,13 @@ prices and free capacities, in rotating order, so ratios between backends are me
 run. JAX kernels are compiled before timing (compile time reported separately). Memory per
 decision is the tracemalloc peak of one numpy ``best_schedule`` call (numpy and Python
 allocations; XLA's own buffers are not visible to tracemalloc). Then whole 400-job runs
-(T = 300, H = K = 50) are timed end to end for each calibration and backend.
+(T = 300, H = K = 50) are timed end to end for each calibration and backend. All backends
+return the same plan (the tie rule of ``oasis_opt.online.dual``): only their speed differs.
 
 Jobs per cell follow the paper's load (400 jobs per 100 servers per 300 slots), capped at
 ``--max-jobs``; the printed table says when a cell was capped. The reference backend is timed
-only in the calibrated cell T = 100, H + K = 80, at every 4th timed decision (it is a readable
-O(T W N (H+K) R) Python loop: about 1.5 s per job there, minutes per literal-calibration job).
+only in the calibrated cell T = 100, H + K = 80, at every 4th timed decision (its DP is a
+readable O(T W N) Python loop: about 0.3 s per job there, minutes per literal-calibration job).
 
     .venv/bin/python benchmarks/bench_oasis.py --quick      # T in {100, 300}, H+K in {80, 800}
     .venv/bin/python benchmarks/bench_oasis.py              # the full grid (long)

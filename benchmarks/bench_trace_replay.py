@@ -56,7 +56,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     report = validate(inst, sched)
     validate_s = time.perf_counter() - t0
-    dec = sched.stats.get("decision_s", {})
+    dec = sched.stats.get("timing", {}).get("decision_s", {})
     row = {"jobs": inst.I, "horizon": inst.horizon, "servers": inst.H + inst.K,
            "build_s": build_s, "oasis_s": solve_s, "replay_s": build_s + solve_s,
            "validate_s": validate_s, "valid": report.ok,

@@ -65,19 +65,19 @@ def test_fifo_blocks_behind_the_head_of_the_line():
         job("head", 2, 1, {"gpu": 2.0}),     # does not fit beside "long" until slot 5
         job("small", 2, 1, {"gpu": 1.0}),    # fits beside "long" at once, but is behind "head"
     ])
-    fifo = solve(inst, "fifo", options={"max_workers": 1})
+    fifo = solve(inst, "fifo", max_workers=1)
     assert validate(inst, fifo).ok
     assert first_slot(fifo, 0) == 1 and first_slot(fifo, 1) == 5
     assert first_slot(fifo, 2) >= first_slot(fifo, 1)  # no backfilling past the head
     # a policy that backfills (Tiresias's fit-first pass) runs it at once: the slot was free
-    tir = solve(inst, "tiresias", options={"max_workers": 1, "promote_knob": 0.0})
+    tir = solve(inst, "tiresias", max_workers=1, promote_knob=0.0)
     assert first_slot(tir, 2) == 2
 
 
 def test_fifo_keeps_its_servers_until_done():
     inst = instance(20, [server("w0", gpu=4.0), server("w1", gpu=4.0)],
                     [job(f"j{i}", 1 + i, 6, {"gpu": 1.0}) for i in range(4)])
-    s = solve(inst, "fifo", options={"seed": 5})
+    s = solve(inst, "fifo", seed=5)
     assert validate(inst, s).ok
     for j in range(inst.I):
         by_slot = rows_by_slot(s, j)
@@ -110,7 +110,8 @@ def test_drf_fills_until_nothing_fits(inst):
     """Progressive filling stops only when every job is capped (N_i, what fits alone, its
     remaining work) or its next worker with the PSs it adds fits nowhere; the allocation of the
     last event is held, so this holds in every slot."""
-    from oasis_opt.sim.placement import apply, fit_count
+    from oasis_opt.model.numerics import fit_count
+    from oasis_opt.sim.placement import apply
 
     s = solve(inst, "drf")
     assert validate(inst, s).ok
@@ -165,7 +166,7 @@ def test_rrh_rejects_a_job_whose_delay_cost_exceeds_its_utility():
 
 def test_rrh_admits_everything_with_an_infinitely_low_threshold_but_keeps_k_fixed():
     inst = _rrh_instance()
-    s = solve(inst, "rrh", options={"theta": -1e9})
+    s = solve(inst, "rrh", theta=-1e9)
     assert validate(inst, s).ok
     assert all(s.admitted)
     for j in range(inst.I):
@@ -218,7 +219,7 @@ def test_dorm_adjusts_at_most_m_adj_running_jobs_per_event(relaxation):
     jobs.append(job("new", 3, 400, {"gpu": 1.0}, chunks=8))
     inst = instance(6, [server("w0", gpu=12.0), server("w1", gpu=12.0)], jobs)
     for m_adj in (1, 2):
-        s = solve(inst, "dorm", options={"max_adjust": m_adj, "relaxation": relaxation})
+        s = solve(inst, "dorm", max_adjust=m_adj, relaxation=relaxation)
         assert validate(inst, s).ok
         assert max(_adjusted_per_slot(s, inst)) <= m_adj
         assert s.stats["max_adjusted"] <= m_adj
@@ -264,13 +265,13 @@ def test_tiresias_demotes_a_job_after_its_threshold():
     inst = _two_jobs_one_slot_each()
     opts = {"max_workers": 1, "promote_knob": 0.0}
     # threshold 2 worker-slots: "old" runs slots 1-2, is demoted, "young" (Q0) takes slot 3
-    s = solve(inst, "tiresias", options={**opts, "queue_limits": (2.0,)})
+    s = solve(inst, "tiresias", **opts, queue_limits=(2.0,))
     assert validate(inst, s).ok
     assert [workers_at(s, 0, t) for t in (1, 2, 3)] == [1, 1, 0]
     assert first_slot(s, 1) == 3
     assert s.stats["demotions"] >= 1
     # threshold above the whole job: no demotion, "old" runs to completion first (FIFO in Q0)
-    s = solve(inst, "tiresias", options={**opts, "queue_limits": (100.0,)})
+    s = solve(inst, "tiresias", **opts, queue_limits=(100.0,))
     assert s.completion[0] == 6 and first_slot(s, 1) == 7
     assert s.stats["demotions"] == 0
 
@@ -286,8 +287,8 @@ def test_tiresias_default_threshold_is_tiresias_3250_gpu_seconds():
 def test_tiresias_promotes_a_starving_job():
     inst = _two_jobs_one_slot_each()
     opts = {"max_workers": 1, "queue_limits": (2.0, 100.0)}
-    off = solve(inst, "tiresias", options={**opts, "promote_knob": 0.0})
-    on = solve(inst, "tiresias", options={**opts, "promote_knob": 1.0})
+    off = solve(inst, "tiresias", **opts, promote_knob=0.0)
+    on = solve(inst, "tiresias", **opts, promote_knob=1.0)
     assert validate(inst, on).ok and validate(inst, off).ok
     assert off.stats["promotions"] == 0 and on.stats["promotions"] >= 1
     # both run 2 slots in Q0 ("old" 1-2, "young" 3-4) and drop to Q1. Without promotion Q1 is

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oasis_opt.model import DEFAULT_RESOURCES, Instance, Job, Server, Utility
-from oasis_opt.sim.placement import (PLACEMENTS, FirstFit, Packing, Random, apply, fit_count,
-                                     get_placement)
+from oasis_opt.model.numerics import fit_count
+from oasis_opt.sim.placement import PLACEMENTS, FirstFit, Packing, Random, apply, get_placement
 from oasis_opt.testing import instances
 
 

@@ -30,10 +30,10 @@ def _rows(schedule) -> list[tuple]:
        seed=st.integers(0, 3))
 def test_schedules_are_valid_and_deterministic(policy, inst, placement, seed):
     opts = {"placement": placement, "seed": seed}
-    first = solve(inst, policy, options=opts)
+    first = solve(inst, policy, **opts)
     report = validate(inst, first)
     assert report.ok, f"{policy}/{placement}: {report}"
-    again = solve(inst, policy, options=opts)
+    again = solve(inst, policy, **opts)
     assert _rows(again) == _rows(first)
     assert again.admitted == first.admitted and again.completion == first.completion
     # A7: rejected and unfinished jobs earn 0; the total is the completed jobs' utilities
@@ -66,8 +66,8 @@ def test_fixed_worker_numbers_follow_the_seed(policy):
     jobs = tuple(Job(f"j{i}", 1, 1, 30, 1.0, {"cpu": 1.0, "bw": 1.0}, {"cpu": 1.0, "bw": 30.0},
                      Utility.constant(1.0)) for i in range(20))
     inst = Instance(2, DEFAULT_RESOURCES, (Server("w", cap),), (Server("p", cap),), jobs)
-    k = {s: solve(inst, policy, options={"seed": s}).stats["workers"] for s in (0, 0, 1)}
-    assert k[0] == solve(inst, policy, options={"seed": 0}).stats["workers"]
+    k = {s: solve(inst, policy, seed=s).stats["workers"] for s in (0, 0, 1)}
+    assert k[0] == solve(inst, policy, seed=0).stats["workers"]
     assert k[0] != k[1]
     assert all(1 <= x <= 30 for x in k[0] + k[1])
 
@@ -127,7 +127,7 @@ def test_dorm_backends_agree_on_relaxed_programs():
     programs = _programs_agree(inst)
     hard = [lp for lp in programs if lp.lower[:7].any()]  # fairness as bounds on k
     assert len(programs) > len(hard) >= 1  # at least one soft program was solved
-    cp = solve(inst, "dorm", options={"backend": "cpsat"})
+    cp = solve(inst, "dorm", backend="cpsat")
     assert validate(inst, cp).ok
     assert cp.stats["backend"] == "cpsat" and cp.stats["fairness_relaxed"] >= 1
 

@@ -309,8 +309,7 @@ def test_solve_writes_a_valid_result_and_says_so(solved):
 def test_solve_passes_options_and_run_options(tmp_path, capsys, instance_file):
     result = tmp_path / "rr.json"
     code, out, err = run(["solve", instance_file, "--policy", "greedy", "--option",
-                          "placement=round-robin", "--time-limit", "5", "--progress", "--out",
-                          result], capsys)
+                          "placement=round-robin", "--progress", "--out", result], capsys)
     assert code == 0, err
     inst = load_instance(instance_file)
     from oasis_opt import get_policy, validate
@@ -320,6 +319,19 @@ def test_solve_passes_options_and_run_options(tmp_path, capsys, instance_file):
     assert validate(inst, got).ok
     for col in ("job", "slot", "server", "role", "count"):
         assert (getattr(got.allocations, col) == getattr(expected.allocations, col)).all()
+
+
+@pytest.mark.parametrize("policy", ["oasis", "greedy", "drf"])
+def test_time_limit_on_an_online_policy_is_refused(tmp_path, capsys, instance_file, policy):
+    """Online policies decide each job as it arrives: ``--time-limit`` is bad input for them
+    (one line naming the flag, exit 2, nothing written), never silently ignored."""
+    result = tmp_path / "r.json"
+    code, out, err = run(["solve", instance_file, "--policy", policy, "--time-limit", "5",
+                          "--out", result], capsys)
+    assert code == 2 and out == "" and len(err.splitlines()) == 1
+    assert err.startswith("oasis-opt: error: --time-limit: ")
+    assert f"policy {policy!r}" in err and "no time limit" in err
+    assert not result.exists()
 
 
 def test_validate_valid_and_tampered(tmp_path, capsys, solved):

@@ -155,7 +155,7 @@ def test_summary_shows_the_solver_status_bound_and_gap(tmp_path, capsys, files):
 
 def test_summarize_is_a_table_and_still_a_dict():
     inst = _instance()
-    sched = solve(inst, "greedy", options={"placement": "round-robin"})
+    sched = solve(inst, "greedy", placement="round-robin")
     m = summarize(inst, sched)
     assert isinstance(m, Summary) and isinstance(m, dict)
     assert m["label"] == "greedy(placement=round-robin)" and m["solver"] is None
@@ -174,8 +174,8 @@ def test_options_are_recorded_as_json_and_tell_pricings_apart(tmp_path):
 
     inst = _instance()
     oracle = oracle_pricing(inst)
-    by_object = solve(inst, "oasis", options={"pricing": oracle})
-    by_dict = solve(inst, "oasis", options={"pricing": {**oracle.to_dict(), "L_ps": 1e-3}})
+    by_object = solve(inst, "oasis", pricing=oracle)
+    by_dict = solve(inst, "oasis", pricing={**oracle.to_dict(), "L_ps": 1e-3})
     save_result(inst, by_object, tmp_path / "r.json")  # the options are JSON data
     assert load_result(inst, tmp_path / "r.json").stats["options"]["pricing"] == oracle.to_dict()
     labels = [summarize(inst, s)["label"] for s in (by_object, by_dict)]

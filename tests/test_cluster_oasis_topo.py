@@ -38,6 +38,8 @@ def test_non_blocking_network_gives_the_papers_decisions(inst):
     topo = get_policy("oasis-topo").solve(inst)
     assert topo.admitted == paper.admitted
     assert topo.total_utility == pytest.approx(paper.total_utility)
+    # the same plans, row for row: the paper's prices are a candidate and win ties
+    assert list(topo.allocations.rows()) == list(paper.allocations.rows())
 
 
 def test_oversubscribed_placement_mode_paper_sim():

@@ -13,7 +13,7 @@ from oasis_opt.model import Instance, Job, Server, Topology, Utility, validate
 from oasis_opt.model.io import instance_from_dict, instance_to_dict
 from oasis_opt.policies import get_policy
 from oasis_opt.sim.greedy import GreedyPolicy
-from oasis_opt.sim.placement import PLACEMENTS, apply, get_placement
+from oasis_opt.sim.placement import PLACEMENTS, apply, get_placement, placement_class
 from oasis_opt.testing import instances
 
 RES = ("gpu", "cpu", "mem", "storage", "bw")
@@ -47,7 +47,7 @@ def servers_of(inst, rows, role):
 
 
 def test_registered_as_tree():
-    assert PLACEMENTS["tree"] is TreePlacement
+    assert placement_class("tree") is TreePlacement
     assert isinstance(get_placement("tree"), TreePlacement)
 
 

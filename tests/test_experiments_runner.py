@@ -75,7 +75,7 @@ def test_key_pinned():
     text = ('{"generator":"paper_sim","metrics":["total_utility"],"options":{"u_scale":0.2},'
             '"params":{"class_mix":[0.0,0.5,0.5],"jobs":100,"seed":0},"policy":"oasis",'
             '"run_options":{}}')
-    assert spec.key == hashlib.sha256(f"oasis-opt/run-key@1\n{text}".encode()).hexdigest()[:20]
+    assert spec.key == hashlib.sha256(f"oasis-opt/run-key@2\n{text}".encode()).hexdigest()[:20]
 
 
 def test_key_same_in_another_process():

@@ -54,7 +54,14 @@ def test_import_and_cli_help_load_only_the_standard_library(code):
 
 def test_a_lazy_name_loads_its_module_on_first_use():
     modules = loaded_by("import oasis_opt; oasis_opt.Instance")
-    assert {"numpy", "networkx", "oasis_opt.model"} <= modules
+    assert {"numpy", "oasis_opt.model"} <= modules
+    assert "networkx" not in modules  # loaded by the code that builds or walks a topology
+
+
+def test_networkx_loads_when_a_topology_is_built():
+    make = "from oasis_opt.workloads import generate; inst = generate('paper-sim', seed=0, jobs=2)"
+    assert "networkx" not in loaded_by(make)
+    assert "networkx" in loaded_by(make + "; inst.get_topology()")
 
 
 @pytest.mark.parametrize("code, absent", [

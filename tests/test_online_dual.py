@@ -1,4 +1,5 @@
-"""The OASiS dual subroutine (Alg. 2): reference vs numpy vs JAX, brute force, plan validity."""
+"""The OASiS dual subroutine (Alg. 2): reference vs numpy vs JAX (identical plans), brute force,
+plan validity, the tie rule, the array-level entry point."""
 from __future__ import annotations
 
 import itertools
@@ -12,7 +13,8 @@ from hypothesis import strategies as st
 
 from oasis_opt.model import Instance, Job, Server, ScheduleBuilder, Utility, validate
 from oasis_opt.model.schedule import WORKER
-from oasis_opt.online.dual import GRANULARITIES, Plan, best_schedule
+from oasis_opt.online.dual import (BACKENDS, GRANULARITIES, Plan, best_schedule,
+                                   best_schedule_arrays)
 from oasis_opt.testing import instances
 
 
@@ -30,10 +32,16 @@ def dual_cases(draw, max_horizon: int = 6, max_servers: int = 3, max_work: int =
     inst = inst.with_jobs(jobs)
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     T, H, K, R = inst.horizon, inst.H, inst.K, inst.R
-    # price scale from "utility dominates" to "cost dominates", so payoffs of both signs occur
+    # price scale from "utility dominates" to "cost dominates", so payoffs of both signs occur;
+    # half the cases draw prices from three values, so that equal-cost plans abound (ties)
     scale = 10.0 ** draw(st.floats(-3, 0.5))
-    wprice = scale * rng.uniform(0, 1, (T + 1, H, R))
-    pprice = scale * rng.uniform(0, 1, (T + 1, K, R))
+    if draw(st.booleans()):
+        wprice = scale * rng.uniform(0, 1, (T + 1, H, R))
+        pprice = scale * rng.uniform(0, 1, (T + 1, K, R))
+    else:
+        levels = scale * np.array([0.1, 0.1, 0.1, 0.3, 0.7])
+        wprice = rng.choice(levels, (T + 1, H, R))
+        pprice = rng.choice(levels, (T + 1, K, R))
     # free = capacity times a per-(slot, server) fraction: mostly all, sometimes little or none
     fractions = np.array([0.0, 0.3, 0.7] + [1.0] * 7)
     wfree = inst.worker_capacity[None] * rng.choice(fractions, (T + 1, H, 1))
@@ -93,17 +101,15 @@ def check_plan(inst: Instance, plan: Plan, prices) -> None:
     assert plan.payoff == pytest.approx(plan.utility - plan.cost, rel=1e-12, abs=1e-12)
 
 
-def assert_same_best(p: Plan, q: Plan) -> None:
-    """Same best payoff (1e-9 relative); equal cost when they complete in the same slot."""
-    assert (p.completion is None) == (q.completion is None), (p, q)
-    if p.completion is None:
-        return
-    assert math.isclose(p.payoff, q.payoff, rel_tol=1e-9, abs_tol=1e-9), (p.payoff, q.payoff)
-    if p.completion == q.completion:
-        assert math.isclose(p.cost, q.cost, rel_tol=1e-9, abs_tol=1e-9), (p.cost, q.cost)
+def assert_same_plan(p: Plan, q: Plan) -> None:
+    """The same plan, bit for bit: completion, cost, payoff, workers and allocation rows."""
+    assert (p.job, p.completion) == (q.job, q.completion), (p, q)
+    assert (p.utility, p.cost, p.payoff) == (q.utility, q.cost, q.payoff), (p, q)
+    assert np.array_equal(p.workers, q.workers), (p.workers, q.workers)
+    assert p.rows.shape == q.rows.shape and np.array_equal(p.rows, q.rows), (p.rows, q.rows)
 
 
-# ---- the backends agree ------------------------------------------------------------------------------
+# ---- the backends return the same plan -------------------------------------------------------------
 @settings(max_examples=150)
 @given(dual_cases())
 def test_numpy_matches_reference(case):
@@ -112,7 +118,7 @@ def test_numpy_matches_reference(case):
     fast = best_schedule(inst, job, *prices, backend="numpy", granularity=g)
     check_plan(inst, ref, prices)
     check_plan(inst, fast, prices)
-    assert_same_best(ref, fast)
+    assert_same_plan(ref, fast)
 
 
 @settings(max_examples=60)
@@ -129,17 +135,17 @@ def test_numpy_loop_path_matches_reference(case):
     finally:
         dual_numpy.LOOP_ABOVE = saved
     check_plan(inst, fast, prices)
-    assert_same_best(ref, fast)
+    assert_same_plan(ref, fast)
 
 
-@settings(max_examples=25)
+@settings(max_examples=40)
 @given(dual_cases())
 def test_jax_matches_reference(case):
     inst, job, prices, g = case
     ref = best_schedule(inst, job, *prices, backend="reference", granularity=g)
     jx = best_schedule(inst, job, *prices, backend="jax", granularity=g)
     check_plan(inst, jx, prices)
-    assert_same_best(ref, jx)
+    assert_same_plan(ref, jx)
 
 
 @settings(max_examples=40)
@@ -242,7 +248,7 @@ def test_no_capacity_means_infeasible(backend):
     assert plan.completion is None and plan.payoff == -math.inf and len(plan.rows) == 0
 
 
-@pytest.mark.parametrize("backend", ["reference", "numpy"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_cheapest_servers_first_ties_by_index(backend):
     inst = _one_job_instance(chunks=3, epochs=1)  # 3 worker-slots, up to 3 workers
     wp, pp, wf, pf = _empty_prices(inst)
@@ -303,3 +309,129 @@ def test_numpy_dp_paths_agree_on_paper_jobs(granularity):
             check_plan(inst, a, prices)
     finally:
         dual_numpy.LOOP_ABOVE = saved
+
+
+# ---- the tie rule (``dual`` module docstring) ----------------------------------------------------
+def _idle_cluster(chunk_time=7 / 6):
+    """Three identical worker servers (2 workers each), two identical PS servers (4 PSs each),
+    one job: N = 3, W = 7 worker-slots, b = B (one PS per worker), constant utility. At equal
+    prices every split of the work completing in the same slot costs the same: all ties."""
+    ws = tuple(Server(f"w{h}", {"cpu": 4, "mem": 16, "bw": 10}) for h in range(3))
+    ps = tuple(Server(f"p{k}", {"cpu": 4, "mem": 16, "bw": 20}) for k in range(2))
+    job = Job("j", 1, 2, 3, chunk_time, {"cpu": 2, "mem": 2, "bw": 5},
+              {"cpu": 1, "mem": 2, "bw": 5}, Utility.constant(10.0))
+    return Instance(6, ("cpu", "mem", "bw"), ws, ps, (job,))
+
+
+# slots 1, 2, 3 (earliest completion); from the last slot back, the fewest workers (work in the
+# earliest slots); servers by lowest index: w0 takes 2, w1 one; p0 (global 3) every PS
+IDLE_PLAN = [[0, 1, 0, 0, 2], [0, 1, 1, 0, 1], [0, 1, 3, 1, 3],
+             [0, 2, 0, 0, 2], [0, 2, 1, 0, 1], [0, 2, 3, 1, 3],
+             [0, 3, 0, 0, 1], [0, 3, 3, 1, 1]]
+
+
+@pytest.mark.parametrize("granularity", GRANULARITIES)
+def test_idle_cluster_every_backend_returns_the_rules_plan(granularity):
+    inst = _idle_cluster()
+    assert int(inst.work[0]) == 7
+    prices = _empty_prices(inst)
+    plans = [best_schedule(inst, 0, *prices, backend=b, granularity=granularity)
+             for b in BACKENDS]
+    for plan in plans[1:]:
+        assert_same_plan(plans[0], plan)
+    check_plan(inst, plans[0], prices)
+    if granularity == "worker-slot":
+        assert plans[0].rows.tolist() == IDLE_PLAN
+    else:  # 2 chunks need 3 workers (x = 7/6): 6 chunks in 3 slots, 3 workers each
+        assert plans[0].completion == 3 and plans[0].workers[1:4].tolist() == [3, 3, 3]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_costs_within_the_relative_tolerance_are_ties(backend):
+    """Slot 1 dearer by 1e-14 (relative, below COST_RTOL = PAYOFF_RTOL = 1e-12): still ties,
+    the plan of the idle cluster. Dearer by 1e-9: a real difference, slot 1 is avoided and the
+    job completes one slot later (same utility, lower cost)."""
+    inst = _idle_cluster()
+    wp, pp, wf, pf = _empty_prices(inst)
+    for factor, workers in ((1 + 1e-14, [3, 3, 1, 0]), (1 + 1e-9, [0, 3, 3, 1])):
+        w = wp.copy()
+        w[1] *= factor
+        plan = best_schedule(inst, 0, w, pp, wf, pf, backend=backend)
+        assert plan.workers[1:5].tolist() == workers, factor
+
+
+def test_earliest_completion_among_equal_payoffs():
+    """Constant utility and equal prices: completing in slot 3, 4, 5 or 6 pays the same; slot
+    3 (the earliest possible) is chosen, by every backend."""
+    inst = _idle_cluster()
+    for b in BACKENDS:
+        assert best_schedule(inst, 0, *_empty_prices(inst), backend=b).completion == 3
+
+
+# ---- the array-level entry point ---------------------------------------------------------------
+def _job_arrays(inst, job):
+    """One job's parameters as plain arrays and scalars, as a caller without an Instance has."""
+    j = inst.jobs[job]
+    return dict(arrival=j.arrival, chunks=j.chunks, work=int(inst.work[job]),
+                worker_demand=[j.worker.get(r, 0.0) for r in inst.resources],
+                ps_demand=[j.ps.get(r, 0.0) for r in inst.resources],
+                utility=[j.utility(t - j.arrival) if t >= j.arrival else 0.0
+                         for t in range(inst.horizon + 1)],
+                worker_bw=float(inst.worker_bw[job]), ps_bw=float(inst.ps_bw[job]),
+                epochs=j.epochs, chunk_time=j.chunk_time, job=job)
+
+
+@settings(max_examples=60)
+@given(dual_cases())
+def test_array_entry_point_equals_best_schedule(case):
+    inst, job, prices, g = case
+    via_instance = best_schedule(inst, job, *prices, granularity=g)
+    via_arrays = best_schedule_arrays(*prices, granularity=g, **_job_arrays(inst, job))
+    assert_same_plan(via_instance, via_arrays)
+    # the PS rule given as a table instead of b_i / B_i: the same plan
+    args = _job_arrays(inst, job)
+    del args["worker_bw"], args["ps_bw"]
+    table = best_schedule_arrays(*prices, granularity=g, backend="reference",
+                                 ps_need=inst.ps_needed(job, np.arange(args["chunks"] + 1)),
+                                 **args)
+    assert_same_plan(via_instance, table)
+
+
+def test_array_entry_point_on_the_idle_cluster():
+    inst = _idle_cluster()
+    plan = best_schedule_arrays(*_empty_prices(inst), **_job_arrays(inst, 0))
+    assert plan.rows.tolist() == IDLE_PLAN
+    assert plan.payoff == pytest.approx(10.0 - 7 * 0.9 - 7 * 0.8)  # unit prices 0.1 x 9, 0.1 x 8
+
+
+def _bad(**change):
+    inst = _idle_cluster()
+    prices = dict(zip(("worker_price", "ps_price", "worker_free", "ps_free"),
+                      _empty_prices(inst)))
+    return {**prices, **_job_arrays(inst, 0), **change}
+
+
+BAD_ARGUMENTS = {
+    "worker_price": dict(worker_price=np.zeros((7, 3))),
+    "ps_price": dict(ps_price=np.zeros((7, 2, 4))),
+    "worker_free": dict(worker_free=np.zeros((6, 3, 3))),
+    "ps_free": dict(ps_free=np.zeros((7, 5, 3))),
+    "arrival": dict(arrival=7),
+    "chunks": dict(chunks=0),
+    "work": dict(work=-1),
+    "worker_demand": dict(worker_demand=[1.0, 2.0]),
+    "ps_demand": dict(ps_demand=[1.0, -2.0, 0.0]),
+    "utility": dict(utility=np.zeros(6)),
+    "utility ": dict(utility=np.arange(7.0)),  # increasing: f must be non-increasing
+    "ps_need": dict(ps_need=[0, 1, 2], worker_bw=None, ps_bw=None),
+    "ps_bw": dict(ps_bw=0.0),
+    "epochs": dict(epochs=None, granularity="chunk"),
+    "chunk_time": dict(chunk_time=0.0, granularity="chunk"),
+    "job": dict(job=-1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_ARGUMENTS))
+def test_array_entry_point_names_a_bad_argument(name):
+    with pytest.raises(ValueError, match=f"^{name.strip()}: "):
+        best_schedule_arrays(**_bad(**BAD_ARGUMENTS[name]))

@@ -1,8 +1,6 @@
 """The OASiS policy (Alg. 1): valid schedules, the admission rule, committed prices, Appendix A."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
@@ -80,7 +78,7 @@ def test_oasis_schedules_are_valid_and_follow_alg1(inst, granularity, pricing):
         else:
             assert sched.completion[i] is None
             assert payoff[i] is None or payoff[i] <= 0
-        assert sched.stats["job_decision_s"][i] >= 0
+        assert sched.stats["timing"]["job_decision_s"][i] >= 0
 
 
 @settings(max_examples=40)
@@ -135,46 +133,7 @@ def test_empty_cluster_admits_every_job_of_feasible_size(inst):
         assert plan.payoff >= low / 2 - 1e-12 and plan.payoff > 0
         # and OASiS, run on the job alone, admits it
         alone = inst.with_jobs([inst.jobs[i]])
-        assert solve(alone, "oasis", options={"pricing": p}).admitted == (True,)
-
-
-class CrossCheck(OasisPolicy):
-    """OASiS (numpy) that, at every decision, asks the other backends for the best payoff at the
-    same prices and free capacities and checks they agree (1e-9 relative)."""
-
-    others = ("jax", "reference")
-
-    def on_arrival(self, job, t, state):
-        plans = [best_schedule(self.instance, job, self.worker_price, self.ps_price,
-                               self.worker_free, self.ps_free, backend=b,
-                               granularity=self.granularity) for b in ("numpy",) + self.others]
-        for other in plans[1:]:
-            assert (other.completion is None) == (plans[0].completion is None)
-            if other.completion is not None:
-                assert math.isclose(other.payoff, plans[0].payoff, rel_tol=1e-9, abs_tol=1e-9)
-        return super().on_arrival(job, t, state)
-
-
-@settings(max_examples=15)
-@given(instances(), st.sampled_from(["worker-slot", "chunk"]))
-def test_backends_agree_at_every_oasis_decision(inst, granularity):
-    """Along real OASiS runs (eq. 22 prices, a partly committed cluster) all backends find the
-    same best payoff. Whole runs can still part ways: among plans of equal cost up to float noise,
-    backends may pick different ones, so runs are compared decision by decision."""
-    sched = simulate(inst, CrossCheck(granularity=granularity))
-    assert validate(inst, sched).ok
-    jx = solve(inst, "oasis", options={"backend": "jax", "granularity": granularity})
-    assert validate(inst, jx).ok and jx.stats["backend"] == "jax"
-
-
-def test_reference_agrees_on_a_paper_instance():
-    from oasis_opt.workloads import paper_sim
-
-    inst = paper_sim(3, jobs=16, horizon=12, worker_servers=6, ps_servers=6)
-    policy = CrossCheck()
-    policy.others = ("reference",)
-    sched = simulate(inst, policy)
-    assert validate(inst, sched).ok and any(sched.admitted)
+        assert solve(alone, "oasis", pricing=p).admitted == (True,)
 
 
 def test_bad_options_are_rejected():
@@ -198,7 +157,7 @@ def test_paper_sim_runs_valid(calibration):
     assert validate(inst, sched).ok
     assert sched.total_utility == pytest.approx(sum(sched.utility))
     # u_scale (Fig. 6) changes the prices OASiS sees, never validity
-    low = solve(inst, "oasis", options={"u_scale": 0.2})
+    low = solve(inst, "oasis", u_scale=0.2)
     assert validate(inst, low).ok
     assert low.stats["pricing"]["u_scale"] == 0.2
 

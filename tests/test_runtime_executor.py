@@ -140,12 +140,9 @@ def test_jobs_that_cannot_train_are_refused_naming_the_field(change, field):
 
 
 def test_an_invalid_schedule_is_refused():
-    inst, sched = tiny()
-    b = ScheduleBuilder(inst)
-    b.admit(0)
-    b.add(0, 1, inst.server_index["w0"], WORKER, 3)  # over capacity, no PS
+    inst, _ = tiny()
     with pytest.raises(ExecutionRefused, match="validator rejects") as err:
-        plan_execution(inst, b.build("bad"))
+        plan_execution(inst, over_capacity(inst))
     assert err.value.field == "schedule"
 
 
@@ -166,8 +163,19 @@ def test_an_executor_takes_more_jobs_on_the_same_servers():
         Executor(inst, slot_seconds=0)
 
 
-def test_unknown_task_is_refused_by_the_cli_before_ray_starts(tmp_path):
-    inst, sched = tiny("nope")
+def over_capacity(inst):
+    """A schedule the validator rejects: 3 workers on a 2-core server, no PS."""
+    b = ScheduleBuilder(inst)
+    b.admit(0)
+    b.add(0, 1, inst.server_index["w0"], WORKER, 3)
+    return b.build("bad")
+
+
+@pytest.mark.parametrize("case", ["unknown task", "invalid schedule"])
+def test_the_cli_refuses_before_ray_starts(case, tmp_path):
+    inst, sched = tiny("nope" if case == "unknown task" else "digits-mlp")
+    if case == "invalid schedule":
+        sched = over_capacity(inst)
     save_instance(inst, tmp_path / "inst.json")
     save_result(inst, sched, tmp_path / "sched.json")
     code = ("import sys\nfrom oasis_opt.cli import main\n"
@@ -179,9 +187,14 @@ def test_unknown_task_is_refused_by_the_cli_before_ray_starts(tmp_path):
                           timeout=300)
     assert proc.stdout.split() == ["2", "False"]  # exit 2, Ray never imported
     err = proc.stderr.strip().splitlines()
-    assert err == [f"oasis-opt: error: jobs[0].task.name: unknown task 'nope' (known: "
-                   f"digits-mlp, digits-cnn, breast-cancer-mlp, wine-mlp) (in "
-                   f"{tmp_path / 'inst.json'})"]
+    if case == "unknown task":
+        assert err == [f"oasis-opt: error: jobs[0].task.name: unknown task 'nope' (known: "
+                       f"digits-mlp, digits-cnn, breast-cancer-mlp, wine-mlp) (in "
+                       f"{tmp_path / 'inst.json'})"]
+    else:
+        assert len(err) == 1
+        assert err[0].startswith(f"oasis-opt: error: {tmp_path / 'sched.json'}: the validator "
+                                 "rejects it (2 violations; first: ")
     assert not (tmp_path / "r.json").exists()
 
 

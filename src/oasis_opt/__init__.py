@@ -1,8 +1,8 @@
 """oasis_opt: scheduling distributed ML training jobs on shared GPU clusters.
 
 Light at import: ``import oasis_opt`` loads only the standard library; each name below imports
-its module on first use (the model loads numpy and networkx; the solvers JAX, Pyomo, OR-Tools
-and Ray load only when a policy that needs them runs). Start with ``oasis_opt.model``
+its module on first use (the model loads numpy, and networkx once a topology is built; the
+solvers JAX, Pyomo, OR-Tools and Ray load only when a policy that needs them runs). Start with ``oasis_opt.model``
 (instances, schedules, ``validate``), ``oasis_opt.workloads`` (generators),
 ``oasis_opt.get_policy`` / ``oasis_opt.solve``, ``oasis_opt.online`` (OASiS),
 ``oasis_opt.offline`` (MILP, LP bound, column generation, the solver layer) and

@@ -17,13 +17,12 @@ Adding a subcommand is one function plus its parser lines::
 Raise ``CliError(field, message)`` for bad input; ``FormatError`` from the strict readers and
 ``MissingExtra`` (a feature whose optional dependencies are not installed) are reported the same
 way. Only the standard library loads at import time, so ``--help`` and argument errors are
-instant: the model (numpy, networkx) loads when a subcommand runs, and jax, ray, ortools, pyomo,
-scipy and matplotlib inside the subcommands that need them.
+instant: the model (numpy) loads when a subcommand runs, and networkx, jax, ray, ortools, pyomo,
+scipy and matplotlib inside the code that needs them.
 """
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import math
 import os
@@ -36,7 +35,6 @@ from ._extras import MissingExtra
 if TYPE_CHECKING:
     # the module, not FormatError: the model (numpy) loads in the subcommands, not for --help,
     # so each function imports FormatError itself, and mypy flags one that does not
-    from .automl.tasks import Task
     from .costmodel.profile import SpeedProfile
     from .model import Instance, Schedule, checks
     from .policies import Policy
@@ -60,7 +58,7 @@ _COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str, tuple]] = {
 
 # command groups: a command registered as "group leaf" is ``oasis-opt group leaf``
 _GROUPS: dict[str, str] = {
-    "automl": "AutoML: real training tasks and their learning curves",
+    "automl": "AutoML: real training tasks, their learning curves, early-stopping studies",
 }
 
 
@@ -98,21 +96,24 @@ def _int_at_least(low: int) -> Callable[[str], int]:
     return parse
 
 
-def _positive(what: str) -> Callable[[str], float]:
+def _number(what: str, unit: str, positive: bool) -> Callable[[str], float]:
     def parse(text: str) -> float:
         try:
             v = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
-        if not math.isfinite(v) or v <= 0:
-            raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+        if not math.isfinite(v) or v < 0 or (positive and v == 0):
+            raise argparse.ArgumentTypeError(
+                f"must be a finite number {'>' if positive else '>='} 0, got {text!r}")
         return v
 
+    parse.__name__ = f"{unit} {'>' if positive else '>='} 0"
     return parse
 
 
-positive_seconds = _positive("a number of seconds")
-positive_number = _positive("a number")
+positive_seconds = _number("a number of seconds", "seconds", positive=True)
+non_negative_seconds = _number("a number of seconds", "seconds", positive=False)
+positive_number = _number("a number", "number", positive=True)
 
 
 def floor_grid(text: str) -> tuple[float, ...]:
@@ -289,16 +290,6 @@ def load_profile(path: str) -> SpeedProfile:
         raise _located(e, path) from None
 
 
-def training_task(name: str) -> Task:
-    """``--task NAME``: the registered training task (``get_task``), else bad input."""
-    from .automl.tasks import get_task
-
-    try:
-        return get_task(name)
-    except ValueError as e:
-        raise CliError("--task", str(e).partition(": ")[2]) from None
-
-
 def check_size(estimate: WorkEstimate, max_work: float | None, where: str) -> None:
     """Refuse work beyond ``--max-work`` (field ``--max-work``) or the machine's memory
     (field ``where``: the instance)."""
@@ -374,31 +365,30 @@ def policy_options(args: argparse.Namespace) -> dict[str, tuple[Any, str]]:
     return options
 
 
-def accepted_options(factory: Callable[..., Any]) -> set[str] | None:
-    """Keyword options ``factory`` accepts; None when it takes ``**kwargs`` (anything)."""
-    try:
-        params = inspect.signature(factory).parameters.values()
-    except (TypeError, ValueError):  # no introspectable signature: let the call decide
-        return None
-    if any(p.kind is p.VAR_KEYWORD for p in params):
-        return None
-    return {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-
-
 def make_policy(name: str, options: dict[str, tuple[Any, str]]) -> Policy:
     """``get_policy(name, **options)``; ``options`` maps key -> (value, CLI field that gave it).
 
     An option the policy does not take, an unknown policy, or a value the policy's constructor
     rejects (ValueError / TypeError) is bad input naming the field.
     """
-    from .model.io import FormatError
     from .policies import UnknownPolicy, policy_factory
 
     try:
         factory = policy_factory(name)
     except UnknownPolicy as e:
         raise CliError("--policy", str(e)) from None
-    accepted = accepted_options(factory)
+    return build_with_options(name, factory, options)
+
+
+def build_with_options(name: str, factory: Callable[..., Any],
+                       options: dict[str, tuple[Any, str]]) -> Any:
+    """``factory(**options)`` for the policy ``name`` (a scheduling policy or a study
+    controller); an option it does not take, or a value it rejects, is bad input naming the
+    option's field."""
+    from .model.io import FormatError
+    from .policies import keyword_names
+
+    accepted = keyword_names(factory)
     if accepted is not None:
         for key, (_, field) in options.items():
             if key not in accepted:
@@ -412,6 +402,33 @@ def make_policy(name: str, options: dict[str, tuple[Any, str]]) -> Policy:
         if isinstance(e, FormatError) and isinstance(given, str):  # the pricing file is bad
             raise _located(e, given) from None
         raise blame(e, {k: field for k, (_, field) in options.items()}, f"--policy {name}") from None
+
+
+def run_options(args: argparse.Namespace, policy: Policy) -> dict[str, Any]:
+    """``solve``'s run options from ``--time-limit`` / ``--progress``; one the policy does not
+    take (``--time-limit`` on an online policy) is bad input naming the flag."""
+    from .model.policy import ONLINE_NO_TIME_LIMIT, OnlinePolicy
+    from .policies import run_option_names
+
+    given = {"progress": ("--progress", show_progress(args), bool(args.progress))}
+    if args.time_limit is not None:
+        given["time_limit"] = ("--time-limit", args.time_limit, True)
+    takes = run_option_names(policy)
+    for key, (flag, _, explicit) in given.items():
+        if takes is not None and key not in takes and explicit:
+            why = (ONLINE_NO_TIME_LIMIT if isinstance(policy, OnlinePolicy)
+                   else "it takes no such option")
+            raise CliError(flag, f"policy {args.policy!r}: {why}")
+    return {k: v for k, (_, v, _) in given.items() if takes is None or k in takes}
+
+
+def look_up(registry: Callable[[str], Any], name: str, field: str) -> Any:
+    """``registry(name)``; its ValueError ("<parameter>: unknown ...") is bad input on
+    ``field``."""
+    try:
+        return registry(name)
+    except ValueError as e:
+        raise CliError(field, str(e).partition(": ")[2]) from None
 
 
 def blame(err: Exception, fields: dict[str, str], default: str) -> CliError:
@@ -540,9 +557,10 @@ def cmd_solve(args: argparse.Namespace) -> int:
     inst = load_instance(args.instance)
     options = policy_options(args)
     policy = make_policy(args.policy, options)
+    run = run_options(args, policy)
     check_size(estimate_work(inst, args.policy), args.max_work, args.instance)
     try:
-        sched = policy.solve(inst, time_limit=args.time_limit, progress=show_progress(args))
+        sched = policy.solve(inst, **run)
     except FormatError:
         raise
     except ValueError as e:  # the library's "<parameter>: <message>" for this instance
@@ -552,7 +570,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     report = validate(inst, sched)
     write(args.out, save_result, inst, sched)
     done = int(sched.completed.sum())
-    run_time = sched.stats.get("run_time_s")
+    run_time = sched.stats.get("timing", {}).get("run_time_s")
     print(f"{sched.policy}: total utility {sched.total_utility:.4f}, admitted "
           f"{sum(sched.admitted)}/{inst.I}, completed {done}, "
           f"{'valid' if report.ok else f'INVALID ({len(report.violations)} violations)'}"
@@ -664,7 +682,7 @@ def cmd_presets(args: argparse.Namespace) -> int:
          arg("instance", metavar="INSTANCE", help="instance JSON"),
          arg("results", nargs="+", metavar="RESULT", help="result JSON files"))
 def cmd_summary(args: argparse.Namespace) -> int:
-    from .sim.report import compare
+    from .sim.metrics import compare
 
     inst = load_instance(args.instance)
     schedules = [load_result(inst, path, args.instance) for path in args.results]
@@ -675,8 +693,9 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 @command("reproduce", "run the paper's experiments and draw its figures beside the paper's values",
          arg("figures", nargs="*", default=["all"], metavar="FIGURE",
-             help="fig3, fig4, fig5, fig6, testbed or all (default: all); testbed-real (trains "
-                  "for real for minutes) runs only when named"),
+             help="fig3, fig4, fig5, fig6, testbed or all (default: all, the paper's "
+                  "figures); by name only: automl (early stopping on real learning curves), "
+                  "testbed-real (trains for real for minutes)"),
          arg("--quick", action="store_true",
              help="small variant of each figure (all of them in a minute or two)"),
          arg("--workers", type=positive_int, metavar="N",
@@ -743,9 +762,10 @@ def cmd_automl_tasks(args: argparse.Namespace) -> int:
          arg("--out", required=True, metavar="FILE", help="curves CSV to write or extend"))
 def cmd_automl_curves(args: argparse.Namespace) -> int:
     from .automl.study import generate_curves
+    from .automl.tasks import get_task
     from .model.io import FormatError
 
-    task = training_task(args.task)
+    task = look_up(get_task, args.task, "--task")
     try:
         run = generate_curves(task, args.trials, args.epochs, args.seed, args.out,
                               study=args.study, progress=args.progress)
@@ -758,6 +778,58 @@ def cmd_automl_curves(args: argparse.Namespace) -> int:
         raise CliError("--out", f"cannot write {args.out}: {e.strerror or e}") from None
     print(f"{run.study}: {run.existing} trials were in {args.out}, {run.added} trained now "
           f"({run.seconds:.1f} s) -> {args.out}")
+    return EXIT_OK
+
+
+@command("automl replay", "replay a study of all trials of a curves CSV under an early-stopping "
+         "policy and write what it found and spent as JSON",
+         arg("curves", metavar="CURVES",
+             help="curves CSV (one study, or name it with --study), or the name of a shipped "
+                  "curve set: digits-mlp, breast-cancer-mlp, digits-cnn"),
+         arg("--policy", required=True, metavar="NAME",
+             help="automl-thesis, optuna-median, optuna-sh, optuna-hyperband, asha or no-stop"),
+         arg("--budget", type=non_negative_seconds, metavar="SECONDS",
+             help="GPU-seconds the study may spend (recorded epoch seconds summed over "
+                  "workers; default: no limit)"),
+         arg("--workers", type=positive_int, default=4, metavar="N",
+             help="parallel workers: the study's resource cap (default 4)"),
+         arg("--seed", type=non_negative_int, default=0, metavar="S",
+             help="seed of the order the study visits the trials in (default 0)"),
+         arg("--study", metavar="NAME", help="the study to replay when CURVES holds several"),
+         arg("--option", action="append", default=[], metavar="KEY=VALUE",
+             help="a policy option (repeatable), e.g. delta=0.1 for automl-thesis"),
+         arg("--out", required=True, metavar="FILE", help="result JSON to write"))
+def cmd_automl_replay(args: argparse.Namespace) -> int:
+    from .automl.controllers import controller_factory
+    from .automl.curves import read_curves, shipped_curves
+    from .automl.replay import one_study, replay
+    from .model.io import FormatError
+
+    factory = look_up(controller_factory, args.policy, "--policy")
+    controller = build_with_options(args.policy, factory, policy_options(args))
+    path = Path(args.curves)
+    if not path.is_file():
+        shipped = shipped_curves()
+        if args.curves not in shipped:
+            raise CliError("CURVES", f"no such file, nor a shipped curve set: {args.curves!r} "
+                           f"(shipped: {', '.join(shipped)})")
+        path = shipped[args.curves]
+    try:
+        curves = one_study(read_curves(path), args.study)
+    except FormatError as e:
+        raise _located(e, args.curves) from None
+    except ValueError as e:
+        raise blame(e, {"study": "--study"}, "CURVES") from None
+    result = replay(curves, controller, workers=args.workers, budget=args.budget, seed=args.seed)
+    doc = {**result.to_json(), "curves": str(args.curves)}
+    def save(d: dict, path: str) -> None:
+        Path(path).write_text(json.dumps(d, indent=1) + "\n")
+
+    write(args.out, save, doc)
+    best = "none" if result.best is None else f"{result.best:.4f}"
+    print(f"{result.policy} on {result.study}: best final val_accuracy {best} "
+          f"({doc['completed']} of {len(result.trials)} trials completed), "
+          f"{result.gpu_seconds:.1f} of {result.total_gpu_seconds:.1f} GPU-seconds -> {args.out}")
     return EXIT_OK
 
 
@@ -855,11 +927,12 @@ def cmd_execute(args: argparse.Namespace) -> int:
          PROGRESS_BAR,
          arg("--out", required=True, metavar="PROFILE", help="profile JSON to write"))
 def cmd_profile(args: argparse.Namespace) -> int:
+    from .automl.tasks import get_task
     from .costmodel.profile import save_profile
     from .runtime.executor import ExecutionError
     from .runtime.profile import DEFAULT_CONFIGS, profile_points, profile_task
 
-    task = training_task(args.task)
+    task = look_up(get_task, args.task, "--task")
     try:
         config = task.space.check(args.config if args.config is not None
                                   else DEFAULT_CONFIGS[task.name], "--config")
@@ -945,11 +1018,11 @@ def _token(args: argparse.Namespace) -> str | None:
 def cmd_serve(args: argparse.Namespace) -> int:
     from ._extras import require
     from .model.io import FormatError
+    from .model.policy import OnlinePolicy
     from .service.app import create_app
     from .service.runner import ServiceRunner
     from .service.scheduler import ReplayMismatch, Scheduler
     from .service.store import StateMismatch, Store
-    from .sim.core import OnlinePolicy
 
     require("fastapi", extra="service", feature="the scheduling service")
     uvicorn = require("uvicorn", extra="service", feature="the scheduling service")

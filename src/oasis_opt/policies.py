@@ -3,10 +3,16 @@
 Each entry maps a name to ``"module:attribute"`` (a class or factory taking keyword options and
 returning an object with ``solve(instance, **run_options) -> Schedule``) and a one-line summary.
 Add a policy by adding a line here; the CLI and experiment runner pick it up.
+
+One calling convention (``solve``): keywords are told apart by the policy's signatures. Those
+its class or factory takes are **policy options** (``backend``, ``seed``, ``pricing`` ...), those
+its ``solve`` method takes are **run options** (``progress``; ``time_limit`` for the offline
+solvers; online policies take no time limit); any other keyword is a ``TypeError`` naming it.
+A keyword both take goes to the constructor.
 """
 from __future__ import annotations
 
-import importlib
+import inspect
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 if TYPE_CHECKING:
@@ -62,10 +68,29 @@ def policy_factory(name: str) -> Callable[..., Policy]:
 
     Lets callers inspect the options a policy accepts (``inspect.signature``) before building it.
     """
+    from .model.registry import resolve  # (the model loads numpy: not at import)
+
     if name not in _REGISTRY:
         raise UnknownPolicy(name)
-    module, attr = _REGISTRY[name][0].split(":")
-    return getattr(importlib.import_module(module), attr)
+    return resolve(_REGISTRY[name][0])
+
+
+def keyword_names(fn: Any) -> set[str] | None:
+    """Keyword arguments ``fn`` accepts (a class: its constructor's); None when it takes
+    ``**kwargs`` or has no introspectable signature (anything goes)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    return {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
+def run_option_names(policy: Policy) -> set[str] | None:
+    """Run options a built policy's ``solve`` takes (besides the instance)."""
+    names = keyword_names(policy.solve)
+    return None if names is None else names - {"instance"}
 
 
 def get_policy(name: str, **options: Any) -> Policy:
@@ -73,10 +98,15 @@ def get_policy(name: str, **options: Any) -> Policy:
     return policy_factory(name)(**options)
 
 
-def solve(instance: Instance, policy: str = "oasis", *, options: dict[str, Any] | None = None,
-          max_work: float | None = None, **run_options: Any) -> Schedule:
-    """Run ``policy`` on ``instance`` and return its ``Schedule``, with ``options`` recorded in
-    ``stats["options"]`` (``summarize`` labels the schedule by them).
+def solve(instance: Instance, policy: str = "oasis", *, max_work: float | None = None,
+          **options: Any) -> Schedule:
+    """Run ``policy`` on ``instance`` and return its ``Schedule``, with its policy options
+    recorded in ``stats["options"]`` (``summarize`` labels the schedule by them).
+
+    ``options`` are split by the policy's signatures (module docstring): e.g.
+    ``solve(inst, "oasis", backend="jax", progress=True)`` builds ``OasisPolicy(backend="jax")``
+    and runs ``.solve(inst, progress=True)``; ``solve(inst, "offline", time_limit=60)`` limits
+    the solver. A keyword neither takes raises ``TypeError`` naming it.
 
     Refuses (``oasis_opt.sizing.TooMuchWork``, a ``ValueError``) an instance whose estimated work
     exceeds ``max_work`` (default ``sizing.DEFAULT_MAX_WORK``; ``math.inf`` for no limit) or whose
@@ -85,8 +115,30 @@ def solve(instance: Instance, policy: str = "oasis", *, options: dict[str, Any] 
     from .sizing import DEFAULT_MAX_WORK, check_work, estimate_work
 
     check_work(estimate_work(instance, policy), DEFAULT_MAX_WORK if max_work is None else max_work)
-    options = dict(options or {})
-    return record_options(get_policy(policy, **options).solve(instance, **run_options), options)
+    factory = policy_factory(policy)
+    takes = keyword_names(factory)
+    given = {k: v for k, v in options.items() if takes is None or k in takes}
+    built = factory(**given)
+    run = {k: v for k, v in options.items() if takes is not None and k not in takes}
+    runs = run_option_names(built)
+    unknown = [] if runs is None else sorted(set(run) - runs)
+    if unknown:
+        raise TypeError(unknown_options_message(policy, built, unknown, takes, runs))
+    return record_options(built.solve(instance, **run), given)
+
+
+def unknown_options_message(name: str, policy: Policy, unknown: list[str], takes: set[str] | None,
+                            runs: set[str] | None) -> str:
+    """"policy 'oasis' takes no option 'time_limt' (policy options: ...; run options: ...)"."""
+    from .model.policy import ONLINE_NO_TIME_LIMIT, OnlinePolicy
+
+    names = ", ".join(repr(k) for k in unknown)
+    out = (f"policy {name!r} takes no option{'s' if len(unknown) > 1 else ''} {names} "
+           f"(policy options: {', '.join(sorted(takes or ())) or 'none'}; "
+           f"run options: {', '.join(sorted(runs or ())) or 'none'})")
+    if "time_limit" in unknown and isinstance(policy, OnlinePolicy):
+        out += f"; {ONLINE_NO_TIME_LIMIT}"
+    return out
 
 
 def record_options(schedule: Schedule, options: dict[str, Any]) -> Schedule:

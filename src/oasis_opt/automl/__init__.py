@@ -9,7 +9,14 @@
 - ``study``: random-search studies written to (and extended in) a curves CSV.
 - ``curves``: the ``Curve`` record and the curves CSV's strict reader and canonical writer;
   ``shipped_curves()`` names the curve sets shipped in ``oasis_opt/data/curves``.
+- ``predict``: final accuracy and remaining time from a partial curve (last value, parametric
+  families and their ensemble, regression on completed trials); ``classify``: poor /
+  uncertain / promising, expected improvement, water-filling; ``evaluate``: their quality
+  without leakage.
+- ``replay``: a study replayed on recorded curves under a ``Controller``; ``controllers``: the
+  registry by name (``automl-thesis`` in ``thesis``, the Optuna pruners and ASHA in
+  ``pruners``, ``no-stop``); ``cluster``: the study's trials as jobs of the simulator.
 
-Only this subpackage imports jax, optax and scikit-learn, and only ``tasks``/``train``/``study``
-do: ``curves``, ``space`` and ``shards`` are light, so replaying curves needs no JAX.
+Only ``tasks``/``train``/``study`` import jax and optax; ``predict`` loads scikit-learn and
+scipy, ``pruners`` Optuna, when they are used: replaying curves needs no JAX.
 """

@@ -20,8 +20,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ..model.numerics import DONE_EPS, workers_alone
 from ..sim.core import OnlinePolicy
-from ..sim.placement import Placement, apply, fit_count, get_placement
+from ..sim.placement import Placement, apply, free_after, get_placement
 
 Rows = list[tuple[int, int, int]]  # (global server, role, count)
 
@@ -30,18 +31,9 @@ def max_workers_alone(instance) -> np.ndarray:
     """Per job, the most workers (<= N_i) that fit with their PSs on the empty cluster.
 
     k workers need ceil(k b_i / B_i) PSs (6) and at most k PSs (7); both pools are checked
-    with per-server fit counts, so the answer respects fragmentation.
+    with per-server fit counts, so the answer respects fragmentation (``numerics.workers_alone``).
     """
-    H = instance.H
-    out = np.zeros(instance.I, dtype=np.int64)
-    for i in range(instance.I):
-        wcap = int(fit_count(instance.capacity[:H], instance.worker_demand[i]).sum())
-        pcap = int(fit_count(instance.capacity[H:], instance.ps_demand[i]).sum())
-        k = min(int(instance.chunks[i]), wcap)
-        while k > 0 and not (instance.ps_needed(i, k) <= min(pcap, k)):
-            k -= 1
-        out[i] = k
-    return out
+    return np.array([workers_alone(instance, i) for i in range(instance.I)], dtype=np.int64)
 
 
 def ps_table(instance) -> list[list[int]]:
@@ -138,7 +130,7 @@ def make_placement(placement: str | Placement, seed: int) -> Placement:
 
 def work_cap(state, job: int) -> int:
     """Workers that still help: ceil(remaining worker-slots)."""
-    return max(0, math.ceil(state.remaining[job] - 1e-9))
+    return max(0, math.ceil(state.remaining[job] - DONE_EPS))
 
 
 class EventPolicy(OnlinePolicy):
@@ -180,10 +172,7 @@ class EventPolicy(OnlinePolicy):
 
     def free_after_held(self) -> np.ndarray:
         """Capacity minus every held container."""
-        free = self.instance.capacity.copy()
-        for j, rows in self.held.items():
-            apply(self.instance, j, rows, free)
-        return free
+        return free_after(self.instance, self.held)
 
     def allocate(self, t, state):
         if self._event:

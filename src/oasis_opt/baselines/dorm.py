@@ -75,7 +75,8 @@ from collections import Counter
 import numpy as np
 import scipy.sparse as sp
 
-from ..sim.placement import EPS, Placement, apply
+from ..model.numerics import FIT_EPS, WORK_EPS, capacity_slack
+from ..sim.placement import Placement, apply
 from .common import (DominantShare, EventPolicy, grow_one, max_workers_alone, merge_rows,
                      progressive_fill, ps_table, work_cap)
 
@@ -149,8 +150,8 @@ class DormPolicy(EventPolicy):
             dp = ps - self.ps[j][k - 1]
             w = used_w + self.eff_w[j]
             p = used_p + dp * self.eff_p[j]
-            if ps > k or (w > self.cap_w * (1 + EPS) + EPS).any() or \
-                    (p > self.cap_p * (1 + EPS) + EPS).any():
+            if ps > k or (w > self.cap_w + capacity_slack(self.cap_w)).any() or \
+                    (p > self.cap_p + capacity_slack(self.cap_p)).any():
                 return False
             used_w[:], used_p[:] = w, p
             return True
@@ -254,14 +255,14 @@ class DormPolicy(EventPolicy):
             free_up = (k_of(base) - k_of(base - spare))[:, None] * dem
             top = -np.sort(-free_up, axis=0)[:self.max_adjust].sum(axis=0)
             bound = np.maximum(cap, now @ dem)
-            if (need - top > bound * (1 + 1e-9) + 1e-9).any():
+            if (need - top > bound + capacity_slack(bound)).any():
                 return True
         return False
 
     def keep_ps(self, jobs: list[int], k: np.ndarray) -> np.ndarray:
         """PSs of k workers in the MILP's terms: ceil(k b/B), raised to the rounded rho k."""
         need = np.array([self.ps[j][int(n)] for j, n in zip(jobs, k)])
-        return np.minimum(k, np.maximum(need, np.ceil(self.rho[jobs] * k - 1e-9))).astype(float)
+        return np.minimum(k, np.maximum(need, np.ceil(self.rho[jobs] * k - WORK_EPS))).astype(float)
 
     def decide(self, t, state) -> None:
         jobs = [int(j) for j in state.active()]
@@ -274,7 +275,7 @@ class DormPolicy(EventPolicy):
         cap = {j: min(int(self.kalone[j]), work_cap(state, j)) for j in jobs}
         upper = np.maximum(old, [cap[j] for j in jobs]).astype(np.int64)
         fair = self.fair_workers(jobs, cap)
-        fair_lower = np.array([math.ceil((1 - self.eps) * fair[j] - 1e-9) for j in jobs],
+        fair_lower = np.array([math.ceil((1 - self.eps) * fair[j] - WORK_EPS) for j in jobs],
                               dtype=np.int64)
         running = np.flatnonzero(old > 0)
         keep = np.concatenate([old, self.keep_ps(jobs, old), np.zeros(len(running))])
@@ -357,7 +358,7 @@ def effective_demand(capacity: np.ndarray, demand: np.ndarray) -> np.ndarray:
         need = demand[:, r] > 0
         if not need.any():
             continue
-        fits = np.floor((capacity[None, :, r] + EPS) / demand[need, r][:, None]).sum(axis=1)
+        fits = np.floor((capacity[None, :, r] + FIT_EPS) / demand[need, r][:, None]).sum(axis=1)
         gran = total[r] / np.maximum(fits, 1)  # fits = 0: the job never runs (k <= 0 anyway)
         out[need, r] = np.maximum(demand[need, r], gran)
     return out

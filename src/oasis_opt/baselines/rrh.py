@@ -41,6 +41,7 @@ import math
 
 import numpy as np
 
+from ..model.numerics import DONE_EPS
 from ..sim.placement import Placement, apply
 from .common import EventPolicy, fixed_workers
 
@@ -73,7 +74,7 @@ class RrhPolicy(EventPolicy):
     # ---- the formulas of the module docstring -------------------------------------------
     def run_time(self, jobs: np.ndarray, state) -> np.ndarray:
         """d_j(t) = ceil(r_j / k_j)."""
-        return np.ceil(state.remaining[jobs] / self.k[jobs] - 1e-9).astype(np.int64)
+        return np.ceil(state.remaining[jobs] / self.k[jobs] - DONE_EPS).astype(np.int64)
 
     def gain(self, jobs: np.ndarray, t: int, state) -> np.ndarray:
         """G_j(t) = f_j(t + d_j - 1), 0 beyond T."""

@@ -34,6 +34,7 @@ import math
 
 import numpy as np
 
+from ..model.numerics import DONE_EPS
 from ..sim.core import OnlinePolicy
 from ..sim.placement import Placement, apply
 from .common import fixed_workers, make_placement, work_cap
@@ -102,7 +103,7 @@ class TiresiasPolicy(OnlinePolicy):
                 self.ran_slots[j] = self.waited[j] = 0
                 self.promotions += 1
             while self.queue[j] < len(self.limits) and \
-                    self.service(j, state) >= self.limits[self.queue[j]] - 1e-9:
+                    self.service(j, state) >= self.limits[self.queue[j]] - DONE_EPS:
                 self.queue[j] += 1
                 self.entered[j] = t
                 self.demotions += 1

@@ -21,8 +21,9 @@ variant changes OASiS in two places and leaves the subroutine itself (``online.d
    plan's slot-t cost at the *true* prices and eta_t = progress_t / k_t the placement's
    efficiency in slot t. With ``instance.progress == "placement"`` a plan whose placement-aware
    worker-slots fall short of W_i would not finish: it is re-planned (up to ``REPLANS`` times)
-   for the work target ceil(W_i / eta), eta = its placement-aware / plain worker-slots, on an
-   instance view that differs only in W_i, and dropped if it still falls short. The
+   for the work target ceil(W_i / eta), eta = its placement-aware / plain worker-slots (the
+   array-level ``best_schedule_arrays`` with only ``work`` changed), and dropped if it still
+   falls short. The
    best-scoring plan is admitted iff mu_topo > 0; committing it and raising prices (eq. 22) are
    the paper's, with the true amounts. (The simulator completes the job as soon as its real
    W_i is reached and OASiS skips the plan's remaining rows.)
@@ -39,9 +40,10 @@ import time
 
 import numpy as np
 
-from ..costmodel.placement import DONE_EPS, _progress_kernel, context
+from ..costmodel.placement import _progress_kernel, context
+from ..model.numerics import DONE_EPS, WORK_EPS, fit_count
 from ..model.schedule import WORKER
-from ..online.dual import best_schedule
+from ..online.dual import best_schedule_arrays, job_arguments
 from ..online.oasis import OasisPolicy
 
 REPLANS = 2  # re-plans of a plan whose placement falls short of W_i (placement mode)
@@ -95,8 +97,8 @@ class TopoOasisPolicy(OasisPolicy):
         a = int(inst.arrival[job])
         window = slice(a, min(inst.horizon, a + int(inst.min_duration[job]) - 1) + 1)
         need_w, need_p = int(inst.chunks[job]), int(inst.ps_needed(job, int(inst.chunks[job])))
-        fw = _fit(self.worker_free[window], inst.worker_demand[job]).min(axis=0)  # (H,)
-        fp = _fit(self.ps_free[window], inst.ps_demand[job]).min(axis=0)
+        fw = fit_count(self.worker_free[window], inst.worker_demand[job]).min(axis=0)  # (H,)
+        fp = fit_count(self.ps_free[window], inst.ps_demand[job]).min(axis=0)
         rw, rp = self._member_w @ fw, self._member_p @ fp  # free containers per rack
         fits = (rw >= need_w) & (rp >= need_p)
         left = (rw - need_w) + (rp - need_p)
@@ -154,19 +156,18 @@ class TopoOasisPolicy(OasisPolicy):
         ceil(W_i / eta), eta = its placement-aware worker-slots / its worker-slots, so that
         spilling over racks is paid for with more worker-slots instead of failing."""
         inst = self.instance
-        view = inst
+        args = job_arguments(inst, job)
         for attempt in range(REPLANS + 1):
-            plan = best_schedule(view, job, wp, pp, self.worker_free, self.ps_free,
-                                 backend=self.backend, granularity=self.granularity)
+            plan = best_schedule_arrays(wp, pp, self.worker_free, self.ps_free,
+                                        backend=self.backend, granularity=self.granularity,
+                                        **args)
             if not plan.feasible:
                 return plan, -math.inf, False
             score, finishes, eta = self._score(job, plan)
             if finishes or inst.progress != "placement" or attempt == REPLANS or eta <= 0:
                 return plan, score, finishes
-            target = math.ceil(int(view.work[job]) / eta - 1e-9)
-            if target <= int(view.work[job]):
-                target = int(view.work[job]) + 1
-            view = _WorkView(inst, job, target)
+            work = args["work"]
+            args = {**args, "work": max(work + 1, math.ceil(work / eta - WORK_EPS))}
         return plan, score, finishes
 
     # ---- Alg. 1 with the topology-aware choice ---------------------------------------------------
@@ -196,24 +197,3 @@ class TopoOasisPolicy(OasisPolicy):
         homes = [h for h in self.home if h is not None]
         out["steered_admissions"] = len(homes)
         return out
-
-
-class _WorkView:
-    """The instance with one job's work target W_i replaced (for re-planning a plan that its
-    placement slows down); everything else is the instance's own."""
-
-    def __init__(self, instance, job: int, work: int):
-        self._instance = instance
-        self.work = instance.work.copy()
-        self.work[job] = work
-
-    def __getattr__(self, name):
-        return getattr(self._instance, name)
-
-
-def _fit(free: np.ndarray, demand: np.ndarray) -> np.ndarray:
-    """Containers of ``demand`` fitting per (slot, server): min_r floor(free / demand)."""
-    need = demand > 0
-    if not need.any():
-        return np.full(free.shape[:-1], 10**9, dtype=float)
-    return np.floor((free[..., need] + 1e-9) / demand[need]).min(axis=-1).clip(min=0)

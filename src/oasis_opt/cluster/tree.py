@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..sim.placement import PLACEMENTS, Placement, fit_count
+from ..model.numerics import fit_count
+from ..sim.placement import Placement
 from .predictors import get_predictor
 
 LEVELS = ("server", "rack", "pod", "core")
@@ -248,9 +249,5 @@ def subtree_span(instance, rows) -> str:
         lca = level[0]
     return topo.graph.nodes[lca]["kind"]
 
-
-# Registered as "tree" here and by ``sim.placement`` (which imports this module at its end):
-# whichever of the two modules is imported first, the entry exists once both are loaded.
-PLACEMENTS.setdefault("tree", TreePlacement)
 
 __all__ = ["TreePlacement", "LEVELS", "subtree_span"]

@@ -73,7 +73,6 @@ from .models import DEFAULT_MODEL, GPU_SPEED, MODELS, get_model
 SECONDS_PER_MB_PER_GBPS = MBIT_PER_MB / MBPS_PER_GBPS  # t [s] = size [MB] * 8 / (1000 * bw [Gbps])
 COLLECTIVES = ("ps", "allreduce")
 COSTMODEL_OPTIONS = ("collective", "default_model", "gpu_speed")
-DONE_EPS = 1e-9  # the simulator's completion tolerance (sim.placement.EPS)
 WORKER, PS = 0, 1
 
 
@@ -473,7 +472,7 @@ def placement_worker_slots(instance, allocations):
 def placement_work_remaining(instance, allocations) -> tuple[np.ndarray, np.ndarray]:
     """(credited, remaining) per job: placement-aware worker-slots received and ``work``
     minus them, subtracted slot by slot in slot order exactly as the simulator does (so a job is
-    complete iff ``remaining <= DONE_EPS``, the simulator's test)."""
+    complete iff ``remaining <= model.numerics.DONE_EPS``, the simulator's test)."""
     gjob, _, progress = placement_worker_slots(instance, allocations)
     remaining = instance.work.astype(float)
     credited = np.zeros(instance.I)

@@ -4,7 +4,8 @@ Two sweeps: first the calibration runs of every figure that prices OASiS with es
 (``Figure.estimates``), then the runs of every requested figure in one ``run_sweep`` (so the
 runs shared by Figs. 3 and 6 are computed once). Each figure is drawn into ``out`` as PNG, PDF
 and a markdown table, and ``out/reproduce.md`` records what was run and how long it took (not
-for a run of ``EXTRA_FIGURES`` only: their page records it, and the paper figures' log stays).
+for a run of extra experiments (``EXTRA_NAMES``) only: their page records it, and the paper
+figures' log stays).
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import numpy as np
 
 from .._extras import require
 from .calibration import calibration_specs, resolve_all
-from .figures import EXTRA_FIGURES, FIGURE_MODULES, FIGURE_NAMES, get_figure
+from .figures import EXTRA_NAMES, FIGURE_NAMES, get_figure
 from .figures.common import fmt, markdown_table
 from .runner import run_sweep, unique_specs
 
@@ -27,15 +28,15 @@ DEFAULT_OUT = Path("paper_figs")
 
 
 def figure_names(requested: Iterable[str]) -> list[str]:
-    """Expand ``all`` (every figure but the ``EXTRA_FIGURES``, which run only when named); keep
-    the canonical order; reject unknown names."""
+    """Expand ``all`` (the paper's figures; extras such as ``automl`` only by name); keep the
+    canonical order; reject unknown names."""
     requested = list(requested) or ["all"]
-    unknown = [n for n in requested if n != "all" and n not in FIGURE_MODULES]
+    known = FIGURE_NAMES + EXTRA_NAMES
+    unknown = [n for n in requested if n != "all" and n not in known]
     if unknown:
         raise ValueError(f"figure: unknown figure {unknown[0]!r} "
-                         f"(known: {', '.join(FIGURE_MODULES)}, all)")
-    return [n for n in FIGURE_MODULES
-            if n in requested or ("all" in requested and n not in EXTRA_FIGURES)]
+                         f"(known: {', '.join(known)}, all)")
+    return [n for n in known if n in requested or ("all" in requested and n in FIGURE_NAMES)]
 
 
 def default_out(quick: bool) -> Path:
@@ -75,7 +76,7 @@ def reproduce(figures: Sequence[str] = ("all",), *, quick: bool = False,
                                        estimated=estimated)
         else:
             written[f.name] = f.render(specs[f.name], sweep.records, out, reference_dir, quick)
-    if any(n not in EXTRA_FIGURES for n in names):  # an extra figure's own page is its log
+    if any(n in FIGURE_NAMES for n in names):  # an extra experiment's own page is its log
         written["reproduce"] = [write_log(out, names, specs, sweep, quick,
                                           time.perf_counter() - t0, calibration)]
     return written

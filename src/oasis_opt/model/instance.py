@@ -11,7 +11,6 @@ known; a ``Utility`` checks itself when built.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
@@ -20,6 +19,7 @@ import numpy as np
 
 from . import checks
 from .checks import FormatError
+from .numerics import ps_count, required_work
 from .utility import Utility, utility_table
 
 if TYPE_CHECKING:
@@ -27,8 +27,6 @@ if TYPE_CHECKING:
 
 DEFAULT_RESOURCES = ("gpu", "cpu", "mem", "storage", "bw")
 BANDWIDTH = "bw"
-# Float slack when turning real-valued workloads into whole worker-slots: 12.000000001 -> 12.
-WORK_EPS = 1e-9
 
 JOB_CLASSES = ("time-insensitive", "time-sensitive", "time-critical")
 PROGRESS_MODES = ("chunk-time", "placement")
@@ -89,10 +87,6 @@ class Job:
     def min_duration(self) -> int:
         """Fewest slots that can hold the work with N_i workers per slot: ceil(work / N_i)."""
         return -(-self.work // self.chunks)
-
-
-def required_work(workload: float) -> int:
-    return int(math.ceil(workload - WORK_EPS))
 
 
 @dataclass(frozen=True)
@@ -229,11 +223,7 @@ class Instance:
 
     def ps_needed(self, job: int, workers: np.ndarray | int) -> np.ndarray | int:
         """ceil(k b_i / B_i): the fewest PSs constraint (6) allows for k workers (0 for k = 0)."""
-        b, B = self.worker_bw[job], self.ps_bw[job]
-        k = np.asarray(workers)
-        out = np.ceil(k * b / B - WORK_EPS).astype(np.int64)
-        out = np.maximum(out, np.where(k > 0, 1, 0))
-        return out if out.ndim else int(out)
+        return ps_count(workers, self.worker_bw[job], self.ps_bw[job])
 
     def get_topology(self) -> Topology:
         """The topology graph: the instance's own, or the default built from the racks."""

@@ -14,7 +14,6 @@ import math
 from pathlib import Path
 from typing import Any
 
-import networkx as nx
 import numpy as np
 
 from .checks import FormatError, free_form, integer, number, text, within
@@ -80,6 +79,8 @@ def _servers(v: Any, path: str) -> list[Server]:
 
 def _topology(d: Any, path: str) -> Topology:
     """The graph as written; ``Instance`` checks it (``Topology.check``)."""
+    import networkx as nx  # only instances with a topology need it
+
     _no_extra(d, {"nodes", "links"}, path)
     g = nx.Graph()
     for n, node in enumerate(_list(_get(d, "nodes", path), f"{path}.nodes")):

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 import numpy as np
 
+from .numerics import DONE_EPS
+
 if TYPE_CHECKING:
     from .instance import Instance
 
@@ -94,7 +96,7 @@ def derive_outcome(instance: Instance, allocations: Allocations
     workers = allocations.workers_per_job_slot(instance.I, instance.horizon)
     done = workers.sum(axis=1) >= instance.work
     if instance.progress == "placement":  # placement-aware worker-slots (costmodel.placement)
-        from ..costmodel.placement import DONE_EPS, placement_work_remaining
+        from ..costmodel.placement import placement_work_remaining
 
         done = placement_work_remaining(instance, allocations)[1] <= DONE_EPS
     completion: list[int | None] = []

@@ -12,13 +12,15 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Mapping
 
-import networkx as nx
+if TYPE_CHECKING:  # for the annotations only
+    import networkx as nx
+
+    from .instance import Instance
 
 from .checks import FormatError, number
 
-if TYPE_CHECKING:
-    from .instance import Instance
-
+# networkx is imported by the methods that build or walk a graph, not at import: loading the
+# model (and the solvers above it) must not pay for it
 NODE_KINDS = ("core", "pod", "rack", "server")
 DEFAULT_RACK = "rack-0"
 CORE = "core"
@@ -31,6 +33,8 @@ class Topology:
 
     @staticmethod
     def from_racks(instance: Instance, oversubscription: float = 1.0) -> "Topology":
+        import networkx as nx
+
         if oversubscription <= 0:
             raise ValueError("oversubscription must be > 0")
         g = nx.Graph()
@@ -56,6 +60,8 @@ class Topology:
         ``pod_oversubscription`` (so a flow leaving a pod gets 1 / (o * o_pod) of its NIC when
         every uplink is saturated).
         """
+        import networkx as nx
+
         if pod_oversubscription <= 0:
             raise ValueError("pod_oversubscription must be > 0")
         racks = Topology.from_racks(instance, oversubscription).graph
@@ -85,6 +91,8 @@ class Topology:
         bandwidth > 0, and exactly the instance's servers (``server_ids``) as server nodes.
         Fields are named as in the instance file: ``topology.nodes[n].id``, ``topology.links[n]``.
         """
+        import networkx as nx
+
         g = self.graph
         for n, (nid, kind) in enumerate(g.nodes(data="kind")):
             p = f"{path}.nodes[{n}]"
@@ -119,6 +127,8 @@ class Topology:
     @cached_property
     def parent(self) -> dict[str, str | None]:
         """Parent of each node in the tree rooted at the core."""
+        import networkx as nx
+
         par: dict[str, str | None] = {self.root: None}
         for a, b in nx.bfs_edges(self.graph, self.root):
             par[b] = a
@@ -136,9 +146,13 @@ class Topology:
     @cached_property
     def tree(self) -> nx.DiGraph:
         """The graph as a tree directed away from the core."""
+        import networkx as nx
+
         return nx.bfs_tree(self.graph, self.root)
 
     def servers_under(self, node: str) -> list[str]:
         """Server ids in the subtree of ``node``, in depth-first order."""
+        import networkx as nx
+
         return [n for n in nx.dfs_preorder_nodes(self.tree, node)
                 if self.graph.nodes[n]["kind"] == "server"]

@@ -11,13 +11,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .numerics import DONE_EPS, UTILITY_RTOL, capacity_slack
 from .schedule import PS, WORKER, Schedule, derive_outcome
 
 if TYPE_CHECKING:
     from .instance import Instance
-
-UTILITY_RTOL = 1e-9
-CAPACITY_EPS = 1e-9
 
 RULES = {
     "workload": "(2) a completed job gets at least epochs*chunks*chunk_time worker-slots "
@@ -144,7 +142,7 @@ def validate(instance: Instance, schedule: Schedule) -> ValidationReport:
                       instance.ps_demand[a.job[ok]]) * a.count[ok, None]
     used = np.zeros((T + 1, len(sid), instance.R))
     np.add.at(used, (a.slot[ok], a.server[ok]), demand)
-    over = used > instance.capacity[None, :, :] + CAPACITY_EPS * np.maximum(1, instance.capacity)
+    over = used > instance.capacity[None, :, :] + capacity_slack(instance.capacity)
     for t, s, r in zip(*np.nonzero(over)):
         add("capacity", f"uses {used[t, s, r]:g} of {instance.capacity[s, r]:g}", slot=t,
             server=s, resource=instance.resources[r])
@@ -154,7 +152,7 @@ def validate(instance: Instance, schedule: Schedule) -> ValidationReport:
     got = y.sum(axis=1)
     short, unit = got < instance.work, "worker-slots"
     if instance.progress == "placement":  # placement-aware worker-slots (costmodel.placement)
-        from ..costmodel.placement import DONE_EPS, placement_work_remaining
+        from ..costmodel.placement import placement_work_remaining
 
         got, remaining = placement_work_remaining(instance, a)
         short, unit = remaining > DONE_EPS, "placement-aware worker-slots"

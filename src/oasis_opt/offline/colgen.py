@@ -56,16 +56,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..model import Instance
+from ..model.numerics import RC_TOL, capacity_slack, fit_count
 from ..model.schedule import WORKER, Schedule, ScheduleBuilder
 from ..model.validate import assert_valid
-from ..sim.placement import fit_count
 from .solver import IncrementalLP, LinearProgram, relative_gap, solve_program
 
 if TYPE_CHECKING:
     from ..online.dual import Plan
 
-# reduced costs at or below this (relative to the largest utility) count as "no improving column"
-RC_TOL = 1e-9
 # share of the time limit for column generation (phases 1 and 2); the rest: integer schedule
 CG_SHARE = 0.7
 # share of the column-generation time phase 1 (pooled master) may use before phase 2 starts
@@ -76,8 +74,6 @@ CANDIDATE_X = 1e-3
 SMOOTHING = 0.5
 # a phase stops once (best bound - master value) / master value is at most this
 CG_GAP = 1e-7
-# capacity slack when checking LP rows and greedy packing (the validator's tolerance)
-CAP_RTOL = 1e-9
 
 
 @dataclass(frozen=True)
@@ -181,7 +177,7 @@ class ColumnPool:
             sel = col.rows[:, 3] == role
             if not sel.any():
                 continue
-            room = fit_count(cap, demand) if need.any() else np.full(hi - lo, 1 << 30)
+            room = fit_count(cap, demand)
             with np.errstate(divide="ignore", invalid="ignore"):
                 step = np.where(need & (cap > 0), demand / cap, 0.0).max(axis=1)
             slots, inv = np.unique(col.rows[sel, 1], return_inverse=True)
@@ -438,7 +434,7 @@ def fits_greedily(pool: ColumnPool, order: Iterable[int], start: Iterable[int] =
     left (after the columns ``start``, which are taken first)."""
     used = np.zeros(pool.cap.size)
     taken, busy = [], set()
-    limit = pool.cap * (1 + CAP_RTOL) + CAP_RTOL
+    limit = pool.cap + capacity_slack(pool.cap)
     first = set(start)
     for n in list(start) + [n for n in order if n not in first]:
         job = pool.columns[n].job
@@ -471,7 +467,7 @@ def integer_program(pool: ColumnPool, candidates: list[int]) -> LinearProgram:
         start = np.flatnonzero(np.r_[True, (r[1:] != r[:-1]) | (j[1:] != j[:-1])])
         most = np.zeros(pool.cap.size)
         np.add.at(most, r[start], np.maximum.reduceat(v, start))
-        rows = np.flatnonzero(most > pool.cap * (1 + CAP_RTOL) + CAP_RTOL)
+        rows = np.flatnonzero(most > pool.cap + capacity_slack(pool.cap))
     else:
         rows = np.zeros(0, dtype=np.int64)
     J = sp.csr_matrix((np.ones(n), (jobs, np.arange(n))), shape=(inst.I, n))

@@ -46,7 +46,8 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
-from ..model.instance import WORK_EPS, Instance
+from ..model.instance import Instance
+from ..model.numerics import WORK_EPS
 from ..model.schedule import PS, WORKER, Schedule, ScheduleBuilder
 from .solver import LinearProgram
 

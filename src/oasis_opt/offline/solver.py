@@ -46,19 +46,16 @@ from numpy.typing import ArrayLike
 
 from .._extras import require
 
+from ..model.numerics import FEAS_TOL, ROW_TOL  # HiGHS feasibility, CP-SAT row scaling
+
 BACKENDS = ("highs", "cpsat")
 STATUSES = ("optimal", "time_limit", "infeasible", "unbounded", "error")
 # Relative MIP gap at which a solve counts as optimal ("proven optimal" below means: within it).
 MIP_GAP = 1e-6
-# Feasibility tolerance for HiGHS: well below 1e-6 (its MIP default) so that rounded integer
-# solutions also pass the validator's capacity check (1e-9 relative).
-FEAS_TOL = 1e-9
 # CP-SAT integer scaling limits (see the module docstring).
 CPSAT_MAX_DECIMALS = 9
 CPSAT_MAX_OBJECTIVE = 1e9
 CPSAT_ROW_MAGNITUDE = 2.0**30
-# row feasibility tolerance of the CP-SAT scaling (relative, as HiGHS's and the validator's)
-ROW_TOL = 1e-9
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,15 @@
 """OASiS, the online primal-dual scheduler (Bao et al., INFOCOM 2018).
 
 ``pricing``: price functions (22) and constants (23)-(26), the ``oasis-opt/pricing@1`` file.
-``dual``: the dual subroutine (Alg. 2) ``best_schedule`` and its ``Plan``; backends in
-``dual_reference`` (plain loops), ``dual_numpy`` (default) and ``dual_jax`` (imports jax).
+``dual``: the dual subroutine (Alg. 2) and its ``Plan``: ``best_schedule_arrays`` (prices, free
+capacities and one job's parameters as arrays, no ``Instance``) and ``best_schedule`` (a job of
+an instance); backends in ``dual_reference`` (plain loops), ``dual_numpy`` (default) and
+``dual_jax`` (imports jax), sharing ``_dp``; one tie rule, so identical plans.
 ``oasis``: the policy ``OasisPolicy`` (Alg. 1), registered as ``"oasis"``.
 ``estimate``: U and L estimated from past instances (``estimate_pricing``: a pricing document
 with its calibration, ``EstimatedPricing``).
 """
-from .dual import BACKENDS, GRANULARITIES, Plan, best_schedule
+from .dual import BACKENDS, GRANULARITIES, Plan, best_schedule, best_schedule_arrays
 from .estimate import (DEFAULT_FLOOR_GRID, EstimatedPricing, FloorCalibration, estimate_pricing,
                        history_u, pricing_document)
 from .oasis import OasisPolicy
@@ -15,6 +17,7 @@ from .pricing import (PRICING_FORMAT, Pricing, oracle_pricing, price_function,
                       read_pricing_file, resolve_pricing, save_pricing)
 
 __all__ = ["BACKENDS", "DEFAULT_FLOOR_GRID", "GRANULARITIES", "PRICING_FORMAT",
-           "EstimatedPricing", "FloorCalibration", "OasisPolicy", "Plan", "Pricing", "best_schedule",
-           "estimate_pricing", "history_u", "oracle_pricing", "price_function",
-           "pricing_document", "read_pricing_file", "resolve_pricing", "save_pricing"]
+           "EstimatedPricing", "FloorCalibration", "OasisPolicy", "Plan", "Pricing",
+           "best_schedule", "best_schedule_arrays", "estimate_pricing", "history_u",
+           "oracle_pricing", "price_function", "pricing_document", "read_pricing_file",
+           "resolve_pricing", "save_pricing"]

@@ -40,7 +40,6 @@ the job's provenance holds a fitted speed model (``costmodel.profile``), ``itera
 from __future__ import annotations
 
 import collections
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
@@ -50,13 +49,10 @@ import numpy as np
 from ..model.schedule import PS, WORKER, Schedule
 from .plan import (Allocation, JobPlan, container_demand, iteration_sizes, job_plan,
                    plan_execution, slot_rows)
-from .ray_pool import SINGLE_THREAD_ENV
+from .ray_pool import SINGLE_THREAD_ENV, init_ray
 
 SERVER_UNITS = 1000  # units of ``server:<id>`` a local Ray declares; a container holds one
 WINDOW = 2  # synchronous iterations of one job in flight (hides the driver's round trip)
-# Ray's raylet gives the node's metrics agent 15 s to start (hard-coded, ray-project/ray#65983);
-# on a machine loaded by other work it may not make it, and ray.init fails: try again
-STARTS = 5
 
 
 def server_resource(server_id: str) -> str:
@@ -98,24 +94,12 @@ def start_ray(address: str | None, server_ids) -> bool:
 
     if ray.is_initialized():
         return False
-    kwargs: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False,
-                                  logging_level="WARNING")
-    if address:
-        ray.init(address=address, **kwargs)
-        return True
-    for attempt in range(STARTS):
-        try:
-            # Ray renices its workers by +15 (background tasks behind the driver); here they are
-            # the training itself, so they keep the niceness of the process that starts Ray
-            ray.init(address="local", num_cpus=os.cpu_count() or 1,
-                     resources={server_resource(i): SERVER_UNITS for i in server_ids},
-                     _system_config={"worker_niceness": 0}, **kwargs)
-            return True
-        except Exception as e:  # noqa: BLE001 - only Ray's start-up timeout is retried
-            ray.shutdown()
-            if "timed out during startup" not in str(e) or attempt == STARTS - 1:
-                raise
-    return True  # pragma: no cover - the loop returns or raises
+    # Ray renices its workers by +15 (background tasks behind the driver); here they are the
+    # training itself, so they keep the niceness of the process that starts Ray
+    init_ray(address, resources=None if address else
+             {server_resource(i): SERVER_UNITS for i in server_ids},
+             system_config=None if address else {"worker_niceness": 0})
+    return True
 
 
 @dataclass

@@ -9,6 +9,9 @@
 Both are context managers whose ``imap_unordered(fn, items)`` yields ``(index, fn(item))`` as
 results arrive. Ray is imported lazily, only when a ``RayPool`` starts. Each Ray task takes one
 CPU and runs with single-threaded BLAS/OpenMP, so N tasks do not fight over N cores.
+
+``init_ray`` is the one place that calls ``ray.init`` (the pool and the executor): a local start
+is retried a bounded number of times when Ray's own start-up times out.
 """
 from __future__ import annotations
 
@@ -20,6 +23,32 @@ from .._extras import require
 # One task per CPU: keep numerical libraries in each task single-threaded.
 SINGLE_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
                      "MKL_NUM_THREADS": "1", "JAX_PLATFORMS": "cpu"}
+# Ray's raylet gives the node's metrics agent 15 s to start (hard-coded, ray-project/ray#65983);
+# on a machine loaded by other work it may not make it, and ray.init fails: try again
+STARTS = 5
+
+
+def init_ray(address: str | None, *, num_cpus: int | None = None,
+             resources: dict[str, float] | None = None,
+             system_config: dict[str, Any] | None = None) -> None:
+    """``ray.init`` quietly (no dashboard, no driver logs): join the cluster at ``address``, or
+    start a fresh local Ray (``address="local"``) with ``num_cpus`` (default: all) and custom
+    ``resources``; a local start that times out is retried, up to ``STARTS`` attempts."""
+    ray = require("ray", extra="ray", feature="running on Ray")
+    kwargs: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False,
+                                  logging_level="WARNING")
+    if address:
+        ray.init(address=address, **kwargs)
+        return
+    for attempt in range(STARTS):
+        try:
+            ray.init(address="local", num_cpus=num_cpus or os.cpu_count() or 1,
+                     resources=resources, _system_config=system_config, **kwargs)
+            return
+        except Exception as e:  # noqa: BLE001 - only Ray's start-up timeout is retried
+            ray.shutdown()
+            if "timed out during startup" not in str(e) or attempt == STARTS - 1:
+                raise
 
 
 class InProcessPool:
@@ -62,11 +91,7 @@ class RayPool:
         ray = require("ray", extra="ray", feature="running on Ray (--workers 1 runs without it)")
         self._ray = ray
         if not ray.is_initialized():
-            kwargs = dict(include_dashboard=False, log_to_driver=False, logging_level="WARNING")
-            if self.address:
-                ray.init(address=self.address, **kwargs)
-            else:
-                ray.init(address="local", num_cpus=self.requested or os.cpu_count() or 1, **kwargs)
+            init_ray(self.address, num_cpus=self.requested)
             self._owned = True
         self.workers = self.requested or max(1, int(ray.cluster_resources().get("CPU", 1)))
         return self

@@ -32,7 +32,8 @@ from ..model import Instance
 from ..model.checks import FormatError
 from ..model.io import instance_from_dict, instance_to_dict
 from ..model.schedule import ROLES, WORKER
-from ..sim.core import OnlinePolicy, SlotLoop
+from ..model.policy import OnlinePolicy
+from ..sim.core import SlotLoop
 from ..sim.state import ClusterState
 from .store import Store
 

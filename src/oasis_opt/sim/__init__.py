@@ -1,8 +1,8 @@
 """The simulator: slot loop, cluster state, placement components and metrics."""
 from .core import OnlinePolicy, PolicyError, chunk_time_progress, simulate
-from .metrics import completion_minus_target, summarize, utilisation
+from .metrics import compare, completion_minus_target, summarize, utilisation
 from .placement import FirstFit, Placement, RoundRobin, get_placement
-from .report import Summary, SummaryTable, compare
+from .report import Summary, SummaryTable
 from .state import ClusterState
 
 __all__ = ["OnlinePolicy", "PolicyError", "chunk_time_progress", "simulate", "summarize",

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Callable
 
 import numpy as np
 
+from ..model.numerics import DONE_EPS, capacity_slack
+from ..model.policy import OnlinePolicy
 from ..model.schedule import PS, WORKER, Schedule, ScheduleBuilder
-from .placement import EPS
 from .state import ClusterState
 
 
@@ -37,46 +38,10 @@ def chunk_time_progress(instance, job: int, rows, t: int) -> float:
     return float(sum(n for _, role, n in rows if role == WORKER))
 
 
-class OnlinePolicy:
-    """Base class of slot-by-slot policies; ``solve`` runs the simulator."""
-
-    name = "online"
-
-    def start(self, instance, state: ClusterState) -> None:  # noqa: B027 - optional hook
-        """Called once before slot 1."""
-
-    def on_arrival(self, job: int, t: int, state: ClusterState) -> bool | None:
-        """Admit (True), reject (False) or defer (None) a job arriving in slot t. Default: admit."""
-        return True
-
-    def allocate(self, t: int, state: ClusterState) -> Iterable[tuple[int, int, int, int]]:
-        raise NotImplementedError
-
-    def on_slot_end(self, t: int, state: ClusterState, completed: np.ndarray) -> None:  # noqa: B027
-        """Called after progress is credited; ``completed`` = jobs finished in slot t."""
-
-    def stats(self) -> dict:
-        return {}
-
-    # what a policy that plans ahead (OASiS fixes whole plans at admission) can say of the future;
-    # the scheduling service shows it, the simulator does not need it
-    def plan(self, job: int) -> list[tuple[int, int, int, int]] | None:
-        """The job's committed allocations ``[(slot, server, role, count)]``, or None."""
-        return None
-
-    def committed(self) -> np.ndarray | None:
-        """Resources reserved per slot, server and resource (shape (T+1, H+K, R), row 0
-        unused), or None: a policy that decides slot by slot reserves nothing ahead."""
-        return None
-
-    def solve(self, instance, *, progress: bool = False, time_limit: float | None = None,
-              **_ignored) -> Schedule:
-        return simulate(instance, self, show_progress=progress)
-
-
 def simulate(instance, policy: OnlinePolicy, *, progress_fn: ProgressFn | None = None,
              show_progress: bool = False) -> Schedule:
-    """Run ``policy`` over slots 1..T and return its schedule (with run time in ``stats``)."""
+    """Run ``policy`` over slots 1..T and return its schedule; its ``stats`` are the policy's,
+    with the wall-clock run time added under ``stats["timing"]["run_time_s"]``."""
     t0 = time.perf_counter()
     loop = SlotLoop(instance, policy, progress_fn=progress_fn)
     slots = range(1, instance.horizon + 1)
@@ -158,7 +123,7 @@ class SlotLoop:
                 raise PolicyError(f"{policy.name}: slot {t}: allocation for job "
                                   f"{instance.jobs[job].id} which is not running")
             free[server] -= count * (wdem[job] if role == WORKER else pdem[job])
-            if (free[server] < -EPS * np.maximum(1, instance.capacity[server])).any():
+            if (free[server] < -capacity_slack(instance.capacity[server])).any():
                 raise PolicyError(f"{policy.name}: slot {t}: server {instance.servers[server].id} "
                                   "over capacity")
             per_job.setdefault(job, []).append((server, role, count))
@@ -168,17 +133,21 @@ class SlotLoop:
             gained = self.progress_fn(instance, job, job_rows, t)
             state.remaining[job] -= gained
             state.attained[job] += gained
-        finished = np.array([j for j in per_job if state.remaining[j] <= EPS], dtype=np.int64)
+        finished = np.array([j for j in per_job if state.remaining[j] <= DONE_EPS], dtype=np.int64)
         state.completion[finished] = t
         policy.on_slot_end(t, state, finished)
         return SlotOutcome(t, decisions, rows, tuple(finished.tolist()))
 
-    def schedule(self, stats: dict | None = None) -> Schedule:
-        """The schedule of the slots stepped so far (every admitted job, its allocations)."""
+    def schedule(self, timing: dict | None = None) -> Schedule:
+        """The schedule of the slots stepped so far (every admitted job, its allocations); its
+        ``stats`` are the policy's, with ``timing`` added under ``stats["timing"]``."""
         builder = self.builder
         for i in np.flatnonzero(self.state.admitted):
             builder.admit(int(i))
-        return builder.build(self.policy.name, {**(stats or {}), **self.policy.stats()})
+        stats = dict(self.policy.stats())
+        if timing:
+            stats["timing"] = {**timing, **stats.get("timing", {})}
+        return builder.build(self.policy.name, stats)
 
 
 def _progress_for(instance) -> ProgressFn:
@@ -189,4 +158,5 @@ def _progress_for(instance) -> ProgressFn:
     return chunk_time_progress
 
 
-__all__ = ["OnlinePolicy", "PolicyError", "SlotLoop", "SlotOutcome", "simulate", "chunk_time_progress", "PS", "WORKER"]
+__all__ = ["OnlinePolicy", "PolicyError", "SlotLoop", "SlotOutcome", "simulate",
+           "chunk_time_progress", "PS", "WORKER"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from ..model.numerics import DONE_EPS
 from .core import OnlinePolicy
 from .placement import FirstFit, apply, get_placement
 
@@ -23,7 +24,7 @@ class GreedyPolicy(OnlinePolicy):
     def allocate(self, t, state):
         inst = state.instance
         for job in state.active():
-            want = min(int(inst.chunks[job]), math.ceil(state.remaining[job] - 1e-9))
+            want = min(int(inst.chunks[job]), math.ceil(state.remaining[job] - DONE_EPS))
             k, rows = self.placement.place_most(inst, int(job), want, state.free)
             if k:
                 apply(inst, int(job), rows, state.free)

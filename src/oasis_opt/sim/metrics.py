@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.schedule import WORKER
-from .report import Summary, policy_label, solver_stats
+from .report import Summary, SummaryTable, policy_label, solver_stats
 
 
 def completion_minus_target(instance, schedule) -> dict[str, list[float]]:
@@ -62,3 +62,12 @@ def summarize(instance, schedule) -> Summary:
         "utilisation": utilisation(instance, schedule),
         "solver": solver_stats(schedule.stats),
     })
+
+
+def compare(instance, schedules, names=None) -> SummaryTable:
+    """Validate and summarise ``schedules`` of ``instance`` side by side (``oasis-opt summary``)."""
+    from ..model.validate import validate
+
+    return SummaryTable([summarize(instance, s) for s in schedules],
+                        None if names is None else list(names),
+                        [validate(instance, s) for s in schedules])

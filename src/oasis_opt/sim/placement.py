@@ -6,30 +6,11 @@ many*; placements decide *where*. ``ceil(k b_i / B_i)`` PSs accompany k workers 
 """
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 
-EPS = 1e-9
-
-
-def fit_count(free: np.ndarray, demand: np.ndarray) -> np.ndarray:
-    """How many containers of ``demand`` (R,) fit on each server of ``free`` (S, R)."""
-    need = demand > 0
-    if not need.any():
-        return np.full(len(free), np.iinfo(np.int64).max // 4, dtype=np.int64)
-    return np.floor((free[:, need] + EPS) / demand[need]).min(axis=1).astype(np.int64).clip(0)
-
-
-def fill(order: np.ndarray, fits: np.ndarray, count: int) -> list[tuple[int, int]] | None:
-    """Fill servers in ``order`` up to their fit counts until ``count`` are placed (None if not)."""
-    out = []
-    for s in order:
-        if count <= 0:
-            break
-        n = int(min(fits[s], count))
-        if n > 0:
-            out.append((int(s), n))
-            count -= n
-    return out if count <= 0 else None
+from ..model.numerics import fill, fit_count
 
 
 class Placement:
@@ -96,6 +77,14 @@ def apply(instance, job: int, rows, free: np.ndarray) -> None:
     """Subtract placed containers from ``free`` in place."""
     for s, role, n in rows:
         free[s] -= n * (instance.worker_demand[job] if role == 0 else instance.ps_demand[job])
+
+
+def free_after(instance, held) -> np.ndarray:
+    """Capacity minus every container of ``held`` (job -> rows), a fresh array."""
+    free = instance.capacity.copy()
+    for job, rows in held.items():
+        apply(instance, job, rows, free)
+    return free
 
 
 class FirstFit(Placement):
@@ -178,23 +167,24 @@ class Packing(Placement):
         return self._order(free[H:], instance.capacity[H:], instance.ps_demand[job])
 
 
-PLACEMENTS = {"first-fit": FirstFit, "round-robin": RoundRobin, "random": Random,
-              "packing": Packing}
+# name -> "module:Class", resolved on use (a lower layer names what lives above it by string:
+# the topology-aware tree placement is in oasis_opt.cluster, built on this module)
+PLACEMENTS = {"first-fit": "oasis_opt.sim.placement:FirstFit",
+              "round-robin": "oasis_opt.sim.placement:RoundRobin",
+              "random": "oasis_opt.sim.placement:Random",
+              "packing": "oasis_opt.sim.placement:Packing",
+              "tree": "oasis_opt.cluster.tree:TreePlacement"}
+
+
+def placement_class(name: str) -> type[Placement]:
+    """The placement class registered as ``name`` (imported on first use)."""
+    if name not in PLACEMENTS:
+        raise ValueError(f"unknown placement {name!r} (known: {', '.join(sorted(PLACEMENTS))})")
+    module, attr = PLACEMENTS[name].split(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 def get_placement(name: str, *, seed: int = 0) -> Placement:
     """A fresh placement by name; ``seed`` goes to the seeded ones (``random``)."""
-    if name not in PLACEMENTS:
-        raise ValueError(f"unknown placement {name!r} (known: {', '.join(sorted(PLACEMENTS))})")
-    cls = PLACEMENTS[name]
+    cls = placement_class(name)
     return cls(seed=seed) if getattr(cls, "seeded", False) else cls()
-
-
-# Issue 6: the topology-aware tree placement lives in oasis_opt.cluster.tree (built on this
-# module) and registers itself as PLACEMENTS["tree"]; importing it here makes the name available
-# to every get_placement caller. (If oasis_opt.cluster.tree is being imported first, it is
-# mid-import and registers itself when it finishes.)
-import sys as _sys  # noqa: E402
-
-if "oasis_opt.cluster.tree" not in _sys.modules:
-    from ..cluster import tree as _tree  # noqa: E402,F401

@@ -167,14 +167,3 @@ def solver_stats(stats: Mapping[str, Any]) -> dict | None:
     if "status" not in stats:
         return None
     return {k: stats.get(k) for k in SOLVER_KEYS}
-
-
-def compare(instance, schedules: Sequence[Any], names: Sequence[str] | None = None
-            ) -> SummaryTable:
-    """Validate and summarise ``schedules`` of ``instance`` side by side (``oasis-opt summary``)."""
-    from ..model.validate import validate
-    from .metrics import summarize
-
-    return SummaryTable([summarize(instance, s) for s in schedules],
-                        None if names is None else list(names),
-                        [validate(instance, s) for s in schedules])

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..model import DEFAULT_RESOURCES, JOB_CLASSES, Server, Utility
 from ..model.instance import required_work
-from ..sim.placement import EPS, FirstFit
+from ..model.numerics import FIT_EPS
 
 RESOURCES = DEFAULT_RESOURCES  # ("gpu", "cpu", "mem", "storage", "bw")
 BW = RESOURCES.index("bw")
@@ -104,7 +104,7 @@ def cap_demands(demand: np.ndarray, capacity: np.ndarray) -> tuple[np.ndarray, n
     capacity of the largest server (largest sum of capacities normalised per resource by the pool
     maximum, ties by index). Returns the new demands and a mask of the rows that were capped.
     """
-    fits = (demand[:, None, :] <= capacity[None, :, :] + EPS).all(axis=2).any(axis=1)
+    fits = (demand[:, None, :] <= capacity[None, :, :] + FIT_EPS).all(axis=2).any(axis=1)
     if fits.all():
         return demand, ~fits
     top = capacity.max(axis=0)
@@ -112,7 +112,7 @@ def cap_demands(demand: np.ndarray, capacity: np.ndarray) -> tuple[np.ndarray, n
     ceiling = capacity[largest].copy()
     ceiling[BW] = np.inf
     out = np.where(fits[:, None], demand, np.minimum(demand, ceiling))
-    if not (out[~fits] <= capacity[largest] + EPS).all():
+    if not (out[~fits] <= capacity[largest] + FIT_EPS).all():
         raise ValueError("a container's bandwidth exceeds every server's bandwidth")
     return out, ~fits
 
@@ -143,15 +143,6 @@ def tie_order(rng: np.random.Generator, arrival: np.ndarray) -> np.ndarray:
 def job_ids(n: int) -> list[str]:
     width = max(3, len(str(n - 1)))
     return [f"job-{i:0{width}d}" for i in range(n)]
-
-
-def max_workers_alone(instance, job: int) -> int:
-    """Most workers job ``job`` can run at once (<= N_i) with its PSs on the empty cluster.
-
-    Uses the simulator's first-fit placement, so it is what the greedy policy achieves alone.
-    """
-    k, _ = FirstFit().place_most(instance, job, int(instance.chunks[job]), instance.capacity.copy())
-    return int(k)
 
 
 def duration_alone(epochs, chunks, chunk_time, workers) -> np.ndarray:

@@ -40,10 +40,11 @@ import numpy as np
 from ..costmodel.catalogue import (CATALOGUE, CPU_TYPES, GPU_TYPES, PAPER_SERVER_BW_GBPS)
 from ..costmodel.chunktime import chunk_time, provenance
 from ..model import JOB_CLASSES, Instance, Job
+from ..model.numerics import workers_alone
 from ._common import (DEFAULT_CLASS_MIX, MAX_REDRAWS, RESOURCES, cap_demands, capacity_matrix,
                       check_choice, check_class_mix, check_int, check_interval, check_positive,
                       check_seed, demand_map, duration_alone, job_ids, make_servers,
-                      max_workers_alone, rack_of, sample_utilities, tie_order)
+                      rack_of, sample_utilities, tie_order)
 
 CALIBRATIONS = ("calibrated", "literal")
 ARRIVALS = ("uniform", "poisson")
@@ -234,7 +235,7 @@ def paper_fig5(seed: int, *, servers: int = 3, priority=(50.0, 100.0), jobs: int
         cand = Instance(horizon, RESOURCES, workers, pss,
                         build_jobs({**params, "epochs": np.ones(jobs, dtype=np.int64)}, arrival,
                                    classes, utilities, slot_s))
-        k = np.array([max_workers_alone(cand, j) for j in range(jobs)], dtype=np.int64)
+        k = np.array([workers_alone(cand, j) for j in range(jobs)], dtype=np.int64)
         dur = duration_alone(grid[None, :], params["chunks"][:, None],
                              params["chunk_time"][:, None], k[:, None])
         e_max = (dur <= allowance[:, None]).sum(axis=1)  # duration is non-decreasing in E

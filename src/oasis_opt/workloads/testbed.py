@@ -29,8 +29,9 @@ import numpy as np
 from ..costmodel.catalogue import CATALOGUE, TESTBED_BW_GBPS
 from ..costmodel.chunktime import chunk_time, comm_time_s
 from ..model import Instance
+from ..model.numerics import workers_alone
 from ._common import (DEFAULT_CLASS_MIX, MAX_REDRAWS, RESOURCES, check_class_mix, check_interval,
-                      check_seed, make_servers, max_workers_alone, sample_utilities, tie_order)
+                      check_seed, make_servers, sample_utilities, tie_order)
 from .paper import build_jobs
 
 SLOT_S = 1200.0
@@ -94,7 +95,7 @@ def testbed(seed: int, *, class_mix=DEFAULT_CLASS_MIX, priority=(1.0, 100.0)) ->
     for _ in range(MAX_REDRAWS):
         cand = Instance(HORIZON, RESOURCES, workers, pss,
                         build_jobs(params, arrival, classes, utilities, SLOT_S))
-        k = np.array([max_workers_alone(cand, j) for j in range(JOBS)], dtype=np.int64)
+        k = np.array([workers_alone(cand, j) for j in range(JOBS)], dtype=np.int64)
         x_target = params["duration_slots"] * k / (params["epochs"] * params["chunks"])
         b = params["worker"][:, RESOURCES.index("bw")]
         tau_s = x_target * SLOT_S / params["minibatches"] - comm_time_s(params["gradient_mb"], b)

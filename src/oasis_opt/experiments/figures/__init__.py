@@ -1,7 +1,8 @@
-"""The paper's figures as experiment definitions: one module per figure, each with a ``FIGURE``.
+"""The paper's figures as experiment definitions: one module per figure, each with a ``FIGURE``;
+beyond them the extra experiments (``EXTRA_NAMES``: ``automl``, ``testbed-real``), requested by
+name (not by ``all``: they train for real for minutes).
 
 ``get_figure(name)`` imports the module on demand (Fig. 5 pulls in the offline solvers).
-``EXTRA_FIGURES`` are run only when named (not by ``all``): they train for real for minutes.
 """
 from __future__ import annotations
 
@@ -15,16 +16,23 @@ FIGURE_MODULES = {
     "fig5": "oasis_opt.experiments.figures.fig5",
     "fig6": "oasis_opt.experiments.figures.fig6",
     "testbed": "oasis_opt.experiments.figures.testbed",
+}
+FIGURE_NAMES = tuple(FIGURE_MODULES)
+# Experiments beyond the paper, drawn by name only (``all`` stays the paper's figures).
+EXTRA_MODULES = {
+    "automl": "oasis_opt.experiments.figures.automl",
     "testbed-real": "oasis_opt.experiments.figures.testbed_real",
 }
-EXTRA_FIGURES = ("testbed-real",)
-FIGURE_NAMES = tuple(n for n in FIGURE_MODULES if n not in EXTRA_FIGURES)  # what "all" runs
+EXTRA_NAMES = tuple(EXTRA_MODULES)
 
 
 def get_figure(name: str) -> Figure:
-    if name not in FIGURE_MODULES:
-        raise ValueError(f"figure: unknown figure {name!r} (known: {', '.join(FIGURE_MODULES)})")
-    return importlib.import_module(FIGURE_MODULES[name]).FIGURE
+    modules = {**FIGURE_MODULES, **EXTRA_MODULES}
+    if name not in modules:
+        raise ValueError(f"figure: unknown figure {name!r} "
+                         f"(known: {', '.join(FIGURE_NAMES + EXTRA_NAMES)})")
+    return importlib.import_module(modules[name]).FIGURE
 
 
-__all__ = ["EXTRA_FIGURES", "FIGURE_MODULES", "FIGURE_NAMES", "Figure", "get_figure"]
+__all__ = ["EXTRA_MODULES", "EXTRA_NAMES", "FIGURE_MODULES", "FIGURE_NAMES", "Figure",
+           "get_figure"]

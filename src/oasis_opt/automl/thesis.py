@@ -1,0 +1,142 @@
+"""``automl-thesis``: predict, classify, stop the poor trials, give spare units to promising ones.
+
+The controller of the thesis's third contribution (reference 6.2), on a study capped at
+``workers`` units:
+
+1. **Warm-up and rungs.** A trial of E epochs is judged at its rungs r0, 2 r0, 4 r0, ... < E
+   with r0 = max(1, round(``warmup`` E)) (10 % of training by default: epochs 4, 8, 16, 32 of
+   40), between them it runs on.
+2. **Prediction** of its final accuracy and remaining time (``predict.predict``): the regression
+   on partial curves and configurations (Baker et al.) once ``min_completed`` trials of the
+   same length have completed, refitted each time that number has grown by a quarter; before,
+   the BIC-weighted parametric ensemble (Domhan et al.); with fewer than 3 points (too few for
+   any family), the last value.
+3. **Classification** against the best completed trial (``classify.classify``): poor if
+   P(final > best) < ``delta``, promising if P(final >= best - ``epsilon``) >= 0.5, else
+   uncertain. Poor trials stop at once.
+4. **Allocation.** Every running trial holds one unit. Spare units (the cap minus the running
+   trials) go first to the promising trials by water-filling on expected improvement per
+   predicted remaining second, EI / remaining, each trial up to ``max_units`` in all
+   (``classify.water_fill``; as HyperSched and Ray's ``DistributeResourcesToTopJob``); what
+   is left starts new trials in the study's order. The allocation is recomputed at every
+   event, so a trial that stops being promising gives its extra units back.
+
+The thesis's rule 6 (end the study when no remaining trial is predicted to improve) is not a
+separate rule here: with a finite pool of trials it is the poor rule applied to the last
+running trials; the budget rule is the replay's.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+from .classify import (POOR, PROMISING, Thresholds, classify, expected_improvement,
+                       water_fill)
+from .predict import ParametricPredictor, Prediction, RegressionPredictor, predict
+from .replay import CONTINUE, STOP, Controller
+
+REFIT_GROWTH = 1.25
+
+
+class ThesisController(Controller):
+    """The ``automl-thesis`` controller (see the module docstring)."""
+
+    name = "automl-thesis"
+
+    def __init__(self, delta: float = 0.05, epsilon: float = 0.005, promising_at: float = 0.5,
+                 warmup: float = 0.1, max_units: int = 4, min_completed: int = 10):
+        self.thresholds = Thresholds(delta, epsilon, promising_at)
+        if not 0.0 < warmup <= 1.0:
+            raise ValueError(f"warmup: must be in (0, 1], got {warmup!r}")
+        for field, v, low in (("max_units", max_units, 1), ("min_completed", min_completed, 3)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < low:
+                raise ValueError(f"{field}: expected an integer >= {low}, got {v!r}")
+        self.warmup, self.max_units, self.min_completed = warmup, max_units, min_completed
+
+    def rungs(self, epochs: int) -> list[int]:
+        r = max(1, round(self.warmup * epochs))
+        out = []
+        while r < epochs:
+            out.append(r)
+            r *= 2
+        return out
+
+    def reset(self, trials, workers, seed) -> None:
+        super().reset(trials, workers, seed)
+        self.values: dict[int, list[float]] = {t.trial: [] for t in trials}
+        self.seconds: dict[int, list[float]] = {t.trial: [] for t in trials}
+        self.rung_of = {t.trial: set(self.rungs(t.epochs)) for t in trials}
+        self.pred: dict[int, Prediction] = {}
+        self.cls: dict[int, str] = {}
+        self.best: float | None = None
+        self.completed: dict[int, list[int]] = {}  # epochs -> completed trials
+        self.regressions: dict[int, RegressionPredictor] = {}
+        self.parametric = ParametricPredictor()
+        self.counts = {"stopped": 0, "decisions": 0, "by_method": {}, "stopped_at": {},
+                       "most_units": 1, "refits": 0}
+
+    def _regression(self, epochs: int) -> RegressionPredictor | None:
+        done = self.completed.get(epochs, [])
+        reg = self.regressions.get(epochs)
+        if len(done) >= self.min_completed and (reg is None or
+                                                len(done) >= REFIT_GROWTH * reg.trained_on):
+            reg = RegressionPredictor(seed=self.seed).fit(
+                [self.values[t] for t in done], [self.trials[t].config for t in done])
+            self.regressions[epochs] = reg
+            self.counts["refits"] += 1
+        return reg
+
+    def observe(self, trial, epoch, value, seconds, now) -> str:
+        self.values[trial].append(value)
+        self.seconds[trial].append(seconds)
+        info = self.trials[trial]
+        if epoch == info.epochs:
+            self.best = value if self.best is None else max(self.best, value)
+            self.completed.setdefault(epoch, []).append(trial)
+            self.cls.pop(trial, None)
+            return CONTINUE
+        if epoch not in self.rung_of[trial]:
+            return CONTINUE
+        p = predict(self.values[trial], self.seconds[trial], info.epochs, config=info.config,
+                    regression=self._regression(info.epochs), parametric=self.parametric)
+        self.pred[trial] = p
+        self.cls[trial] = classify(p.mean, p.std, self.best, self.thresholds)
+        c = self.counts
+        c["decisions"] += 1
+        c["by_method"][p.method] = c["by_method"].get(p.method, 0) + 1
+        if self.cls[trial] == POOR:
+            c["stopped"] += 1
+            c["stopped_at"][epoch] = c["stopped_at"].get(epoch, 0) + 1
+            del self.cls[trial]
+            return STOP
+        return CONTINUE
+
+    def gain_rate(self, trial: int) -> float:
+        """Expected improvement over the best per predicted remaining second."""
+        p = self.pred[trial]
+        left = self.trials[trial].epochs - len(self.values[trial])
+        per_epoch = sum(self.seconds[trial]) / max(len(self.seconds[trial]), 1)
+        return (expected_improvement(p.mean, p.std, self.best)
+                / max(left * per_epoch, 1e-9))
+
+    def plan(self, running: Mapping[int, int], capacity: int, now: float):
+        order = list(running)
+        promising = [t for t in order if self.cls.get(t) == PROMISING]
+        spare = capacity - len(order)
+        extra = water_fill([self.gain_rate(t) for t in promising], spare,
+                           [self.max_units - 1] * len(promising))
+        units = {t: 1 for t in order}
+        for t, x in zip(promising, extra):
+            units[t] += x
+        spare -= sum(extra)
+        starts = []
+        while spare > 0 and self.queue:
+            t = self.queue.popleft()
+            starts.append(t)
+            units[t] = 1
+            spare -= 1
+        self.counts["most_units"] = max(self.counts["most_units"], *units.values(), 1)
+        return starts, units
+
+    def stats(self) -> dict:
+        return {**self.counts, "thresholds": vars(self.thresholds), "warmup": self.warmup,
+                "max_units": self.max_units, "min_completed": self.min_completed}

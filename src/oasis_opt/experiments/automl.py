@@ -1,0 +1,278 @@
+"""The AutoML experiment: prediction quality, early-stopping policies on replayed studies, and
+the study inside a shared cluster. ``oasis-opt reproduce automl`` draws it
+(``figures.automl``).
+
+Three kinds of runs, each stored once as ``<results>/automl/<kind>/<key>.json`` (written
+atomically; stored runs are reused, so a killed sweep resumes; delete the folder after changing
+the code):
+
+* ``predict/<study>``: every predictor on every trial at 10 / 20 / 40 % of training
+  (``automl.evaluate``: regression by 5-fold cross-fitting), with the quality and the
+  classification tables;
+* ``replay/<study>-<policy>-w<workers>-s<seed>``: one replay of the whole study
+  (``automl.replay``, no budget: a replay with budget B is the prefix of this one up to B
+  GPU-seconds, since no controller looks at the budget, so one run gives the anytime curve);
+* ``cluster/<study>-<policy>-cap<cap>-s<seed>``: the study (``CLUSTER["study"]``) beside the
+  Pollux workload ``1 + seed % 8`` on its 128-GPU cluster (slots of ``CLUSTER["slot_s"]``),
+  with the study's cap or none (``automl.cluster``); the schedule is validated.
+
+Runs go to a process pool when ``workers`` > 1 (deterministic: every run depends on its own
+parameters only), in-process otherwise.
+"""
+from __future__ import annotations
+
+import math
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from ..model.io import _jsonable, read_json, write_json_atomic
+
+POLICIES = ("automl-thesis", "optuna-median", "optuna-sh", "optuna-hyperband", "asha", "no-stop")
+RIVALS = ("optuna-median", "optuna-sh", "optuna-hyperband", "asha")
+STUDIES = ("digits-mlp", "breast-cancer-mlp", "digits-cnn")
+BUDGETS = (0.02, 0.05, 0.1, 0.2, 0.5, 1.0)  # shares of the no-stop study's GPU-seconds
+TARGET_GAP = 0.005  # the target accuracy: the pool's best final minus this
+
+FULL = {"studies": STUDIES, "seeds": tuple(range(20)), "workers": 4, "policies": POLICIES,
+        "fractions": (0.1, 0.2, 0.4),
+        "cluster": {"study": "digits-mlp", "seeds": tuple(range(5)), "caps": (16, None),
+                    "policies": POLICIES, "slot_s": 300.0}}
+QUICK = {"studies": ("digits-cnn",), "seeds": (0, 1), "workers": 4, "policies": POLICIES,
+         "fractions": (0.2,),
+         "cluster": {"study": "digits-cnn", "seeds": (0,), "caps": (16, None),
+                     "policies": ("automl-thesis", "optuna-median", "asha", "no-stop"),
+                     "slot_s": 300.0}}
+
+
+def settings(quick: bool) -> dict:
+    return QUICK if quick else FULL
+
+
+def _curves(study: str):
+    from ..automl.curves import read_curves, shipped_curves
+
+    return read_curves(shipped_curves()[study])
+
+
+# ---- the three kinds of runs (top-level functions: they go to worker processes) -------------
+def predict_run(study: str, fractions: tuple[float, ...]) -> dict:
+    from ..automl.evaluate import classification_quality, prediction_quality, predict_study
+
+    preds = predict_study(_curves(study), fractions)
+    return {"study": study, "fractions": list(fractions), "quality": prediction_quality(preds),
+            "classification": classification_quality(preds)}
+
+
+def replay_run(study: str, policy: str, workers: int, seed: int) -> dict:
+    from ..automl.controllers import get_controller
+    from ..automl.replay import replay
+
+    curves = _curves(study)
+    result = replay(curves, get_controller(policy), workers=workers, seed=seed).to_json()
+    result["pool_best"] = max(c.val_accuracy[-1] for c in curves)
+    return result
+
+
+def background(seed: int, slot_s: float):
+    from ..workloads.traces import pollux_instance
+
+    return pollux_instance(1 + seed % 8, seed, slot_s=slot_s)
+
+
+def cluster_run(study: str, policy: str, cap: int | None, seed: int, slot_s: float) -> dict:
+    from ..automl.cluster import run_study, study_instance
+    from ..automl.controllers import get_controller
+
+    curves = _curves(study)
+    bg = background(seed, slot_s)
+    inst = study_instance(curves, bg, horizon=3 * bg.horizon)
+    r = run_study(inst, curves, get_controller(policy), cap=cap, seed=seed)
+    status: dict[str, int] = {}
+    for t in r.trials.values():
+        status[t["status"]] = status.get(t["status"], 0) + 1
+    return {"study": study, "policy": policy, "cap": cap, "seed": seed, "slot_s": slot_s,
+            "workload": bg.meta.get("workload"), "valid": True, "best": r.best,
+            "pool_best": max(c.val_accuracy[-1] for c in curves), "gpu_hours": r.gpu_hours,
+            "trajectory": [list(p) for p in r.trajectory], "status": status,
+            "background_jobs": bg.I, "background_jct_h": r.background_jct_h,
+            "background_unfinished": r.background_unfinished,
+            "most_gpus_held": r.stats.get("most_gpus_held")}
+
+
+# ---- running them ---------------------------------------------------------------------------
+def _tasks(quick: bool) -> list[tuple[str, str, Callable, tuple]]:
+    """(kind, key, function, arguments) of every run of the experiment."""
+    s = settings(quick)
+    out: list[tuple[str, str, Callable, tuple]] = []
+    for study in s["studies"]:
+        out.append(("predict", study, predict_run, (study, tuple(s["fractions"]))))
+    for study in s["studies"]:
+        for policy in s["policies"]:
+            for seed in s["seeds"]:
+                out.append(("replay", f"{study}-{policy}-w{s['workers']}-s{seed}", replay_run,
+                            (study, policy, s["workers"], seed)))
+    c = s["cluster"]
+    for policy in c["policies"]:
+        for cap in c["caps"]:
+            for seed in c["seeds"]:
+                out.append(("cluster", f"{c['study']}-{policy}-cap{cap or 'none'}-s{seed}",
+                            cluster_run, (c["study"], policy, cap, seed, c["slot_s"])))
+    return out
+
+
+def compute(quick: bool = False, results: str | Path = "results", workers: int | None = None,
+            address: str | None = None, progress: bool = True) -> dict[str, Any]:
+    """Every run of the experiment, computed or loaded: {kind: {key: record}} plus settings.
+
+    ``address`` is not used: the runs are short and go to local processes."""
+    import os
+
+    root = Path(results) / "automl"
+    tasks = _tasks(quick)
+    data: dict[str, Any] = {"quick": quick, "settings": settings(quick),
+                            "predict": {}, "replay": {}, "cluster": {}}
+    todo = []
+    for kind, key, fn, args in tasks:
+        path = root / kind / f"{key}.json"
+        if path.is_file():
+            data[kind][key] = read_json(path)
+        else:
+            todo.append((kind, key, fn, args, path))
+    data["computed"], data["loaded"] = len(todo), len(tasks) - len(todo)
+    bar = None
+    if progress and todo:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(todo), desc=f"automl{' (quick)' if quick else ''}", unit="run")
+
+    def store(kind, key, path, record):
+        record = _jsonable(record)  # NaN (a rank correlation of constant predictions) -> null
+        write_json_atomic(path, record)
+        data[kind][key] = record
+        if bar is not None:
+            bar.update()
+
+    n = workers if workers is not None else (os.cpu_count() or 1)
+    try:
+        if n <= 1 or len(todo) <= 1:
+            for kind, key, fn, args, path in todo:
+                store(kind, key, path, fn(*args))
+        else:
+            with ProcessPoolExecutor(max_workers=n) as pool:
+                # long runs first: the predictor sweep, then the thesis's replays
+                order = sorted(todo, key=lambda t: (t[0] != "predict",
+                                                    "automl-thesis" not in t[1]))
+                futures = {pool.submit(fn, *args): (kind, key, path)
+                           for kind, key, fn, args, path in order}
+                for fut in as_completed(futures):
+                    kind, key, path = futures[fut]
+                    store(kind, key, path, fut.result())
+    finally:
+        if bar is not None:
+            bar.close()
+    return data
+
+
+# ---- analysis ---------------------------------------------------------------------------------
+def best_at(trajectory, spent: float) -> float | None:
+    """Best final accuracy found within ``spent`` (trajectory points are (spent, time, best))."""
+    out = None
+    for point in trajectory:
+        if point[0] > spent * (1 + 1e-12):
+            break
+        out = point[2]
+    return out
+
+
+def regret_curves(data: dict, study: str, grid: np.ndarray) -> dict[str, np.ndarray]:
+    """Per policy, regret (pool best - best found) at each share of the no-stop GPU-seconds in
+    ``grid``, shape (seeds, len(grid)); before the first completed trial the best found is 0,
+    so the regret is the pool's best."""
+    s = data["settings"]
+    out = {}
+    for policy in s["policies"]:
+        rows = []
+        for seed in s["seeds"]:
+            r = data["replay"][f"{study}-{policy}-w{s['workers']}-s{seed}"]
+            total = r["seconds_without_stopping"]
+            row = [best_at(r["trajectory"], g * total) for g in grid]
+            rows.append([r["pool_best"] - (b or 0.0) for b in row])
+        out[policy] = np.array(rows, dtype=float)
+    return out
+
+
+def replay_summary(data: dict, study: str) -> dict[str, dict]:
+    """Per policy: regret at ``BUDGETS`` (mean, sd over seeds), share of the no-stop cost spent
+    by the whole study, share needed to reach the target (median over seeds), final regret."""
+    s = data["settings"]
+    curves = regret_curves(data, study, np.array(BUDGETS))
+    out = {}
+    for policy in s["policies"]:
+        recs = [data["replay"][f"{study}-{policy}-w{s['workers']}-s{seed}"] for seed in s["seeds"]]
+        target = recs[0]["pool_best"] - TARGET_GAP
+        reach = []
+        for r in recs:
+            hit = next((p[0] for p in r["trajectory"] if p[2] >= target), math.inf)
+            reach.append(hit / r["seconds_without_stopping"])
+        reg = curves[policy]
+        out[policy] = {
+            "regret": [(float(c.mean()), float(c.std(ddof=1)) if c.size > 1 else 0.0)
+                       for c in reg.T],
+            "spent_share": float(np.mean([r["seconds_spent"] / r["seconds_without_stopping"]
+                                          for r in recs])),
+            "wall_s": float(np.mean([r["wall_seconds"] for r in recs])),
+            "final_regret": float(np.mean([r["pool_best"] - r["best_val_accuracy"]
+                                           for r in recs])),
+            "reach_share": float(np.median(reach)), "reached": int(np.isfinite(reach).sum()),
+            "target": target, "seeds": len(recs)}
+    return out
+
+
+def wins(data: dict, study: str, rival: str, ours: str = "automl-thesis") -> list[dict]:
+    """Per budget share, ``ours`` against ``rival`` paired by seed (the same trial order):
+    seeds where ours has the lower regret, the same, a higher one, and the mean regret
+    difference ``gain`` = rival - ours (> 0: ours better)."""
+    curves = regret_curves(data, study, np.array(BUDGETS))
+    a, b = curves[ours], curves[rival]
+    rows = []
+    for j, g in enumerate(BUDGETS):
+        d = b[:, j] - a[:, j]
+        rows.append({"budget": g, "wins": int(np.sum(d > 1e-12)),
+                     "ties": int(np.sum(np.abs(d) <= 1e-12)), "losses": int(np.sum(d < -1e-12)),
+                     "gain": float(d.mean())})
+    return rows
+
+
+def cluster_summary(data: dict) -> dict[tuple[str, Any], dict]:
+    """Per (policy, cap): means over seeds of the study's metrics and the background JCT."""
+    c = data["settings"]["cluster"]
+    out = {}
+    for policy in c["policies"]:
+        for cap in c["caps"]:
+            recs = [data["cluster"][f"{c['study']}-{policy}-cap{cap or 'none'}-s{seed}"]
+                    for seed in c["seeds"]]
+            nostop = [data["cluster"][f"{c['study']}-no-stop-cap{cap or 'none'}-s{seed}"]
+                      for seed in c["seeds"]] if "no-stop" in c["policies"] else None
+            target = recs[0]["pool_best"] - TARGET_GAP
+            reach = [next((p[1] * r["slot_s"] / 3600.0 for p in r["trajectory"]
+                           if p[2] >= target), math.inf) for r in recs]
+            out[(policy, cap)] = {
+                "best": float(np.mean([r["best"] for r in recs])),
+                "regret": float(np.mean([r["pool_best"] - r["best"] for r in recs])),
+                "gpu_hours": float(np.mean([r["gpu_hours"] for r in recs])),
+                "saved": (float(np.mean([1 - r["gpu_hours"] / n["gpu_hours"]
+                                         for r, n in zip(recs, nostop)])) if nostop else
+                          math.nan),
+                "reach_h": float(np.median(reach)), "reached": int(np.isfinite(reach).sum()),
+                "jct_mean_h": float(np.mean([np.mean(r["background_jct_h"]) for r in recs])),
+                "jct_median_h": float(np.mean([np.median(r["background_jct_h"])
+                                               for r in recs])),
+                "unfinished": int(sum(r["background_unfinished"] for r in recs)),
+                "incomplete_trials": int(sum(v for r in recs for k, v in r["status"].items()
+                                             if k in ("running", "not started"))),
+                "most_gpus": int(max(r["most_gpus_held"] for r in recs)),
+                "valid": all(r["valid"] for r in recs), "seeds": len(recs)}
+    return out

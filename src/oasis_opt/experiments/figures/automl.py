@@ -1,0 +1,228 @@
+"""AutoML early stopping (not a paper figure): ``oasis-opt reproduce automl``.
+
+Draws, from ``experiments.automl.compute``:
+
+* ``automl_replay.{png,pdf}``: regret (the pool's best final accuracy minus the best found) against
+  the GPU-seconds spent, as a share of what the study costs without stopping, per policy and
+  curve set; mean over the seeds (trial orders) with +-1 sd bars at the tabulated budgets;
+* ``automl_predictors.{png,pdf}``: prediction MAE at 10 / 20 / 40 % of training per predictor;
+* ``automl_cluster.{png,pdf}``: the study inside the shared cluster: best accuracy against the
+  study's GPU-hours, and the other jobs' completion times with and without the study's cap;
+* ``automl.md``: every table, and automl-thesis against each rival by budget.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .. import automl as exp
+from .common import Figure, fmt, markdown_table, new_figure, save, write_markdown
+
+COLOURS = {"automl-thesis": "#1f77b4", "optuna-median": "#ff7f0e", "optuna-sh": "#2ca02c",
+           "optuna-hyperband": "#d62728", "asha": "#9467bd", "no-stop": "#7f7f7f"}
+PREDICTOR_COLOURS = {"last-value": "#7f7f7f", "parametric": "#ff7f0e", "regression": "#1f77b4"}
+GRID = np.geomspace(0.005, 1.0, 80)
+COMMAND = "oasis-opt reproduce automl"
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:g} %"
+
+
+def draw_replay(data, out_dir: Path) -> list[Path]:
+    s = data["settings"]
+    fig, axes = new_figure(len(s["studies"]), 1, width=4.6, height=3.6)
+    for ax, study in zip(axes[0], s["studies"]):
+        curves = exp.regret_curves(data, study, GRID)
+        at = exp.regret_curves(data, study, np.array(exp.BUDGETS))
+        for k, policy in enumerate(s["policies"]):
+            ax.plot(GRID * 100, curves[policy].mean(axis=0), color=COLOURS[policy],
+                    label=policy, lw=1.6 if policy == "automl-thesis" else 1.1)
+            shift = 1.0 + 0.05 * (k - (len(s["policies"]) - 1) / 2)  # bars side by side
+            ax.errorbar(np.array(exp.BUDGETS) * 100 * shift, at[policy].mean(axis=0),
+                        yerr=at[policy].std(axis=0, ddof=1) if len(s["seeds"]) > 1 else None,
+                        color=COLOURS[policy], fmt="none", capsize=2, lw=0.8)
+        ax.set_xscale("log")
+        ax.set_yscale("symlog", linthresh=0.005)
+        ax.set_ylim(bottom=0)
+        ax.set_xlabel("GPU-seconds spent, % of the study without stopping")
+        ax.set_title(f"{study} ({len(s['seeds'])} seeds, {s['workers']} workers)", fontsize=9)
+        ax.grid(alpha=0.3, which="both")
+    axes[0][0].set_ylabel("regret: pool best - best found")
+    axes[0][0].legend(fontsize=7)
+    return save(fig, out_dir, "automl_replay")
+
+
+def draw_predictors(data, out_dir: Path) -> list[Path]:
+    s = data["settings"]
+    fig, axes = new_figure(len(s["studies"]), 1, width=4.2, height=3.4)
+    for ax, study in zip(axes[0], s["studies"]):
+        rows = data["predict"][study]["quality"]
+        for name in sorted({r["predictor"] for r in rows}):
+            pts = sorted((r["fraction"], r["mae"]) for r in rows if r["predictor"] == name)
+            main = name in PREDICTOR_COLOURS
+            ax.plot([100 * p[0] for p in pts], [p[1] for p in pts], marker="o" if main else ".",
+                    color=PREDICTOR_COLOURS.get(name, "#c7c7c7"), lw=1.6 if main else 0.8,
+                    label=name if main else None, zorder=3 if main else 1)
+        ax.set_xlabel("training observed, %")
+        ax.set_title(study, fontsize=9)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("MAE of the final val accuracy")
+    axes[0][0].legend(fontsize=7, title="grey: single families", title_fontsize=7)
+    return save(fig, out_dir, "automl_predictors")
+
+
+def draw_cluster(data, out_dir: Path, summary) -> list[Path]:
+    c = data["settings"]["cluster"]
+    fig, axes = new_figure(2, 1, width=5.0, height=3.6)
+    ax = axes[0][0]
+    cap = c["caps"][0]
+    right = 0.0
+    for policy in c["policies"]:
+        recs = [data["cluster"][f"{c['study']}-{policy}-cap{cap or 'none'}-s{seed}"]
+                for seed in c["seeds"]]
+        top = max(r["gpu_hours"] for r in recs)
+        grid = np.linspace(0, top, 200)
+        best = np.array([[r["pool_best"] - (exp.best_at(r["trajectory"], g) or 0.0)
+                          for g in grid] for r in recs])
+        ax.plot(grid, best.mean(axis=0), color=COLOURS[policy], label=policy)
+        right = max([right] + [r["trajectory"][-1][0] for r in recs if r["trajectory"]])
+    ax.set_xlim(0, 1.3 * right or None)  # to the last rise of any policy's best
+    ax.set_yscale("symlog", linthresh=0.005)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel(f"the study's GPU-hours (cap {cap} GPUs)")
+    ax.set_ylabel("regret: pool best - best found")
+    ax.set_title(f"{c['study']} beside a Pollux workload ({len(c['seeds'])} seeds)", fontsize=9)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    ax = axes[0][1]
+    x = np.arange(len(c["policies"]))
+    width = 0.8 / len(c["caps"])
+    for k, cap in enumerate(c["caps"]):
+        ax.bar(x - 0.4 + width * (k + 0.5),
+               [summary[(p, cap)]["jct_mean_h"] for p in c["policies"]], width,
+               label=f"cap {cap} GPUs" if cap else "no cap", color=("#1f77b4", "#ff7f0e")[k % 2])
+    ax.set_xticks(x, c["policies"], rotation=30, ha="right", fontsize=7)
+    ax.set_ylabel("other jobs' mean completion time, h")
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3, axis="y")
+    return save(fig, out_dir, "automl_cluster")
+
+
+def _predict_rows(data, table: str, cells) -> list[list]:
+    """One row per record of the prediction sweep's ``table``: the study, then ``cells(r)``."""
+    return [[study, *cells(r)] for study in data["settings"]["studies"]
+            for r in data["predict"][study][table]]
+
+
+def markdown(data) -> str:
+    s = data["settings"]
+    c = s["cluster"]
+    lines = ["# AutoML early stopping on real learning curves", "",
+             f"Made by `{COMMAND}{' --quick' if data['quick'] else ''}` "
+             f"({data['computed']} runs computed, {data['loaded']} loaded from the results "
+             "folder). Curve sets: the shipped ones (`oasis_opt/data/curves`, real JAX + optax "
+             "training). Policies: `oasis_opt.automl.controllers`.", "",
+             "## Prediction quality", "",
+             "Final validation accuracy predicted from the first k epochs (k = 10 / 20 / 40 % of "
+             "training). The regression is trained on the other trials only: 5-fold "
+             "cross-fitting over the study's trials (seeded folds), each fold predicted by a "
+             "model fitted on the completed curves of the four others. Coverage: share of true "
+             "finals inside mean +- 1.645 std (90 % if calibrated). Single families that cannot "
+             "be fitted (too few points) fall back to the last value (`fallback`).", ""]
+    lines += [markdown_table(
+        ["study", "observed (epochs)", "predictor", "MAE", "Spearman", "90 % coverage",
+         "mean std", "fallback"],
+        _predict_rows(data, "quality", lambda r: [
+            f"{100 * r['fraction']:g} % ({r['observed']})", r["predictor"], fmt(r["mae"], 4),
+            fmt(r["spearman"], 3), fmt(r["coverage90"], 2), fmt(r["mean_std"], 3),
+            r["fallback"]]))]
+    lines += ["## Classification", "",
+              "Classes of `oasis_opt.automl.classify` (poor: P(final > best) < 0.05; promising: "
+              "P(final >= best - 0.005) >= 0.5; else uncertain) against an incumbent best = the "
+              "90th percentile of the other folds' finals. Truth: poor = final below the "
+              "incumbent; promising = final within 0.005 of it or above.", ""]
+    lines += [markdown_table(
+        ["study", "observed", "predictor", "class", "predicted", "true", "precision", "recall"],
+        _predict_rows(data, "classification", lambda r: [
+            f"{100 * r['fraction']:g} %", r["predictor"], r["class"], r["predicted"], r["true"],
+            fmt(r["precision"], 3), fmt(r["recall"], 3)]))]
+    lines += ["## Replayed studies", "",
+              f"Every trial of the curve set, in a seeded random order (seeds "
+              f"{s['seeds'][0]}..{s['seeds'][-1]}), on {s['workers']} workers; regret = the "
+              "pool's best final accuracy minus the best final accuracy among trials run to "
+              "their last epoch within the budget (0 found counts as accuracy 0). Budgets are "
+              "shares of the GPU-seconds the study costs without stopping. `spent`: share the "
+              "whole study spends; `to target`: median share spent until the best came within "
+              f"{exp.TARGET_GAP} of the pool's best (seeds that got there).", ""]
+    for study in s["studies"]:
+        summ = exp.replay_summary(data, study)
+        rows = []
+        for policy in s["policies"]:
+            m = summ[policy]
+            rows.append([policy, *[f"{mean:.4f} ± {sd:.4f}" for mean, sd in m["regret"]],
+                         fmt(m["spent_share"], 3), f"{fmt(m['reach_share'], 3)} "
+                         f"({m['reached']}/{m['seeds']})", fmt(m["final_regret"], 4)])
+        lines += [f"**{study}**", "", markdown_table(
+            ["policy", *[f"regret @ {_pct(b)}" for b in exp.BUDGETS], "spent", "to target",
+             "final regret"], rows)]
+    lines += ["## automl-thesis against each rival, by budget", "",
+              "Paired by seed (the same trial order): seeds where automl-thesis has the lower "
+              "regret / the same / a higher one, and the mean regret difference (rival - "
+              "thesis; > 0: thesis better).", ""]
+    rows = []
+    for study in s["studies"]:
+        for rival in exp.RIVALS:
+            if rival not in s["policies"]:
+                continue
+            for w in exp.wins(data, study, rival):
+                rows.append([study, rival, _pct(w["budget"]),
+                             f"{w['wins']} / {w['ties']} / {w['losses']}", f"{w['gain']:+.4f}"])
+    lines += [markdown_table(["study", "rival", "budget", "thesis wins / ties / losses",
+                              "mean gain"], rows)]
+    summary = exp.cluster_summary(data)
+    lines += ["## The study inside a shared cluster", "",
+              f"`{c['study']}`'s trials as jobs of the simulator (`oasis_opt.automl.cluster`: a "
+              "trial stands for ResNet-18 on CIFAR-10 with this curve, chunk times from the "
+              "cost model) submitted at slot 1 beside the Pollux workload 1 + seed (160 trace "
+              f"jobs over 8 hours, 128 GPUs), slots of {c['slot_s']:g} s, seeds "
+              f"{', '.join(map(str, c['seeds']))}; other jobs first fit in arrival order with "
+              "backfilling, never preempted. Every schedule passed `oasis_opt.validate`. "
+              "`saved`: share of the no-stop study's GPU-hours not spent; `to target`: median "
+              "hours from the study's submission until its best came within "
+              f"{exp.TARGET_GAP} of the pool's best; JCT: completion - arrival of the other "
+              "jobs.", ""]
+    rows = []
+    for policy in c["policies"]:
+        for cap in c["caps"]:
+            m = summary[(policy, cap)]
+            rows.append([policy, cap or "none", fmt(m["regret"], 4), fmt(m["gpu_hours"], 1),
+                         fmt(m["saved"], 3), f"{fmt(m['reach_h'], 2)} ({m['reached']}/"
+                         f"{m['seeds']})", fmt(m["jct_mean_h"], 3), fmt(m["jct_median_h"], 3),
+                         m["unfinished"], m["most_gpus"], "yes" if m["valid"] else "NO"])
+    lines += [markdown_table(["policy", "cap (GPUs)", "final regret", "study GPU-h", "saved",
+                              "to target, h", "other jobs' mean JCT, h", "median JCT, h",
+                              "others unfinished", "most GPUs held", "valid"], rows)]
+    lines += ["## Commands", "", "```bash", f"{COMMAND}            # results/automl/, "
+              "paper_figs/automl*", f"{COMMAND} --quick    # small: one curve set, 2 seeds",
+              "oasis-opt automl replay digits-mlp --policy automl-thesis --workers 4 --seed 0 "
+              "--out thesis.json", "```", ""]
+    return "\n".join(lines)
+
+
+def render(data, out_dir: Path, reference_dir=None, quick: bool = False) -> list[Path]:
+    out_dir = Path(out_dir)
+    summary = exp.cluster_summary(data)
+    paths = draw_replay(data, out_dir) + draw_predictors(data, out_dir) + \
+        draw_cluster(data, out_dir, summary)
+    return paths + [write_markdown(out_dir, "automl", markdown(data))]
+
+
+def compute(quick: bool = False, results=Path("results"), workers=None, address=None,
+            progress: bool = True):
+    return exp.compute(quick, results, workers, address, progress)
+
+
+FIGURE = Figure("automl", "AutoML early stopping on real learning curves", None, render,
+                compute=compute)

@@ -1,0 +1,147 @@
+"""Container-fit arithmetic and every float tolerance of the package, in one leaf module.
+
+Every layer (model, online, offline, baselines, cluster, sim ...) takes these from here, so that a
+container the simulator places is one the dual subroutine priced, the validator accepts and the
+MILP allows. The module imports only numpy.
+
+Tolerances, what each guards:
+
+=================  =======  ========================================================================
+name               value    guards
+=================  =======  ========================================================================
+``FIT_EPS``        1e-9     absolute slack when counting containers that fit: free capacity is
+                            ``c - sum(count * demand)`` in floats, so an exact fit can come out a
+                            hair below ``demand``
+``CAPACITY_RTOL``  1e-9     capacity checks ``used <= c + CAPACITY_RTOL * max(1, c)`` (validator,
+                            simulator, column generation, Dorm's MILP rows)
+``FEAS_TOL``       1e-9     HiGHS primal / MIP feasibility tolerance: a solver point then passes
+                            the validator's capacity check (= ``CAPACITY_RTOL``)
+``ROW_TOL``        1e-9     relative row tolerance of CP-SAT's integer scaling (= ``CAPACITY_RTOL``)
+``WORK_EPS``       1e-9     ceilings of float products that should be integers: W_i =
+                            ceil(E_i N_i x_i - WORK_EPS), PSs ceil(k b_i / B_i - WORK_EPS)
+``DONE_EPS``       1e-9     completion: a job with at most ``DONE_EPS`` worker-slots left is done
+                            (simulator, placement-aware cost model); workers still useful:
+                            ceil(remaining - DONE_EPS)
+``CHUNK_EPS``      1e-9     chunk granularity of Alg. 2: floor(k / x_i + CHUNK_EPS) chunks for k
+                            workers, ceil(d x_i - CHUNK_EPS) workers for d chunks
+``COST_RTOL``      1e-12    dual subroutine DP: one more worker in a slot must save more than this
+                            share of the slot's cost range (tie rule in ``online.dual``)
+``PAYOFF_RTOL``    1e-12    dual subroutine: a later completion slot replaces the best only if its
+                            payoff is larger by more than ``PAYOFF_RTOL * max(1, |best|)``
+``UTILITY_RTOL``   1e-9     validator: claimed utilities equal f_i(completion - a_i) to this
+``RC_TOL``         1e-9     column generation: reduced costs at or below this (relative to the
+                            largest utility) count as "no improving column"
+=================  =======  ========================================================================
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+FIT_EPS = 1e-9
+"""Absolute slack in ``floor((free + FIT_EPS) / demand)`` (container fit)."""
+CAPACITY_RTOL = 1e-9
+"""Relative slack of every capacity check: ``used <= c + CAPACITY_RTOL * max(1, c)``."""
+FEAS_TOL = CAPACITY_RTOL
+"""HiGHS primal / MIP feasibility tolerance (solutions must pass the validator's capacity check)."""
+ROW_TOL = CAPACITY_RTOL
+"""Relative row tolerance of the CP-SAT integer scaling (as HiGHS's and the validator's)."""
+WORK_EPS = 1e-9
+"""Slack in ceilings of float products that should be integers (W_i, PS counts)."""
+DONE_EPS = 1e-9
+"""A job with at most this many worker-slots left is complete."""
+CHUNK_EPS = 1e-9
+"""Slack in floor(k / x) and ceil(d x) of the chunk granularity (Alg. 2 as written)."""
+COST_RTOL = 1e-12
+"""Dual subroutine DP: an extra worker in a slot must save more than this share of the slot's
+cost range, else the fewer workers win (the tie rule of ``online.dual``)."""
+PAYOFF_RTOL = 1e-12
+"""Dual subroutine: a later completion slot must beat the best payoff by more than this (relative)."""
+UTILITY_RTOL = 1e-9
+"""Validator: relative tolerance of the utility accounting."""
+RC_TOL = 1e-9
+"""Column generation: reduced costs at or below this (relative) do not enter."""
+
+UNLIMITED = 1 << 40
+"""Fit count of a container that demands nothing (no resource limits it)."""
+
+
+def fit_count(free: ArrayLike, demand: ArrayLike, cap: int | None = None) -> np.ndarray:
+    """Containers of ``demand`` (R,) that fit on each server: ``free`` (..., R) -> (...,) int64.
+
+    min over resources r with d^r > 0 of floor((free^r + FIT_EPS) / d^r), clipped to [0, cap]
+    (``UNLIMITED`` when the container demands nothing and ``cap`` is None).
+    """
+    free = np.asarray(free, dtype=float)
+    demand = np.asarray(demand, dtype=float)
+    fits = None
+    for r in np.flatnonzero(demand > 0).tolist():  # a loop over R beats a reduce over a short axis
+        f = np.floor((free[..., r] + FIT_EPS) / demand[r])
+        fits = f if fits is None else np.minimum(fits, f, out=fits)
+    top = UNLIMITED if cap is None else cap
+    if fits is None:
+        return np.full(free.shape[:-1], top, dtype=np.int64)
+    return np.clip(fits, 0, top).astype(np.int64)
+
+
+def fill(order: ArrayLike, fits: np.ndarray, count: int) -> list[tuple[int, int]] | None:
+    """Greedy fill: servers in ``order``, each up to ``fits[server]`` containers, until ``count``
+    are placed; ``[(server, n), ...]`` or None when they do not fit."""
+    out = []
+    for s in np.asarray(order).tolist():
+        if count <= 0:
+            break
+        n = int(min(fits[s], count))
+        if n > 0:
+            out.append((int(s), n))
+            count -= n
+    return out if count <= 0 else None
+
+
+def unit_prices(price: ArrayLike, demand: ArrayLike) -> np.ndarray:
+    """u[..., h] = sum_r price[..., h, r] demand[r]: the price of one container on each server.
+
+    Summed resource by resource in index order (not a BLAS dot product), so that a server's unit
+    price is the same float whatever array it sits in: backends and tie rules rely on it.
+    """
+    price = np.asarray(price, dtype=float)
+    u, term = np.zeros(price.shape[:-1]), np.empty(price.shape[:-1])
+    for r, d in enumerate(np.asarray(demand, dtype=float).tolist()):
+        if d != 0.0:
+            np.add(u, np.multiply(price[..., r], d, out=term), out=u)
+    return u
+
+
+def required_work(workload: float) -> int:
+    """W_i = ceil(E_i N_i x_i): whole worker-slots of a workload (constraint (2))."""
+    return int(math.ceil(workload - WORK_EPS))
+
+
+def ps_count(workers: ArrayLike, worker_bw: float, ps_bw: float) -> Any:
+    """ceil(k b_i / B_i): the fewest PSs constraint (6) allows for k workers (at least 1 for
+    k >= 1, 0 for k = 0); scalar in, int out; array in, int64 array out."""
+    k = np.asarray(workers)
+    out = np.ceil(k * worker_bw / ps_bw - WORK_EPS).astype(np.int64)
+    out = np.maximum(out, np.where(k > 0, 1, 0))
+    return out if out.ndim else int(out)
+
+
+def workers_alone(instance: Any, job: int) -> int:
+    """The most workers (<= N_i) job ``job`` can run at once with its PSs on the empty cluster:
+    k workers fit when the worker servers hold k of its containers and the PS servers
+    ceil(k b_i / B_i) <= k (constraints (6), (7)), counted per server (fragmentation counts)."""
+    H = instance.H
+    wcap = int(fit_count(instance.capacity[:H], instance.worker_demand[job]).sum())
+    pcap = int(fit_count(instance.capacity[H:], instance.ps_demand[job]).sum())
+    k = min(int(instance.chunks[job]), wcap)
+    while k > 0 and not instance.ps_needed(job, k) <= min(pcap, k):
+        k -= 1
+    return k
+
+
+def capacity_slack(capacity: ArrayLike) -> Any:
+    """How far a capacity check lets usage exceed ``capacity``: CAPACITY_RTOL * max(1, c)."""
+    return CAPACITY_RTOL * np.maximum(1.0, capacity)

@@ -1,0 +1,68 @@
+"""What the simulator asks of a slot-by-slot policy: the ``OnlinePolicy`` hooks.
+
+The simulator (``oasis_opt.sim.core.simulate``) owns time and capacity and sits above the
+policies that implement these hooks (OASiS in ``online``, the baselines), so the base class sits
+here, at the bottom, and ``solve`` names the simulator by a ``"module:attr"`` string.
+
+Online policies take no time limit: they decide each job as it arrives, and stopping the slot
+loop part-way would leave admitted jobs unfinished (an invalid schedule), so ``solve`` has no
+``time_limit`` parameter and passing one is a ``TypeError`` (the CLI reports ``--time-limit`` as
+bad input for them). Time limits belong to the offline solvers.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import numpy as np
+
+from .registry import resolve
+from .schedule import Schedule
+
+SIMULATOR = "oasis_opt.sim.core:simulate"
+ONLINE_NO_TIME_LIMIT = ("an online policy decides each job as it arrives and takes no time limit "
+                        "(time limits are for the offline solvers)")
+
+
+class OnlinePolicy:
+    """Base class of slot-by-slot policies; ``solve`` runs the simulator.
+
+    ``state`` below is the simulator's ``oasis_opt.sim.state.ClusterState``.
+    """
+
+    name = "online"
+
+    def start(self, instance: Any, state: Any) -> None:  # noqa: B027 - optional hook
+        """Called once before slot 1."""
+
+    def on_arrival(self, job: int, t: int, state: Any) -> bool | None:
+        """Admit (True), reject (False) or defer (None) a job arriving in slot t. Default: admit."""
+        return True
+
+    def allocate(self, t: int, state: Any) -> Iterable[tuple[int, int, int, int]]:
+        """This slot's containers, rows ``(job, global server, role, count)``."""
+        raise NotImplementedError
+
+    def on_slot_end(self, t: int, state: Any, completed: np.ndarray) -> None:  # noqa: B027
+        """Called after progress is credited; ``completed`` = jobs finished in slot t."""
+
+    def stats(self) -> dict:
+        """Statistics for the schedule; wall-clock seconds go under the ``"timing"`` key (the
+        only part of a result that may differ between two runs of the same policy)."""
+        return {}
+
+    # what a policy that plans ahead (OASiS fixes whole plans at admission) can say of the future;
+    # the scheduling service shows it, the simulator does not need it
+    def plan(self, job: int) -> list[tuple[int, int, int, int]] | None:
+        """The job's committed allocations ``[(slot, server, role, count)]``, or None."""
+        return None
+
+    def committed(self) -> np.ndarray | None:
+        """Resources reserved per slot, server and resource (shape (T+1, H+K, R), row 0
+        unused), or None: a policy that decides slot by slot reserves nothing ahead."""
+        return None
+
+    def solve(self, instance: Any, *, progress: bool = False) -> Schedule:
+        """Run the simulator over slots 1..T and return the schedule (``progress``: a bar)."""
+        simulate = resolve(SIMULATOR)
+        schedule: Schedule = simulate(instance, self, show_progress=progress)
+        return schedule

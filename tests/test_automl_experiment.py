@@ -1,0 +1,92 @@
+"""``oasis-opt reproduce automl`` end to end on a tiny study: every run stored and reused, the
+figures and the markdown drawn, the paired comparison and the summaries consistent."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from oasis_opt.automl.curves import Curve
+from oasis_opt.experiments import automl as exp
+from oasis_opt.experiments.reproduce import figure_names, reproduce
+from oasis_opt.workloads.traces import TraceJob, philly_cluster, trace_instance
+
+
+def tiny_study():
+    rng = np.random.default_rng(0)
+    out = []
+    for t in range(20):
+        top = rng.uniform(0.2, 0.95)
+        acc = np.clip(top - (top - 0.1) * np.exp(-0.5 * np.arange(1, 11))
+                      + rng.normal(0, 0.005, 10), 0, 1)
+        out.append(Curve("tiny", t, {"lr": float(rng.uniform(0.001, 0.1)), "opt": "sgd"},
+                         tuple(float(a) for a in acc), (1.0,) * 10,
+                         tuple(float(s) for s in rng.uniform(0.5, 2.0, 10))))
+    return out
+
+
+def tiny_background(seed, slot_s):
+    workers, pss = philly_cluster(racks=1, servers_per_rack=2, ps_per_rack=2)
+    jobs = [TraceJob(f"bg-{n}", 600.0 * n, 1800.0, g, {}) for n, g in enumerate((2, 8, 4))]
+    return trace_instance(jobs, workers, pss, seed=seed, slot_s=slot_s, tail=30)
+
+
+@pytest.fixture
+def tiny(monkeypatch):
+    monkeypatch.setattr(exp, "_curves", lambda study: tiny_study())
+    monkeypatch.setattr(exp, "background", tiny_background)
+    monkeypatch.setattr(exp, "QUICK", {
+        "studies": ("tiny",), "seeds": (0, 1), "workers": 3, "policies": exp.POLICIES,
+        "fractions": (0.2, 0.4),
+        "cluster": {"study": "tiny", "seeds": (0,), "caps": (16, None),
+                    "policies": ("automl-thesis", "asha", "no-stop"), "slot_s": 300.0}})
+
+
+def test_reproduce_automl_draws_and_resumes(tiny, tmp_path):
+    assert figure_names(["automl"]) == ["automl"]
+    assert "automl" not in figure_names(["all"])  # all: the paper's figures
+    out, results = tmp_path / "figs", tmp_path / "results"
+    written = reproduce(["automl"], quick=True, workers=1, results=results, out=out,
+                        progress=False)
+    names = sorted(p.name for p in written["automl"])
+    assert names == sorted(["automl.md", "automl_cluster.pdf", "automl_cluster.png",
+                            "automl_predictors.pdf", "automl_predictors.png",
+                            "automl_replay.pdf", "automl_replay.png"])
+    for p in written["automl"]:
+        if p.suffix == ".png":
+            assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    text = (out / "automl.md").read_text()
+    for heading in ("## Prediction quality", "## Classification", "## Replayed studies",
+                    "## automl-thesis against each rival", "## The study inside a shared cluster",
+                    "## Commands"):
+        assert heading in text
+    stored = sorted(p.relative_to(results / "automl").as_posix()
+                    for p in (results / "automl").rglob("*.json"))
+    assert len(stored) == 1 + 2 * 6 + 2 * 3
+    assert "replay/tiny-automl-thesis-w3-s1.json" in stored
+    assert "cluster/tiny-asha-capnone-s0.json" in stored
+    data = exp.compute(quick=True, results=results, workers=1, progress=False)
+    assert data["computed"] == 0 and data["loaded"] == len(stored)  # a second run reuses all
+    # the tables agree with the stored runs
+    summary = exp.replay_summary(data, "tiny")
+    nostop = summary["no-stop"]
+    assert nostop["spent_share"] == pytest.approx(1.0) and nostop["final_regret"] == 0.0
+    assert nostop["regret"][-1] == (0.0, 0.0)  # at 100 %: every trial done
+    for rival in exp.RIVALS:
+        rows = exp.wins(data, "tiny", rival)
+        assert [r["budget"] for r in rows] == list(exp.BUDGETS)
+        assert all(r["wins"] + r["ties"] + r["losses"] == 2 for r in rows)
+        curves = exp.regret_curves(data, "tiny", np.array(exp.BUDGETS))
+        np.testing.assert_allclose([r["gain"] for r in rows],
+                                   (curves[rival] - curves["automl-thesis"]).mean(axis=0))
+    cluster = exp.cluster_summary(data)
+    assert all(m["valid"] for m in cluster.values())
+    assert cluster[("no-stop", 16)]["saved"] == 0.0
+    assert cluster[("asha", 16)]["saved"] > 0.0
+    assert cluster[("no-stop", 16)]["most_gpus"] <= 16
+
+
+def test_best_at_reads_the_anytime_curve():
+    trajectory = [[1.0, 0.5, 0.3], [4.0, 2.0, 0.6], [9.0, 3.0, 0.8]]
+    assert exp.best_at(trajectory, 0.5) is None
+    assert exp.best_at(trajectory, 4.0) == 0.6
+    assert exp.best_at(trajectory, 100.0) == 0.8
