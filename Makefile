@@ -2,6 +2,7 @@
 #   make demo    create .venv, install, run a short end-to-end job (generate, solve, validate, summary)
 #   make test    create .venv, install, run the test suite (what CI runs)
 #   make docs    API reference from the docstrings into docs/api (pdoc, warnings are errors)
+#   make stress-test   the suite three times in a row while STRESS_PROCS busy processes load the CPUs
 # The venv is a file target: it is (re)installed only when missing or when pyproject.toml or the
 # lock (requirements/lock.txt, the exact tested versions) changes.
 
@@ -13,6 +14,10 @@ STAMP := $(VENV)/.installed-stamp
 EXTRAS ?= all
 LOCK := requirements/lock.txt
 PYTEST_ARGS ?=
+# busy-loop processes that keep the CPUs loaded during `make stress-test` (2 = both cores of a
+# 2-core CI machine), and how many times the suite runs under that load
+STRESS_PROCS ?= 2
+STRESS_RUNS ?= 3
 
 # the demo: one paper-sim instance; OASiS priced with U and L estimated on a past instance of the
 # same workload (seed DEMO_HISTORY_SEED), then each policy of DEMO_POLICY (a space-separated list,
@@ -28,11 +33,12 @@ DEMO_INSTANCE := $(OUT)/demo-instance.json
 DEMO_HISTORY := $(OUT)/demo-history.json
 CLI := $(BIN)/oasis-opt
 
-.PHONY: help install lock typecheck docs test demo bench chromium clean distclean
+.PHONY: help install lock typecheck docs test stress-test demo bench chromium clean distclean
 
 help:
 	@echo "make demo   - install into $(VENV) if needed, then generate, estimate OASiS's pricing, solve (oasis + $(DEMO_POLICY)), validate, summarise, quick figures"
 	@echo "make test   - install into $(VENV) if needed, then type-check and run pytest (PYTEST_ARGS='...' passes options)"
+	@echo "make stress-test - the suite $(STRESS_RUNS) times in a row with $(STRESS_PROCS) busy processes (fails if any run fails)"
 	@echo "make docs   - API reference (pdoc) into docs/api; any warning fails the build"
 	@echo "make typecheck - mypy on the public modules (configured in pyproject.toml)"
 	@echo "make lock   - re-resolve $(LOCK) from pyproject.toml's ranges (all extras, Python 3.11)"
@@ -69,6 +75,20 @@ docs: $(STAMP)
 
 test: $(STAMP) typecheck
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# No test may depend on the machine's speed: the suite must pass with every core busy. The busy
+# processes are started here and killed (by their ids) when the recipe ends, pass or fail.
+stress-test: $(STAMP)
+	@pids=""; trap 'kill $$pids 2>/dev/null; wait $$pids 2>/dev/null' EXIT; \
+	for n in $$(seq $(STRESS_PROCS)); do \
+	  $(BIN)/python -c 'while True: pass' & pids="$$pids $$!"; done; \
+	echo "stress-test: $(STRESS_PROCS) busy processes (pids$$pids)"; \
+	for run in $$(seq $(STRESS_RUNS)); do \
+	  start=$$(date +%s); \
+	  $(BIN)/python -m pytest -q $(PYTEST_ARGS) \
+	    || { echo "stress-test: run $$run of $(STRESS_RUNS) FAILED"; exit 1; }; \
+	  echo "stress-test: run $$run of $(STRESS_RUNS) passed in $$(( $$(date +%s) - start )) s"; \
+	done
 
 demo: $(STAMP)
 	$(CLI) generate --preset $(DEMO_PRESET) --jobs $(DEMO_JOBS) --horizon $(DEMO_HORIZON) \

@@ -13,10 +13,21 @@ markdown offline.md is rebuilt from every stored part, so parts can be run separ
   build + hand-off time, measured in the same run.
 * ``colgen``: the column-generation bracket [lower, upper] on a paper-sim instance (default
   400 jobs, T = 300, H = K = 50) within a time budget (default 600 s), against OASiS.
+* ``sizes``: which paper-sim instances (seed 1, T = 300, H = K = 50) the exact MILP handles:
+  10/20/50/100 jobs, each in a fresh process, policy ``offline`` (and ``offline-cpsat`` up to
+  ``--cpsat-jobs``) with a time limit (``--budget``, default 120 s): columns, nonzeros, the
+  memory estimate of ``oasis_opt.offline.exact.memory_estimate`` beside the measured peak
+  resident memory (this process and its solver child), status, bound, gap, wall time.
+* ``limit``: does ``oasis-opt solve --policy P --time-limit S`` stop on time? The README's
+  100-job instance (paper-sim, seed 1, T = 300) solved through the command line (``offline``
+  with S = 30 and 60 s, ``offline-cpsat`` and ``offline-colgen`` with S = 30 s): wall time of
+  the whole command vs S (the target: S + 10 % + 2 s), with the machine's load when it started.
 
     .venv/bin/python benchmarks/bench_offline.py --quick          # small: a minute or two
     .venv/bin/python benchmarks/bench_offline.py --part fig5      # 5 seeds x 16 instances
     .venv/bin/python benchmarks/bench_offline.py --part colgen    # 400 jobs, 600 s budget
+    .venv/bin/python benchmarks/bench_offline.py --part sizes     # ~15 min
+    .venv/bin/python benchmarks/bench_offline.py --part limit     # ~3 min
 
 Writes benchmarks/results/offline.md (tables) and offline.json (raw numbers).
 """
@@ -41,6 +52,7 @@ from oasis_opt.offline.milp_arrays import build_milp
 from oasis_opt.offline.milp_pyomo import solve_pyomo
 from oasis_opt.offline.solver import solve_program
 from oasis_opt.policies import get_policy
+from oasis_opt.sizing import physical_memory
 from oasis_opt.workloads import paper_fig5, paper_sim
 
 RESULTS = Path(__file__).parent / "results"
@@ -111,6 +123,90 @@ def bench_colgen(jobs: int, horizon: int, budget: float, seed: int) -> dict:
             "ratio_upper_over_oasis": br.upper / oasis.total_utility,
             "ratio_lower_over_oasis": br.lower / oasis.total_utility,
             "history": br.history}
+
+
+SIZES = (10, 20, 50, 100)
+
+
+def size_one(jobs: int, backend: str, budget: float) -> dict:
+    """One row of ``sizes`` (run in a fresh process, so that peak memory is this run's)."""
+    import resource
+
+    from oasis_opt.offline.exact import memory_estimate
+    from oasis_opt.offline.milp_arrays import milp_size
+
+    inst = paper_sim(1, jobs=jobs, horizon=300)
+    size = milp_size(inst)
+    t0 = time.perf_counter()
+    # measured even above the default budget (half the memory), within the whole memory
+    sched = OfflinePolicy(backend=backend, memory_budget_gb=physical_memory() / 1e9).solve(
+        inst, time_limit=budget)
+    wall = time.perf_counter() - t0
+    st = sched.stats
+    peak = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            + resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) * 1024
+    return {"jobs": jobs, "backend": backend, "budget_s": budget, "columns": st["columns"],
+            "rows": st.get("rows"), "nonzeros": st.get("nonzeros"),
+            "size": size, "estimate_gb": memory_estimate(size, backend) / 1e9,
+            "peak_gb": peak / 1e9,
+            "status": st["status"], "incumbent": st["incumbent"],
+            "objective": st["objective"], "bound": st["bound"], "gap": st["gap"],
+            "build_s": st["build_s"], "handoff_s": st["handoff_s"], "solve_s": st["solve_s"],
+            "wall_s": wall}
+
+
+def bench_sizes(budget: float, cpsat_jobs: int) -> dict:
+    import subprocess
+    import sys
+
+    rows = []
+    cases = [(j, "highs") for j in SIZES] + [(j, "cpsat") for j in SIZES if j <= cpsat_jobs]
+    for jobs, backend in tqdm(cases, desc="MILP sizes", unit="solve"):
+        out = subprocess.run([sys.executable, __file__, "--size-one", str(jobs), backend,
+                              str(budget)], capture_output=True, text=True)
+        if out.returncode:
+            raise RuntimeError(f"{jobs} jobs, {backend}: exit {out.returncode}\n{out.stderr}")
+        rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    return {"budget_s": budget, "rows": rows}
+
+
+# (policy, time limit in seconds) cases of the ``limit`` part
+LIMIT_CASES = (("offline", 30.0), ("offline", 60.0), ("offline-cpsat", 30.0),
+               ("offline-colgen", 30.0))
+
+
+def bench_limit(cases=LIMIT_CASES) -> dict:
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        inst = Path(tmp) / "inst.json"
+        cli = [sys.executable, "-m", "oasis_opt"]
+        subprocess.run(cli + ["generate", "--preset", "paper-sim", "--jobs", "100", "--horizon",
+                              "300", "--seed", "1", "--out", str(inst)], check=True,
+                       capture_output=True)
+        for policy, limit in tqdm(cases, desc="time limits", unit="solve"):
+            result = Path(tmp) / "r.json"
+            # the MILP is above the default memory budget (half the memory): allow all of it
+            budget = ([] if policy == "offline-colgen" else
+                      ["--option", f"memory_budget_gb={physical_memory() / 1e9:.1f}"])
+            load = os.getloadavg()[0]
+            t0 = time.perf_counter()
+            proc = subprocess.run(cli + ["solve", str(inst), "--policy", policy,
+                                         "--time-limit", str(limit), *budget,
+                                         "--out", str(result)],
+                                  capture_output=True, text=True, check=True)
+            wall = time.perf_counter() - t0
+            st = json.loads(result.read_text())["stats"]
+            rows.append({"policy": policy, "limit_s": limit, "wall_s": wall,
+                         "target_s": 1.1 * limit + 2, "load": load, "line": proc.stdout.strip(),
+                         "status": st["status"], "build_s": st.get("build_s"),
+                         "handoff_s": st.get("handoff_s"), "solve_s": st.get("solve_s"),
+                         "message": st.get("message")})
+    return {"rows": rows}
 
 
 # ---- markdown -----------------------------------------------------------------------------
@@ -189,12 +285,62 @@ def md_colgen(d: dict) -> list[str]:
     return out
 
 
+def md_sizes(d: dict) -> list[str]:
+    from oasis_opt.offline.exact import default_memory_budget_gb, memory_estimate
+
+    out = [f"## Exact MILP by size: paper-sim seed 1, T = 300, H = K = 50, time limit "
+           f"{d['budget_s']:.0f} s", "",
+           "| jobs | backend | columns | nonzeros | memory estimate | peak memory | status | "
+           "incumbent | bound | gap | build + hand-off + solve | wall |", "|" + "---|" * 12]
+    budget = default_memory_budget_gb()
+    for r in d["rows"]:
+        fmt = (lambda v, f: "-" if v is None else format(v, f))
+        out.append(f"| {r['jobs']} | {r['backend']} | {r['columns']:,} | "
+                   f"{fmt(r['nonzeros'], ',')} | "
+                   f"{memory_estimate(r['size'], r['backend']) / 1e9:.2f} GB"
+                   + (" (refused)" if memory_estimate(r["size"], r["backend"]) / 1e9 > budget
+                      else "") + " | "
+                   f"{r['peak_gb']:.2f} GB | {r['status']} | "
+                   f"{fmt(r['objective'], '.1f') if r['incumbent'] else 'none'} | "
+                   f"{fmt(r['bound'], '.1f')} | "
+                   f"{fmt(r['gap'], '.1%') if r['incumbent'] else '-'} | "
+                   f"{r['build_s']:.1f} + {r['handoff_s']:.1f} + {r['solve_s']:.1f} s | "
+                   f"{r['wall_s']:.1f} s |")
+    out += ["", "Peak memory: this process plus its solver child (the sum of both peaks, an "
+            "upper bound on the simultaneous peak). (refused): above the default memory budget "
+            f"on this machine ({budget:.1f} GB, half its memory); measured with the whole "
+            "memory as budget.", ""]
+    return out
+
+
+def md_limit(d: dict) -> list[str]:
+    out = ["## `oasis-opt solve --policy P --time-limit S`, 100 paper-sim jobs (seed 1, T = 300;"
+           " `--option memory_budget_gb=` the machine's memory: the MILP is above the default "
+           "budget)", "", "| policy | S | wall (whole command) | target S + 10 % + 2 s | within | "
+           "load (1 min) | build | hand-off | solve | solve line (solver part) |",
+           "|" + "---|" * 10]
+
+    def sec(v):
+        return "-" if v is None else f"{v:.1f} s"
+
+    for r in d["rows"]:
+        words = r["line"].split("; solver: ")[-1].split("; schedule")[0]
+        load = f"{r['load']:.1f}" if "load" in r else "-"  # not recorded by earlier runs
+        within = "yes" if r["wall_s"] <= r["target_s"] else "NO"
+        out.append(f"| {r.get('policy', 'offline')} | {r['limit_s']:.0f} s | {r['wall_s']:.1f} s "
+                   f"| {r['target_s']:.1f} s | {within} | {load} | {sec(r['build_s'])} | "
+                   f"{sec(r['handoff_s'])} | {sec(r['solve_s'])} | {words} |")
+    return out + ["", "build: the MILP's arrays (column generation: -); hand-off: starting the "
+                  "solver's process and its model; wall: the whole command (start, load, solve, "
+                  "validate, write).", ""]
+
+
 def write_markdown(store: dict) -> str:
     lines = ["# Offline solvers benchmark", "",
              f"Machine: {store.get('machine', '?')}. Generated by benchmarks/bench_offline.py; "
              "each part records when it ran.", ""]
     for part, fn in (("fig5", md_fig5), ("handoff", md_handoff), ("colgen", md_colgen),
-                     ("colgen_quick", md_colgen)):
+                     ("colgen_quick", md_colgen), ("sizes", md_sizes), ("limit", md_limit)):
         if part in store:
             lines.append(f"_{part}: run {store[part]['when']}_")
             lines.append("")
@@ -204,7 +350,12 @@ def write_markdown(store: dict) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", choices=("fig5", "handoff", "colgen", "all"), default="all")
+    ap.add_argument("--part", choices=("fig5", "handoff", "colgen", "sizes", "limit", "all"),
+                    default="all")
+    ap.add_argument("--cpsat-jobs", type=int, default=20,
+                    help="sizes: CP-SAT up to this many jobs (default 20)")
+    ap.add_argument("--size-one", nargs=3, metavar=("JOBS", "BACKEND", "BUDGET"),
+                    help=argparse.SUPPRESS)
     ap.add_argument("--quick", action="store_true",
                     help="1 seed, small hand-off models, column generation on 100 jobs / 120 s")
     ap.add_argument("--seeds", type=int, default=5, help="Fig. 5 seeds (default 5)")
@@ -213,13 +364,18 @@ def main(argv=None) -> int:
     ap.add_argument("--budget", type=float, default=None, help="column generation seconds (600)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
+    if args.size_one:
+        jobs, backend, budget = args.size_one
+        print(json.dumps(size_one(int(jobs), backend, float(budget))))
+        return 0
 
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / "offline.json"
     store = json.loads(path.read_text()) if path.is_file() else {}
     store["machine"] = f"{platform.processor() or platform.machine()}, {platform.system()}"
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    parts = ("fig5", "handoff", "colgen") if args.part == "all" else (args.part,)
+    parts = (("fig5", "handoff", "colgen", "sizes", "limit") if args.part == "all"
+             else (args.part,))
     if "fig5" in parts:
         seeds = range(1 if args.quick else args.seeds)
         store["fig5"] = {"when": when, "data": bench_fig5(seeds)}
@@ -235,6 +391,13 @@ def main(argv=None) -> int:
         store[key] = {"when": when,
                       "data": bench_colgen(jobs, args.horizon, budget, args.seed)}
         print("\n".join(md_colgen(store[key]["data"])))
+    if "sizes" in parts:
+        store["sizes"] = {"when": when,
+                          "data": bench_sizes(args.budget or 120.0, args.cpsat_jobs)}
+        print("\n".join(md_sizes(store["sizes"]["data"])))
+    if "limit" in parts:
+        store["limit"] = {"when": when, "data": bench_limit()}
+        print("\n".join(md_limit(store["limit"]["data"])))
     path.write_text(json.dumps(store, indent=1, default=float) + "\n")
     (RESULTS / "offline.md").write_text(write_markdown(store))
     print(f"wrote {RESULTS / 'offline.md'}")

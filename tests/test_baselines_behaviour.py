@@ -194,6 +194,9 @@ def test_rrh_formulas_match_the_docstring():
 
 
 # ---- Dorm ---------------------------------------------------------------------------------
+# a deterministic cap on Dorm's MILPs instead of its default 10 s (never reached here)
+DORM = {"time_limit": None, "node_limit": 100_000}
+
 def _adjusted_per_slot(sched, inst) -> list[int]:
     """Per slot t, jobs that held containers in t-1, did not complete in t-1, and whose
     containers differ in t (resized, moved or paused)."""
@@ -219,7 +222,7 @@ def test_dorm_adjusts_at_most_m_adj_running_jobs_per_event(relaxation):
     jobs.append(job("new", 3, 400, {"gpu": 1.0}, chunks=8))
     inst = instance(6, [server("w0", gpu=12.0), server("w1", gpu=12.0)], jobs)
     for m_adj in (1, 2):
-        s = solve(inst, "dorm", max_adjust=m_adj, relaxation=relaxation)
+        s = solve(inst, "dorm", max_adjust=m_adj, relaxation=relaxation, **DORM)
         assert validate(inst, s).ok
         assert max(_adjusted_per_slot(s, inst)) <= m_adj
         assert s.stats["max_adjusted"] <= m_adj
@@ -239,7 +242,7 @@ def test_dorm_keeps_fairness_when_it_can():
     """Two jobs on an empty cluster: the MILP meets (1 - eps) x fair share for both."""
     inst = instance(4, [server("w", gpu=10.0)], [job("a", 1, 400, {"gpu": 1.0}, chunks=10),
                                                  job("b", 1, 400, {"gpu": 1.0}, chunks=10)])
-    s = solve(inst, "dorm")
+    s = solve(inst, "dorm", **DORM)
     assert validate(inst, s).ok
     assert s.stats["fairness_relaxed"] == 0
     assert workers_at(s, 0, 1) >= 5 * 0.9 and workers_at(s, 1, 1) >= 5 * 0.9
@@ -249,7 +252,7 @@ def test_dorm_keeps_fairness_when_it_can():
 @settings(max_examples=25)
 @given(inst=instances(max_jobs=6, max_horizon=6))
 def test_dorm_never_adjusts_more_than_m_adj_on_random_instances(inst):
-    s = solve(inst, "dorm")
+    s = solve(inst, "dorm", **DORM)
     assert validate(inst, s).ok
     assert max(_adjusted_per_slot(s, inst), default=0) <= 2
 

@@ -225,8 +225,8 @@ def test_bad_result_exits_2_naming_the_field(tmp_path, capsys, solved, case):
 
 
 # ---- the bad-input corpus: arguments ------------------------------------------------------------
-def _solve(*extra):
-    return lambda inst, tmp: ["solve", inst, "--policy", "greedy", "--out", tmp / "r.json", *extra]
+def _solve(*extra, policy="greedy"):
+    return lambda inst, tmp: ["solve", inst, "--policy", policy, "--out", tmp / "r.json", *extra]
 
 
 def _generate(*extra, preset="paper-sim"):
@@ -253,6 +253,13 @@ ARGUMENT_CORPUS = {
     "option-given-twice": (_solve("--option", "placement=first-fit", "--option",
                                   "placement=round-robin"), "--option placement"),
     "option-rejected-by-policy": (_solve("--option", "placement=nowhere"), "--policy greedy"),
+    "offline-option-not-accepted": (_solve("--option", "node_limit=5", policy="offline-cpsat"),
+                                    "--option node_limit"),
+    "offline-limit-of-the-other-solver": (_solve("--option", "deterministic_time=5",
+                                                 policy="offline"), "--option deterministic_time"),
+    "colgen-option-not-accepted": (_solve("--option", "time_limt=5", policy="offline-colgen"),
+                                   "--option time_limt"),
+    "offline-kernel-backend": (_solve("--backend", "jax", policy="offline"), "--backend"),
     "missing-pricing-file": (_solve("--pricing", "/nonexistent/pricing.json"), "--pricing"),
     "unwritable-out": (lambda inst, tmp: ["solve", inst, "--policy", "greedy", "--out", tmp],
                        "--out"),
@@ -332,6 +339,83 @@ def test_time_limit_on_an_online_policy_is_refused(tmp_path, capsys, instance_fi
     assert err.startswith("oasis-opt: error: --time-limit: ")
     assert f"policy {policy!r}" in err and "no time limit" in err
     assert not result.exists()
+
+
+# ---- offline policies: the solver's outcome in words; nothing from the solver on stdout ---------
+@pytest.fixture
+def fig5_file(tmp_path):
+    from oasis_opt.workloads import paper_fig5
+
+    path = tmp_path / "fig5.json"
+    save_instance(paper_fig5(0, servers=3, priority=(50.0, 100.0)), path)
+    return path
+
+
+@pytest.mark.parametrize("policy, args, says, in_summary", [
+    ("offline", ["--option", "node_limit=0"], "; solver: node limit, no incumbent, no bound; "
+                                              "schedule valid, ", "node limit, no incumbent"),
+    ("offline", ["--time-limit", "1e-9"], "; solver: time limit, no incumbent, no bound; "
+                                          "schedule valid, ", "time limit, no incumbent"),
+    ("offline-cpsat", ["--option", "deterministic_time=1e-9"],
+     "; solver: deterministic time limit, no incumbent, no bound; schedule valid, ",
+     "deterministic time limit, no incumbent"),
+    ("offline", ["--option", "solution_limit=1"], "; solver: solution limit, incumbent 210.143, "
+                                                  "bound 334.794, gap 59.317%; schedule valid, ",
+     "solution limit, gap 59.32%"),
+    ("offline", [], "; solver: proven optimal, bound 240.57; schedule valid, ", "optimal"),
+])
+def test_offline_solve_line_gives_the_solvers_outcome_and_only_it_reaches_stdout(
+        tmp_path, capsys, fig5_file, policy, args, says, in_summary):
+    result = tmp_path / "r.json"
+    proc = subprocess.run([sys.executable, "-m", "oasis_opt", "solve", str(fig5_file), "--policy",
+                           policy, *args, "--out", str(result)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    line, = proc.stdout.splitlines()  # no HiGHS banner, no solver log
+    assert line.startswith(f"{policy}: total utility ") and says in line, line
+    assert "HiGHS" not in proc.stderr  # solver logs only when asked for
+    stats = json.loads(result.read_text())["stats"]
+    if "no incumbent" in says:
+        assert stats["incumbent"] is False and stats["bound"] is None
+        assert "best incumbent" not in stats["message"]
+    # `summary` of the same result: the solver's status, bound and gap beside "valid"
+    code, out, err = run(["summary", fig5_file, result], capsys)
+    assert code == 0, err
+    header, _, row = out.splitlines()[:3]
+    cells = dict(zip(re.split(r"\s{2,}", header.strip()), re.split(r"\s{2,}", row.strip())))
+    assert cells["solver"] == in_summary and cells["valid"] == "yes"
+    assert cells["bound"] == ("-" if stats["bound"] is None else f"{stats['bound']:.2f}")
+    assert cells["gap"] == ("-" if stats["gap"] is None else f"{stats['gap']:.2%}")
+
+
+def test_the_time_limit_counts_from_the_commands_start(tmp_path, capsys, fig5_file):
+    # reading the instance and building the policy come out of --time-limit: the solver gets
+    # what is left (recorded in the result)
+    result = tmp_path / "r.json"
+    code, out, err = run(["solve", fig5_file, "--policy", "offline", "--time-limit", "600",
+                          "--out", result], capsys)
+    assert code == 0, err
+    stats = json.loads(result.read_text())["stats"]
+    assert stats["status"] == "optimal" and 0 < stats["time_limit"] < 600
+
+
+def test_solver_logs_go_to_stderr_at_log_level_debug(tmp_path, fig5_file):
+    proc = subprocess.run([sys.executable, "-m", "oasis_opt", "--log-level", "debug", "solve",
+                           str(fig5_file), "--policy", "offline", "--option", "node_limit=3",
+                           "--out", str(tmp_path / "r.json")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert len(proc.stdout.splitlines()) == 1 and "HiGHS" not in proc.stdout
+    assert "oasis_opt.offline.solver: HiGHS: Running HiGHS" in proc.stderr  # the banner
+    assert "oasis_opt.offline.solver: HiGHS: Solving report" in proc.stderr
+
+
+def test_a_milp_above_the_memory_budget_exits_2_pointing_to_colgen(tmp_path, capsys, fig5_file):
+    code, out, err = run(["solve", fig5_file, "--policy", "offline", "--option",
+                          "memory_budget_gb=0.001", "--out", tmp_path / "r.json"], capsys)
+    assert_bad_input(code, out, err, "--option memory_budget_gb")
+    assert "offline-colgen" in err and "227 columns" in err
+    assert not (tmp_path / "r.json").exists()
 
 
 def test_validate_valid_and_tampered(tmp_path, capsys, solved):

@@ -24,8 +24,8 @@ TASK = {"name": "digits-mlp", "config": {"learning_rate": 0.01, "weight_decay": 
                                          "optimizer": "adam"}, "seed": 0, "data_seed": 0}
 
 
-def synthetic(theta, noise=None, points=POINTS, iterations=40):
-    rng = np.random.default_rng(0)
+def synthetic(theta, noise=None, points=POINTS, iterations=40, seed=0):
+    rng = np.random.default_rng(seed)
     out = []
     for w, p in points:
         t = iteration_time(theta, w, p) * (1 + (noise * rng.standard_normal() if noise else 0))
@@ -48,6 +48,14 @@ def test_the_fit_recovers_the_parameters_of_exact_samples(values):
     for k in THETA:
         assert fit[k] == pytest.approx(theta[k], rel=1e-6, abs=1e-9)
     assert errors["rms_rel_error"] < 1e-9
+
+
+@given(st.tuples(st.floats(1e-4, 1e-2), positive, positive, positive), st.floats(0.0, 0.5),
+       st.integers(0, 2**32 - 1))
+def test_a_fit_of_noisy_samples_is_within_its_bounds(values, noise, seed):
+    # what the profile format promises (θ >= 0), exactly: BVLS may end at -1e-19 on a bound
+    theta, _ = fit_speed_model(synthetic(dict(zip(THETA, values)), noise=noise, seed=seed))
+    assert min(theta.values()) >= 0.0
 
 
 def test_the_fit_is_bounded_and_its_error_is_what_the_samples_show():

@@ -231,7 +231,9 @@ def ray_session():
     ray = pytest.importorskip("ray")
     started = not ray.is_initialized()
     if started:
-        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+        from oasis_opt.runtime.ray_pool import init_ray
+
+        init_ray(None, num_cpus=2)
     yield ray
     if started:
         ray.shutdown()
@@ -261,3 +263,33 @@ def test_ray_sweep_equals_in_process_and_resumes(ray_session, tmp_path):
     bad = RunSpec("paper_sim", {"seed": 0, **TINY, "jobs": -1}, "greedy")
     with pytest.raises(SweepError, match="jobs"):
         run_sweep([bad], tmp_path / "ray", workers=2, progress=False)
+
+
+def test_a_local_ray_that_times_out_at_startup_is_started_again():
+    # Ray waits a fixed 30 s for its raylet; a loaded machine can exceed it. Only that failure
+    # is retried, after a shutdown, a bounded number of times.
+    from oasis_opt.runtime.ray_pool import RAY_START_ATTEMPTS, retry_startup
+
+    calls, stops = [], []
+
+    def start(fail_times, message):
+        def attempt():
+            calls.append(1)
+            if len(calls) <= fail_times:
+                raise Exception(message)
+            return "started"
+        return attempt
+
+    timeout = ("The current node timed out during startup. This could happen because some of "
+               "the raylet failed to startup or the GCS has become overloaded.")
+    assert retry_startup(start(RAY_START_ATTEMPTS - 1, timeout), lambda: stops.append(1)) \
+        == "started"
+    assert len(calls) == RAY_START_ATTEMPTS and len(stops) == RAY_START_ATTEMPTS - 1
+    calls.clear()
+    with pytest.raises(Exception, match="timed out during startup"):  # the last one propagates
+        retry_startup(start(RAY_START_ATTEMPTS, timeout), lambda: None)
+    assert len(calls) == RAY_START_ATTEMPTS
+    calls.clear()
+    with pytest.raises(Exception, match="address already in use"):  # anything else at once
+        retry_startup(start(1, "address already in use"), lambda: None)
+    assert len(calls) == 1

@@ -90,25 +90,46 @@ def test_pooled_master_is_a_relaxation_of_the_per_server_master():
     assert values[True] >= values[False] - TOL
 
 
-def test_time_limit_still_gives_a_valid_bracket():
+def test_stopped_early_the_bracket_is_still_valid():
     inst = _fig5(servers=12, seed=0)
     opt = OfflinePolicy().solve(inst).total_utility
-    br = bracket(inst, time_limit=0.5)
-    assert validate(inst, br.schedule).ok
-    assert br.lower <= opt + TOL
-    assert br.upper >= opt - TOL or math.isinf(br.upper)
-    assert br.cg_s + br.mip_s + br.seed_s < 5.0  # the limit is honoured (loosely)
+    for rounds, nodes in ((1, 0), (2, 1), (4, None)):
+        br = bracket(inst, time_limit=None, max_iterations=rounds, node_limit=nodes)
+        assert validate(inst, br.schedule).ok and br.iterations == rounds
+        assert br.lower <= opt + TOL and br.upper >= opt - TOL
+        assert br.schedule.stats["stopped_by"] == "iteration_limit"
     # no pricing round at all: the bound is the trivial one (every job at f_i(0)), still finite
     # and valid, and the result is writable as JSON
-    none = bracket(inst, time_limit=1e-6)
+    none = bracket(inst, time_limit=None, max_iterations=0)
     assert none.iterations == 0 and math.isfinite(none.upper) and none.upper >= opt - TOL
     assert validate(inst, none.schedule).ok
     dumps(result_to_dict(inst, none.schedule))
 
 
+def test_a_time_limit_spent_before_pricing_still_gives_a_valid_bracket():
+    # the seed policy alone outlasts a 1 ns limit: no pricing round, no integer master
+    inst = _fig5(servers=12, seed=0)
+    br = bracket(inst, time_limit=1e-9)
+    assert br.iterations == 0 and br.mip_status == "time_limit" and br.source == "oasis"
+    assert validate(inst, br.schedule).ok and br.schedule.stats["stopped_by"] == "time_limit"
+    assert br.lower == pytest.approx(br.seed_utility) and br.upper >= br.lower
+
+
+def test_a_bound_below_the_schedule_is_an_error_not_clamped(monkeypatch):
+    import oasis_opt.offline.colgen as colgen
+
+    inst = _fig5()
+    good = bracket(inst, time_limit=None, max_iterations=1)
+    monkeypatch.setattr(colgen, "lagrangian_bound", lambda pool, prices, plans: 1.0)
+    with pytest.raises(RuntimeError, match=r"column-generation upper bound 1\.0 .* feasible "
+                                           r"value [0-9.]+ \(maximisation\)"):
+        bracket(inst, time_limit=None, max_iterations=1)
+    assert good.upper >= good.lower
+
+
 def test_policy_and_empty_instance():
     inst = _fig5(servers=6)
-    s = solve(inst, "offline-colgen", time_limit=20)
+    s = solve(inst, "offline-colgen", max_iterations=30)
     assert validate(inst, s).ok
     st = s.stats
     assert st["lower"] == pytest.approx(s.total_utility) and st["upper"] >= st["lower"]
@@ -117,8 +138,10 @@ def test_policy_and_empty_instance():
                      (Server("p", {"bw": 10.0}),), ())
     e = solve(empty, "offline-colgen")
     assert validate(empty, e).ok and e.total_utility == 0.0
-    assert e.stats["upper"] == 0.0 and e.stats["gap"] == 0.0 and e.stats["proven_optimal"]
+    assert e.stats["upper"] == 0.0 and e.stats["gap"] == 0.0 and e.stats["status"] == "optimal"
     with pytest.raises(ValueError, match="time_limit"):
         bracket(inst, time_limit=-1)
+    with pytest.raises(TypeError, match="time_limt"):
+        get_policy("offline-colgen").solve(inst, time_limt=5)
     with pytest.raises(ValueError, match="lp_solver"):
         bracket(inst, lp_solver="barrier")

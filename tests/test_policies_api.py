@@ -33,7 +33,8 @@ def test_run_options_reach_solve(inst):
     assert validate(inst, quiet).ok
 
 
-@pytest.mark.parametrize("policy", ["oasis", "greedy", "drf"])
+@pytest.mark.parametrize("policy", ["oasis", "greedy", "drf", "offline", "offline-cpsat",
+                                    "offline-colgen"])
 def test_an_unknown_keyword_is_a_type_error_naming_it(inst, policy):
     with pytest.raises(TypeError, match="'time_limt'") as err:
         solve(inst, policy, time_limt=5)
@@ -47,16 +48,32 @@ def test_online_policies_refuse_a_time_limit(inst, policy):
 
 
 def test_every_registered_policy_splits_its_options_cleanly():
-    """No policy constructor swallows unknown options (``**kwargs``); online policies' ``solve``
-    takes exactly ``progress`` (they run the simulator), so a keyword is never both a policy
-    option and a run option and the split is unambiguous."""
+    """No policy constructor or ``solve`` swallows unknown options (``**kwargs``); online
+    policies' ``solve`` takes exactly ``progress`` (they run the simulator), the offline
+    solvers' exactly ``time_limit`` and ``progress``, so a keyword is never both a policy option
+    and a run option and the split is unambiguous."""
+    offline = set()
     for name in available_policies():
         factory = policy_factory(name)
         assert keyword_names(factory) is not None, name
         built = factory()
+        runs = run_option_names(built)
         if isinstance(built, OnlinePolicy):
-            assert run_option_names(built) == {"progress"}, name
-            assert "progress" not in keyword_names(factory), name
+            assert runs == {"progress"}, name
+        else:
+            assert runs == {"time_limit", "progress"}, name
+            offline.add(name)
+        assert not runs & keyword_names(factory), name
+    assert offline == {"offline", "offline-cpsat", "offline-colgen"}
+
+
+@pytest.mark.parametrize("policy, option", [("offline-cpsat", "node_limit"),
+                                            ("offline", "deterministic_time"),
+                                            ("offline-colgen", "mip_gap")])
+def test_an_option_an_offline_solver_does_not_have_is_an_error_naming_it(inst, policy, option):
+    # CP-SAT has no node limit, HiGHS no deterministic time, column generation no MIP gap
+    with pytest.raises((TypeError, ValueError), match=option):
+        solve(inst, policy, **{option: 1})
 
 
 def test_get_policy_and_solve_agree(inst):

@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 import os
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, NoReturn
 
@@ -37,11 +39,14 @@ if TYPE_CHECKING:
     # so each function imports FormatError itself, and mypy flags one that does not
     from .costmodel.profile import SpeedProfile
     from .model import Instance, Schedule, checks
+    from .model.validate import ValidationReport
     from .policies import Policy
     from .sizing import WorkEstimate
 
 PROG = "oasis-opt"
 EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT, EXIT_FAILURE = 0, 1, 2, 3
+# seconds a solver gets when reading the instance used up --time-limit (it then stops at once)
+MIN_TIME_LEFT = 1e-9
 
 
 class CliError(Exception):
@@ -180,6 +185,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "clusters: generate instances, run policies, validate and compare schedules.",
                      epilog="exit codes: 0 ok, 1 invalid schedule, 2 bad input, 3 failure")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--log-level", choices=LOG_LEVELS, default="warning",
+                        help="messages of the library (solver logs: debug) on stderr "
+                             "(default: warning)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     groups: dict[str, Any] = {}
     for name, (fn, help_text, arguments) in _COMMANDS.items():
@@ -204,10 +212,33 @@ def _version() -> str:
     return __version__
 
 
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+class _StderrHandler(logging.Handler):
+    """Writes records to whatever ``sys.stderr`` is at the time (tests swap it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(self.format(record), file=sys.stderr)
+
+
+def configure_logging(level: str) -> None:
+    """The package's log records at ``level`` and above go to stderr as ``name: message``."""
+    logger = logging.getLogger("oasis_opt")
+    if not any(isinstance(h, _StderrHandler) for h in logger.handlers):
+        handler = _StderrHandler()
+        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(level.upper())
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit code."""
+    started = time.perf_counter()  # a time limit counts from here (solve --time-limit)
     try:
         args = build_parser().parse_args(argv)
+        args.started = started
+        configure_logging(args.log_level)
         return _run(args)
     except SystemExit as e:  # --help / --version
         return e.code if isinstance(e.code, int) else EXIT_OK
@@ -539,7 +570,8 @@ def _check_generated(inst: Instance, args: argparse.Namespace) -> None:
          arg("instance", metavar="INSTANCE", help="instance JSON"),
          arg("--policy", required=True, metavar="NAME", help="policy (see `oasis-opt policies`)"),
          arg("--time-limit", type=positive_seconds, metavar="S",
-             help="time limit in seconds (solvers that support one)"),
+             help="time limit in seconds for the whole command, reading the instance included "
+                  "(offline solvers)"),
          arg("--backend", choices=("numpy", "jax", "reference"),
              help="kernel backend (policy option backend=...)"),
          arg("--pricing", type=existing_file, metavar="FILE",
@@ -559,27 +591,43 @@ def cmd_solve(args: argparse.Namespace) -> int:
     policy = make_policy(args.policy, options)
     run = run_options(args, policy)
     check_size(estimate_work(inst, args.policy), args.max_work, args.instance)
+    t0 = time.perf_counter()
+    if "time_limit" in run:  # what is left of it: the limit counts from the command's start
+        run["time_limit"] = max(args.time_limit - (t0 - args.started), MIN_TIME_LEFT)
     try:
         sched = policy.solve(inst, **run)
     except FormatError:
         raise
-    except ValueError as e:  # the library's "<parameter>: <message>" for this instance
+    except ValueError as e:  # the library's "<parameter>: <message>" for this instance (an
+        # offline MILP above its memory budget included)
         raise blame(e, {k: field for k, (_, field) in options.items()},
                     f"--policy {args.policy}") from None
+    elapsed = time.perf_counter() - t0
     sched = record_options(sched, {k: v for k, (v, _) in options.items()})
     report = validate(inst, sched)
     write(args.out, save_result, inst, sched)
-    done = int(sched.completed.sum())
     run_time = sched.stats.get("timing", {}).get("run_time_s")
-    print(f"{sched.policy}: total utility {sched.total_utility:.4f}, admitted "
-          f"{sum(sched.admitted)}/{inst.I}, completed {done}, "
-          f"{'valid' if report.ok else f'INVALID ({len(report.violations)} violations)'}"
-          + (f", {run_time:.2f} s" if isinstance(run_time, (int, float)) else "")
-          + f" -> {args.out}")
+    seconds = run_time if isinstance(run_time, (int, float)) else elapsed
+    print(f"{solve_line(inst, sched, report, seconds)} -> {args.out}")
     if not report.ok:
         print(report, file=sys.stderr)
         return EXIT_INVALID
     return EXIT_OK
+
+
+def solve_line(inst: Instance, sched: Schedule, report: ValidationReport, seconds: float) -> str:
+    """``solve``'s summary line. For a solver-backed policy (stats with ``status`` and
+    ``bound``) the solver's outcome, in words ("time limit, no incumbent, no bound"), comes
+    before the schedule's validity, so a schedule returned at a limit never reads as a result."""
+    done = int(sched.completed.sum())
+    line = (f"{sched.policy}: total utility {sched.total_utility:.4f}, admitted "
+            f"{sum(sched.admitted)}/{inst.I}, completed {done}")
+    validity = "valid" if report.ok else f"INVALID ({len(report.violations)} violations)"
+    if "status" in sched.stats and "bound" in sched.stats:
+        from .offline.solver import describe
+
+        return f"{line}; solver: {describe(sched.stats)}; schedule {validity}, {seconds:.2f} s"
+    return f"{line}, {validity}, {seconds:.2f} s"
 
 
 @command("estimate-pricing", "estimate OASiS's U and L from past instances (paper p.6) and "

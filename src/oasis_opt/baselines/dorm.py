@@ -62,7 +62,10 @@ multi-dimensional knapsack whose LP bound is far from integral (every running jo
 PS, and PSs are bulky), and closing the gap fully takes minutes per event; at 2% HiGHS needs
 about a second on 400-job paper instances. ``time_limit`` (10 s) is a safety cap: a solve that
 reaches it uses its incumbent, and then the run depends on machine speed (counted in
-``stats["solver_status"]["time_limit"]``); a solve with no incumbent keeps every allocation.
+``stats["solver_status"]["time_limit"]``); a solve with no incumbent keeps every allocation (the
+current allocation is the solver's starting point whenever it satisfies the program).
+``node_limit`` (HiGHS) and ``deterministic_time`` (CP-SAT) are deterministic caps instead:
+with ``time_limit=None`` and one of them, a run is the same on any machine.
 A provably infeasible fair MILP (``fairness_hopeless``: more than M_adj running jobs below
 their bound, or the bounds cannot fit even after the M_adj largest reductions) goes straight
 to the relaxation without a solve.
@@ -93,9 +96,10 @@ class DormPolicy(EventPolicy):
     def __init__(self, *, seed: int = 0, placement: str | Placement = "packing",
                  backend: str = "highs", eps: float = 0.1, max_adjust: int = 2,
                  relaxation: str = "drop", time_limit: float | None = 10.0,
-                 mip_gap: float = 0.02):
+                 mip_gap: float = 0.02, node_limit: int | None = None,
+                 deterministic_time: float | None = None):
         super().__init__(seed=seed, placement=placement)
-        from ..offline.solver import BACKENDS
+        from ..offline.solver import BACKENDS, check_limits
 
         if backend not in BACKENDS:
             raise ValueError(f"backend: unknown {backend!r} (known: {', '.join(BACKENDS)})")
@@ -115,6 +119,8 @@ class DormPolicy(EventPolicy):
         self.eps = float(eps)
         self.max_adjust = int(max_adjust)
         self.time_limit = time_limit
+        self.limits = {"node_limit": node_limit, "deterministic_time": deterministic_time}
+        check_limits(backend, False, **self.limits)
 
     def start(self, instance, state) -> None:
         super().start(instance, state)
@@ -226,10 +232,14 @@ class DormPolicy(EventPolicy):
                              integer=np.ones(len(c), dtype=bool), sense="max")
 
     def _solve(self, lp, initial):
-        from ..offline.solver import solve_program
+        from ..offline.solver import check_point, solve_program
 
+        try:  # the kept allocation starts the solver only where it satisfies this program
+            initial = check_point(lp, initial, "initial")
+        except ValueError:  # (it may break a fairness bound of the fair program)
+            initial = None
         res = solve_program(lp, backend=self.backend, time_limit=self.time_limit,
-                            seed=self.seed, mip_gap=self.mip_gap, initial=initial)
+                            seed=self.seed, mip_gap=self.mip_gap, initial=initial, **self.limits)
         self.solver_s += res.build_s + res.solve_s
         self.statuses[res.status] += 1
         return res

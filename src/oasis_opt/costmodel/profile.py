@@ -94,7 +94,8 @@ def fit_speed_model(samples: Sequence[Sample]) -> tuple[dict[str, float], dict[s
     t = np.array([s.iteration_s for s in samples], dtype=float)
     a = _features(w, p) / t[:, None]  # relative residuals: (A θ - t) / t = A/t θ - 1
     fit = lsq_linear(a, np.ones_like(t), bounds=(0.0, np.inf), method="bvls")
-    theta = {k: float(v) for k, v in zip(THETA, fit.x)}
+    # BVLS can end a hair below a bound it holds (-1e-19): θ >= 0 is what the format promises
+    theta = {k: float(v) for k, v in zip(THETA, np.maximum(fit.x, 0.0))}
     return theta, fit_errors(theta, samples)
 
 

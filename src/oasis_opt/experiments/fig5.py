@@ -55,7 +55,7 @@ def fig5_row(seed: int, servers: int, priority: tuple[float, float], *, backend:
             "oasis_admitted": int(sum(oasis.admitted)), "proven_optimal": st["proven_optimal"],
             "status": st["status"], "bound": st["bound"], "gap": st["gap"],
             "build_s": st["build_s"], "handoff_s": st["handoff_s"], "solve_s": st["solve_s"],
-            "columns": st["columns"], "rows": st["rows"], "oasis_s": oasis_s,
+            "columns": st.get("columns"), "rows": st.get("rows"), "oasis_s": oasis_s,
             "backend": backend}
 
 

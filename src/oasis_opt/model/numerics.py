@@ -23,7 +23,8 @@ name               value    guards
                             (simulator, placement-aware cost model); workers still useful:
                             ceil(remaining - DONE_EPS)
 ``CHUNK_EPS``      1e-9     chunk granularity of Alg. 2: floor(k / x_i + CHUNK_EPS) chunks for k
-                            workers, ceil(d x_i - CHUNK_EPS) workers for d chunks
+                            workers, ceil(d x_i - CHUNK_EPS) workers for d chunks; the executor's
+                            mini-batches after c worker-slots, floor(c M_i / x_i + CHUNK_EPS)
 ``COST_RTOL``      1e-12    dual subroutine DP: one more worker in a slot must save more than this
                             share of the slot's cost range (tie rule in ``online.dual``)
 ``PAYOFF_RTOL``    1e-12    dual subroutine: a later completion slot replaces the best only if its
@@ -31,6 +32,9 @@ name               value    guards
 ``UTILITY_RTOL``   1e-9     validator: claimed utilities equal f_i(completion - a_i) to this
 ``RC_TOL``         1e-9     column generation: reduced costs at or below this (relative to the
                             largest utility) count as "no improving column"
+``BOUND_RTOL``     1e-6     offline solvers: a proven bound on the wrong side of a feasible value
+                            by at most this (relative to max(1, |value|)) is float noise and is
+                            moved onto the value; a larger inversion raises (``solver.ordered_bound``)
 =================  =======  ========================================================================
 """
 from __future__ import annotations
@@ -64,6 +68,9 @@ UTILITY_RTOL = 1e-9
 """Validator: relative tolerance of the utility accounting."""
 RC_TOL = 1e-9
 """Column generation: reduced costs at or below this (relative) do not enter."""
+BOUND_RTOL = 1e-6
+"""Offline solvers: a bound below a feasible value (max) by at most this, relative to
+max(1, |value|), is float noise (HiGHS's 1e-9 tolerances, rounded integer columns)."""
 
 UNLIMITED = 1 << 40
 """Fit count of a container that demands nothing (no resource limits it)."""

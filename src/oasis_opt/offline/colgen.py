@@ -59,7 +59,8 @@ from ..model import Instance
 from ..model.numerics import RC_TOL, capacity_slack, fit_count
 from ..model.schedule import WORKER, Schedule, ScheduleBuilder
 from ..model.validate import assert_valid
-from .solver import IncrementalLP, LinearProgram, relative_gap, solve_program
+from .solver import (STOPPED, IncrementalLP, LinearProgram, ordered_bound, relative_gap,
+                     solve_program)
 
 if TYPE_CHECKING:
     from ..online.dual import Plan
@@ -285,7 +286,7 @@ class RestrictedMaster:
             if left is not None and left <= 0:
                 return None
             status, value, x, duals = self.lp.solve(time_limit=left)
-            if status == "time_limit":
+            if status == "time_limit":  # the deadline passed
                 return None
             if status != "optimal" or value is None or x is None or duals is None:
                 raise RuntimeError(f"restricted master LP not solved: {status}")
@@ -346,7 +347,8 @@ def column_generation(pool: ColumnPool, master: RestrictedMaster, state: CGState
     """Column generation on ``master`` until no column improves (or the best bound meets the
     master value within ``gap_tol``), the deadline (a ``time.perf_counter()`` value) or
     ``state.iterations`` reaching ``max_iterations``. Updates ``state``; returns the phase's
-    last master value and whether it converged.
+    last master ``value``, whether it ``converged`` and what ``stopped`` it otherwise ("time",
+    "iterations" or None).
 
     With ``smoothing`` > 0 (Wentges), pricing runs at ``alpha * center + (1 - alpha) * duals``,
     alpha starting at ``smoothing``, halving its distance to 1 after a round that did not improve
@@ -365,7 +367,7 @@ def column_generation(pool: ColumnPool, master: RestrictedMaster, state: CGState
         raise ValueError(f"smoothing: must be in [0, 1), got {smoothing}")
     finite = np.where(np.isfinite(inst.utility_table), inst.utility_table, 0.0)
     tol = RC_TOL * max(1.0, float(finite.max(initial=0.0)))
-    value, converged = 0.0, inst.I == 0
+    value, converged, stopped = 0.0, inst.I == 0, None
     weight = smoothing  # adaptive smoothing weight of the center
     bar = tqdm(desc=f"column generation {phase}".strip(), unit="it", disable=not progress,
                leave=False)
@@ -373,11 +375,14 @@ def column_generation(pool: ColumnPool, master: RestrictedMaster, state: CGState
     try:
         while not converged:
             if max_iterations is not None and state.iterations >= max_iterations:
+                stopped = "iterations"
                 break
             if deadline is not None and time.perf_counter() >= deadline:
+                stopped = "time"
                 break
             solved = master.solve(deadline)
             if solved is None:
+                stopped = "time"
                 break
             value, x, duals, mu = solved
             state.last_x = x
@@ -425,7 +430,7 @@ def column_generation(pool: ColumnPool, master: RestrictedMaster, state: CGState
                             gap="-" if gap is None else f"{gap:.2%}", cols=len(pool))
     finally:
         bar.close()
-    return {"value": value, "converged": converged}
+    return {"value": value, "converged": converged, "stopped": stopped}
 
 
 def fits_greedily(pool: ColumnPool, order: Iterable[int], start: Iterable[int] = ()
@@ -517,7 +522,8 @@ class Bracket:
                 "mip_s": self.mip_s, "seed_s": self.seed_s}
 
 
-def bracket(instance: Instance, *, time_limit: float | None = 600.0, max_iterations: int | None = None,
+def bracket(instance: Instance, *, time_limit: float | None = 600.0,
+            max_iterations: int | None = None, node_limit: int | None = None,
             seed_policy: str = "oasis", backend: str = "numpy", cg_share: float = CG_SHARE,
             pooled_share: float = POOLED_SHARE, smoothing: float = SMOOTHING,
             lp_solver: str = "ipm", seed: int = 0, progress: bool = False,
@@ -526,9 +532,15 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0, max_iterati
 
     ``time_limit`` (seconds, None = no limit) covers everything: the seed policy, phase 1 (up
     to ``pooled_share`` of the column-generation time), phase 2 (until ``cg_share`` of the
-    limit, or convergence) and the integer schedule (the rest). ``max_iterations`` caps the
-    pricing rounds of both phases together. Stopped early, ``upper`` is still a valid bound.
-    ``lp_solver``: "ipm" (HiGHS interior point, no crossover) or "simplex" for phase 2.
+    limit, or convergence) and the integer schedule (the rest; skipped when no time is left).
+    Deterministic limits: ``max_iterations`` caps the pricing rounds of both phases together,
+    ``node_limit`` the branch-and-bound nodes of the integer master (HiGHS). Stopped early,
+    ``upper`` is still a valid bound. ``lp_solver``: "ipm" (HiGHS interior point, no
+    crossover) or "simplex" for phase 2.
+
+    ``lower <= upper`` holds by weak duality; float noise in the duals may put ``upper`` below
+    ``lower`` by at most ``model.numerics.BOUND_RTOL`` (relative), and then ``upper = lower``.
+    A larger inversion raises ``RuntimeError`` naming both numbers (a bug, never hidden).
     """
     from ..policies import get_policy
 
@@ -578,9 +590,9 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0, max_iterati
     cand = sorted(candidates | set(greedy))
     lp = integer_program(pool, cand)
     initial = np.isin(cand, best).astype(float)
-    left = None if time_limit is None else max(1.0, start + time_limit - time.perf_counter())
-    res = solve_program(lp, backend="highs", time_limit=left, seed=seed, initial=initial)
-    if res.x is not None and res.objective is not None \
+    res = solve_program(lp, backend="highs", seed=seed, initial=initial, node_limit=node_limit,
+                        deadline=None if time_limit is None else start + time_limit)
+    if res.incumbent == "solver" and res.x is not None and res.objective is not None \
             and res.objective > float(lp.c @ initial) + 1e-9:
         best, source = [cand[k] for k in np.flatnonzero(res.x > 0.5)], "mip"
     mip_s = time.perf_counter() - t_mip
@@ -593,15 +605,20 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0, max_iterati
     lower = schedule.total_utility
     # every job at its best utility f_i(0) also bounds OPT: the bound before any pricing round
     trivial = float(sum(instance.utility_table[i, instance.arrival[i]] for i in range(instance.I)))
-    upper = min(state.best_bound, trivial)
-    upper = max(upper, lower)  # the bound is proven; only float noise could invert them
+    upper = ordered_bound("max", lower, min(state.best_bound, trivial),
+                          what="column-generation upper bound")
     gap = 0.0 if upper <= 0 else (upper - lower) / upper
     out = Bracket(lower, upper, gap, two["value"], two["converged"], one["converged"],
                   state.iterations, len(pool), seed_schedule.total_utility, greedy_value,
                   seed_policy, schedule, source, res.status, cg_s, mip_s, seed_s, state.history)
+    closed = gap <= 1e-6
+    # what stopped the search short of convergence: phase 2's limit, else the integer master's
+    stopped = ({"time": "time_limit", "iterations": "iteration_limit"}.get(two["stopped"])
+               or (res.status if res.status in STOPPED else None))
     schedule.stats.update(out.stats())
-    schedule.stats.update({"status": "bracket", "objective": lower, "bound": upper,
-                           "proven_optimal": bool(gap <= 1e-6),
+    schedule.stats.update({"status": "optimal" if closed else "bracket",
+                           "stopped_by": None if closed else stopped, "incumbent": True,
+                           "objective": lower, "bound": upper, "proven_optimal": closed,
                            "message": ("optimal (bracket closed)" if gap <= 1e-6 else
                                        f"bracket [{lower:.6g}, {upper:.6g}], gap {gap:.3%}: "
                                        "NOT proven optimal")})
@@ -612,24 +629,28 @@ class ColgenPolicy:
     """Policy ``offline-colgen``: the best integer schedule found, with the bracket in ``stats``.
 
     Options: ``seed_policy`` ("oasis"), ``backend`` of the dual subroutine ("numpy"),
-    ``max_iterations``, ``cg_share``, ``pooled_share``, ``smoothing``, ``lp_solver``, ``seed``.
-    ``solve(instance, time_limit=None)`` runs to convergence (and an unlimited integer master)
-    when no time limit is given.
+    ``max_iterations`` and ``node_limit`` (deterministic limits, see ``bracket``), ``cg_share``,
+    ``pooled_share``, ``smoothing``, ``lp_solver``, ``seed``. ``solve(instance,
+    time_limit=None)`` runs to convergence (and an unlimited integer master) when no limit is
+    given. ``stats``: the bracket (``lower``, ``upper``, ``gap`` ...) and, as for the exact
+    policies, ``status`` ("optimal" when the bracket closed, else "bracket"), ``stopped_by``
+    (what stopped it short: "time_limit", "iteration_limit", "node_limit" or None),
+    ``objective`` = lower, ``bound`` = upper, ``proven_optimal``, ``message``.
     """
 
     name = "offline-colgen"
 
     def __init__(self, seed_policy: str = "oasis", backend: str = "numpy",
-                 max_iterations: int | None = None, cg_share: float = CG_SHARE,
-                 pooled_share: float = POOLED_SHARE, smoothing: float = SMOOTHING,
-                 lp_solver: str = "ipm", seed: int = 0):
-        self.options: dict[str, Any] = {"seed_policy": seed_policy, "backend": backend,
-                        "max_iterations": max_iterations, "cg_share": cg_share,
-                        "pooled_share": pooled_share, "smoothing": smoothing,
-                        "lp_solver": lp_solver, "seed": seed}
+                 max_iterations: int | None = None, node_limit: int | None = None,
+                 cg_share: float = CG_SHARE, pooled_share: float = POOLED_SHARE,
+                 smoothing: float = SMOOTHING, lp_solver: str = "ipm", seed: int = 0):
+        self.options: dict[str, Any] = {
+            "seed_policy": seed_policy, "backend": backend, "max_iterations": max_iterations,
+            "node_limit": node_limit, "cg_share": cg_share, "pooled_share": pooled_share,
+            "smoothing": smoothing, "lp_solver": lp_solver, "seed": seed}
 
-    def solve(self, instance: Instance, *, time_limit: float | None = None, progress: bool = False,
-              **_ignored: Any) -> Schedule:
+    def solve(self, instance: Instance, *, time_limit: float | None = None,
+              progress: bool = False) -> Schedule:
         result = bracket(instance, time_limit=time_limit, progress=progress, **self.options)
         assert_valid(instance, result.schedule)
         return result.schedule

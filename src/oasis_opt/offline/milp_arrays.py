@@ -174,17 +174,100 @@ def ps_ratio(instance: Instance, job: int, kmax: int) -> tuple[float, float]:
     return b, B
 
 
-def build_milp(instance: Instance) -> MilpModel:
-    """The reduced MILP of section 2.1 for ``instance`` (see the module docstring)."""
-    t_start = time.perf_counter()
-    T, H = instance.horizon, instance.H
+@dataclass(frozen=True)
+class JobSets:
+    """Index sets of one job that can run: worker servers ``hs`` and PS servers ``ks`` with room
+    for one container, first possible completion slot ``t0`` and most workers per slot ``kmax``."""
+
+    hs: np.ndarray
+    ks: np.ndarray
+    t0: int
+    kmax: int
+
+
+def job_sets(instance: Instance) -> tuple[dict[int, JobSets], dict[int, str], list[int],
+                                          tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per job: its ``JobSets`` if it gets variables, else why not (excluded) or zero work.
+
+    Returns (sets, excluded, zero_work, (wroom, proom, kmax)) -- what ``build_milp`` builds from
+    and ``milp_size`` counts.
+    """
+    T = instance.horizon
     wroom = np.minimum(server_room(instance.worker_capacity, instance.worker_demand),
                        instance.chunks[:, None])
     proom = np.minimum(server_room(instance.ps_capacity, instance.ps_demand),
                        instance.chunks[:, None])
     kmax = max_workers_per_slot(instance, wroom, proom)
-    work, arrival, N = instance.work, instance.arrival, instance.chunks
-    b, B = instance.worker_bw, instance.ps_bw
+    sets: dict[int, JobSets] = {}
+    excluded: dict[int, str] = {}
+    zero_work: list[int] = []
+    for i in range(instance.I):
+        a = int(instance.arrival[i])
+        if instance.work[i] == 0:
+            zero_work.append(i)
+            continue
+        hs = np.flatnonzero(wroom[i] >= 1)
+        ks = np.flatnonzero(proom[i] >= 1)
+        if len(hs) == 0:
+            excluded[i] = "no worker server has room for one worker"
+            continue
+        if len(ks) == 0 or kmax[i] < 1:
+            excluded[i] = "no PS server has room for the PSs of one worker"
+            continue
+        t0 = a + int(-(-instance.work[i] // kmax[i])) - 1
+        if t0 > T:
+            excluded[i] = f"needs {t0 - a + 1} slots from arrival {a}, horizon is {T}"
+            continue
+        sets[i] = JobSets(hs, ks, t0, int(kmax[i]))
+    return sets, excluded, zero_work, (wroom, proom, kmax)
+
+
+def milp_size(instance: Instance) -> dict[str, int]:
+    """Size of ``build_milp(instance)`` without building it: ``columns`` (exact) and upper bounds
+    on ``rows`` and ``nonzeros`` (every capacity row (4)/(5) counted as if binding).
+
+    Counted row by row from the same index sets (``job_sets``) as ``build_milp``; the test
+    suite holds the two together. Per job: 1 + n_u + n_s (n_h + n_k) columns (n_s = T - a_i + 1
+    slots, n_h / n_k servers with room, n_u = T - t0_i + 1 completion slots); the "no workers
+    after completion" rows alone hold n_u (n_u + 1) / 2 nonzeros, quadratic in the horizon.
+    """
+    sets, _, _, _ = job_sets(instance)
+    T = instance.horizon
+    cols = rows = nnz = 0
+    for i, js in sets.items():
+        a = int(instance.arrival[i])
+        ns, nh, nk, nu = T - a + 1, len(js.hs), len(js.ks), T - js.t0 + 1
+        rw = int(np.count_nonzero(instance.worker_demand[i] > 0))
+        rp = int(np.count_nonzero(instance.ps_demand[i] > 0))
+        cols += 1 + nu + ns * (nh + nk)
+        rows += 2 + 3 * ns + nu
+        nnz += ((1 + ns * nh) + (nu + 1) + (ns * nh + (js.t0 - a) + nu * (nu + 1) // 2)
+                + (nu + nu * nh) + 2 * ns * (nh + nk) + ns * (nh * rw + nk * rp))
+    rows += T * (instance.H + instance.K) * instance.R
+    return {"columns": cols, "rows": rows, "nonzeros": nnz}
+
+
+class DeadlineReached(Exception):
+    """``build_milp`` passed its ``deadline`` before the model was complete."""
+
+
+def build_milp(instance: Instance, deadline: float | None = None) -> MilpModel:
+    """The reduced MILP of section 2.1 for ``instance`` (see the module docstring).
+
+    ``deadline`` (a ``time.perf_counter()`` value): checked before each job, before each
+    resource's capacity rows; ``DeadlineReached`` is raised once it has passed, or before the
+    sparse matrix is assembled when less time is left than building took so far.
+    """
+    t_start = time.perf_counter()
+
+    def check_deadline() -> None:
+        if deadline is not None and time.perf_counter() >= deadline:
+            raise DeadlineReached(f"the time limit was reached while building the MILP "
+                                  f"({time.perf_counter() - t_start:.1f} s)")
+
+    T, H = instance.horizon, instance.H
+    sets, excluded, zero_work, (wroom, proom, kmax) = job_sets(instance)
+    work, arrival = instance.work, instance.arrival
 
     kinds, jobs, slots, servers, ubs, cost = [], [], [], [], [], []
     n = 0
@@ -204,25 +287,9 @@ def build_milp(instance: Instance) -> MilpModel:
         return np.arange(n - m, n)
 
     coo = _Coo()
-    excluded: dict[int, str] = {}
-    zero_work = []
-    for i in range(instance.I):
-        a = int(arrival[i])
-        if work[i] == 0:
-            zero_work.append(i)
-            continue
-        hs = np.flatnonzero(wroom[i] >= 1)
-        ks = np.flatnonzero(proom[i] >= 1)
-        if len(hs) == 0:
-            excluded[i] = "no worker server has room for one worker"
-            continue
-        if len(ks) == 0 or kmax[i] < 1:
-            excluded[i] = "no PS server has room for the PSs of one worker"
-            continue
-        t0 = a + int(-(-work[i] // kmax[i])) - 1
-        if t0 > T:
-            excluded[i] = f"needs {t0 - a + 1} slots from arrival {a}, horizon is {T}"
-            continue
+    for i, js in sets.items():
+        check_deadline()
+        a, hs, ks, t0 = int(arrival[i]), js.hs, js.ks, js.t0
         ts = np.arange(a, T + 1)
         ns = len(ts)
         xc = new_cols(X, i, [0], -1, 1.0)[0]
@@ -265,6 +332,7 @@ def build_milp(instance: Instance) -> MilpModel:
     kind, job, slot, server = (cat(kinds, np.int8), cat(jobs, np.int64), cat(slots, np.int64),
                                cat(servers, np.int64))
     ub, c = cat(ubs, float), cat(cost, float)
+    check_deadline()
     # (4) and (5): per slot, server and resource, over the jobs with a variable there
     for role_kind, demand, cap, offset in ((Y, instance.worker_demand, instance.worker_capacity, 0),
                                            (Z, instance.ps_demand, instance.ps_capacity, H)):
@@ -274,6 +342,7 @@ def build_milp(instance: Instance) -> MilpModel:
         srv = server[cols] - offset
         key = slot[cols] * cap.shape[0] + srv  # one key per (slot, server)
         for r in range(instance.R):
+            check_deadline()
             coef = demand[job[cols], r]
             m = coef > 0
             if not m.any():
@@ -288,6 +357,13 @@ def build_milp(instance: Instance) -> MilpModel:
             k, cc, cf = k[binding], cc[binding], cf[binding]
             uniq, rel = np.unique(k, return_inverse=True)
             coo.rows(rel, cc, cf, np.full(len(uniq), -math.inf), cap[:, r][uniq % cap.shape[0]])
+    check_deadline()
+    # assembling the sparse matrix is one call that cannot be stopped and takes about as long as
+    # collecting its rows did (measured on the 100-job paper-sim MILP): not started without that
+    # much time left
+    if deadline is not None and deadline - time.perf_counter() < time.perf_counter() - t_start:
+        raise DeadlineReached("the time limit would pass while assembling the MILP's matrix "
+                              f"({time.perf_counter() - t_start:.1f} s into building it)")
     lp = LinearProgram(c=c, A=coo.matrix(n), row_lower=np.asarray(coo.lo, float),
                        row_upper=np.asarray(coo.up, float), lower=np.zeros(n), upper=ub,
                        integer=np.ones(n, dtype=bool), sense="max")

@@ -96,6 +96,9 @@ def solve_pyomo(instance: Instance, *, time_limit: float | None = None, relax: b
     """
     from pyomo.contrib.solver.common.factory import SolverFactory
 
+    from .solver import quiet_highspy
+
+    quiet_highspy()  # HiGHS's banner off stdout (Pyomo makes the Highs objects here)
     t0 = time.perf_counter()
     m = build_pyomo(instance)
     if len(m.JT) == 0:  # no job can run: a constant objective HiGHS is never asked about

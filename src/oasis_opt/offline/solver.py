@@ -9,6 +9,34 @@ and returns a :class:`SolverResult` in one vocabulary for both back ends (status
 objective, best bound, relative gap, LP row duals, build and solve times). The offline MILP of
 problem (1), the column-generation master of (14)-(18) and the Dorm baseline all go through it.
 
+**Status vocabulary** (``SolverResult.status``):
+
+* ``optimal``: proven optimal (within ``mip_gap``); ``bound`` is given;
+* a limit stopped the solve, NOT proven optimal: ``time_limit``, ``node_limit``,
+  ``solution_limit``, ``iteration_limit``, ``deterministic_time_limit`` or ``interrupted``
+  (``STOPPED``). ``incumbent`` says whether there is one: "solver" (with incumbent),
+  "initial" (the solver found nothing better than the given ``initial`` point, which is
+  returned) or None (no incumbent, ``x is None``);
+* ``infeasible``, ``unbounded``, ``error``.
+
+**Bounds are proven or absent.** ``bound`` is reported only when the solver proved it: HiGHS's
+MIP dual bound when finite (a MIP stopped before its root LP has none), the optimum of a solved
+LP, CP-SAT's best objective bound only when CP-SAT ends OPTIMAL or FEASIBLE (an UNKNOWN response
+carries no bound: its field is 0, not a bound). Otherwise ``bound is None``, whatever the status.
+
+**Limits.** ``time_limit`` (seconds) covers the hand-off to the solver and the solve: the solver
+gets what is left after the hand-off. Deterministic limits, which give the same result on any
+machine and under any load (what tests use): ``node_limit`` and ``solution_limit`` (HiGHS
+MIPs: ``mip_max_nodes``, ``mip_max_improving_sols``; ``node_limit=0`` stops before the root
+LP), ``iteration_limit`` (HiGHS LPs: ``simplex_iteration_limit``), ``deterministic_time``
+(CP-SAT's ``max_deterministic_time``, in its deterministic "seconds"). A limit the chosen back
+end does not have is an error naming it.
+
+**Logs.** Solvers never write to stdout: HiGHS's one-per-process banner is captured when the
+first ``Highs`` object is made, and both solvers' logs go to the Python logger
+``oasis_opt.offline.solver`` at DEBUG level (collected only when that level is enabled, e.g.
+``oasis-opt --log-level debug ...``).
+
 HiGHS (``backend="highs"``) receives the model through ``highspy.Highs.passModel`` from CSC
 arrays: Pyomo's hand-off costs several times HiGHS's own solve on big models (see
 ``benchmarks/bench_offline.py``). HiGHS's thread scheduler is process-global: a later solve that
@@ -35,10 +63,13 @@ CP-SAT (``backend="cpsat"``) needs integers everywhere; see :func:`_scale_row` a
 """
 from __future__ import annotations
 
+import logging
 import math
+import os
+import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, overload
 
 import numpy as np
 import scipy.sparse as sp
@@ -46,10 +77,17 @@ from numpy.typing import ArrayLike
 
 from .._extras import require
 
-from ..model.numerics import FEAS_TOL, ROW_TOL  # HiGHS feasibility, CP-SAT row scaling
+# HiGHS feasibility, CP-SAT row scaling, bound vs incumbent noise
+from ..model.numerics import BOUND_RTOL, FEAS_TOL, ROW_TOL
 
 BACKENDS = ("highs", "cpsat")
-STATUSES = ("optimal", "time_limit", "infeasible", "unbounded", "error")
+# the status of a solve stopped short, by what stopped it
+LIMIT_STATUS = {"time": "time_limit", "nodes": "node_limit", "solutions": "solution_limit",
+                "iterations": "iteration_limit", "deterministic_time": "deterministic_time_limit",
+                "interrupt": "interrupted"}
+STOPPED = tuple(LIMIT_STATUS.values())
+STATUSES = ("optimal", *STOPPED, "infeasible", "unbounded", "error")
+log = logging.getLogger(__name__)
 # Relative MIP gap at which a solve counts as optimal ("proven optimal" below means: within it).
 MIP_GAP = 1e-6
 # CP-SAT integer scaling limits (see the module docstring).
@@ -103,15 +141,18 @@ class LinearProgram:
 
 @dataclass(frozen=True)
 class SolverResult:
-    """The outcome of ``solve_program`` (both back ends).
+    """The outcome of ``solve_program`` (both back ends; see the module doc for the vocabulary).
 
-    ``status``: "optimal" | "time_limit" | "infeasible" | "unbounded" | "error".
-    ``x``: the incumbent (integer columns rounded to integers), None if there is none.
-    ``objective``: ``c @ x`` of that incumbent. ``bound``: best bound on the optimum (the dual
-    bound of a MILP; the optimum itself for a solved LP). ``gap``: ``|bound - objective| /
-    max(|objective|, 1e-9)`` (0 when both are 0). ``row_duals`` (LPs only): d objective / d row
-    bound in the problem's own sense, so a binding ``<=`` row of a maximisation has a dual >= 0.
-    ``info``: back-end details (CP-SAT scaling error, HiGHS model status ...).
+    ``status``: one of ``STATUSES``. ``x``: the incumbent (integer columns rounded to integers),
+    None if there is none; ``incumbent``: where it came from, "solver", "initial" (the given
+    starting point) or None. ``objective``: ``c @ x`` of that incumbent, recomputed.
+    ``bound``: a *proven* bound on the optimum (the dual bound of a MILP; the optimum itself for
+    a solved LP), else None. ``gap``: ``|bound - objective| / |objective|`` (0 when equal, inf
+    when only the objective is 0, None without both). ``row_duals`` (LPs only): d objective /
+    d row bound in the problem's own sense, so a binding ``<=`` row of a maximisation has a
+    dual >= 0. ``build_s``: the hand-off to the
+    solver; ``solve_s``: the solver's run. ``info``: back-end details (CP-SAT scaling error,
+    HiGHS model status ...).
     """
 
     status: str
@@ -125,41 +166,355 @@ class SolverResult:
     solve_s: float
     backend: str
     info: dict[str, Any] = field(default_factory=dict)
+    incumbent: str | None = None
+
+
+@overload
+def ordered_bound(sense: str, objective: float | None, bound: float, what: str = ...) -> float:
+    ...
+
+
+@overload
+def ordered_bound(sense: str, objective: float | None, bound: float | None,
+                  what: str = ...) -> float | None:
+    ...
+
+
+def ordered_bound(sense: str, objective: float | None, bound: float | None,
+                  what: str = "bound") -> float | None:
+    """``bound``, moved onto ``objective`` when float noise put it on the wrong side.
+
+    For a maximisation a valid bound is >= every feasible value; ``bound < objective`` by more
+    than ``BOUND_RTOL * max(1, |objective|)`` raises ``RuntimeError`` naming both numbers.
+    """
+    if objective is None or bound is None:
+        return bound
+    below = (objective - bound) if sense == "max" else (bound - objective)
+    if below <= 0:
+        return bound
+    if below > BOUND_RTOL * max(1.0, abs(objective)):
+        raise RuntimeError(f"{what} {float(bound)!r} is on the wrong side of the feasible value "
+                           f"{float(objective)!r} ({sense}imisation) by {below:.3g}, beyond the "
+                           f"tolerance {BOUND_RTOL:g} (relative)")
+    return objective
 
 
 def relative_gap(objective: float | None, bound: float | None) -> float | None:
-    """|bound - objective| / max(|objective|, 1e-9); 0 when both are (nearly) 0."""
+    """|bound - objective| / |objective|; 0 when both are (nearly) equal, infinite when the
+    objective is (nearly) 0 and the bound is not, None without both."""
     if objective is None or bound is None or not math.isfinite(bound):
         return None
     diff = abs(bound - objective)
     if diff <= 1e-12 * max(1.0, abs(bound)):
         return 0.0
-    return diff / max(abs(objective), 1e-9)
+    return diff / abs(objective) if abs(objective) > 1e-9 else math.inf
 
 
 def solve_program(lp: LinearProgram, *, backend: str = "highs", time_limit: float | None = None,
                   relax: bool = False, seed: int = 0, mip_gap: float = MIP_GAP,
-                  initial: np.ndarray | None = None) -> SolverResult:
+                  initial: np.ndarray | None = None, node_limit: int | None = None,
+                  solution_limit: int | None = None, iteration_limit: int | None = None,
+                  deterministic_time: float | None = None,
+                  deadline: float | None = None) -> SolverResult:
     """Solve ``lp`` with ``backend`` ("highs" or "cpsat").
 
     ``relax=True`` drops integrality (HiGHS only; CP-SAT solves integer programs only) and
-    returns row duals. ``time_limit`` (seconds) returns the best incumbent found, with
-    ``status="time_limit"`` and ``proven_optimal=False``. ``seed`` fixes the solvers' random
-    seeds (both are deterministic for a given seed; CP-SAT runs with one worker). ``initial``:
-    a feasible point handed to the solver as a starting incumbent (MILPs).
+    returns row duals. ``time_limit`` (seconds from this call) covers the hand-off and the
+    solve; ``deadline`` (a ``time.perf_counter()`` value; the earlier of the two applies) lets a
+    caller count its own model building too: a deadline already passed returns at once, status
+    "time_limit", with the ``initial`` point as incumbent if given. The deterministic limits
+    ``node_limit``, ``solution_limit``, ``iteration_limit`` (HiGHS) and ``deterministic_time``
+    (CP-SAT) are described in the module doc. A solve stopped by a limit has that limit as
+    status (``STOPPED``), ``proven_optimal=False``, an incumbent or not (``incumbent``), and a
+    ``bound`` only if the solver proved one. ``seed`` fixes the solvers' random seeds (both are
+    deterministic for a given seed under deterministic limits; CP-SAT runs with one worker).
+    ``initial``: a feasible point of an integer program (checked: ``ValueError`` naming the
+    violated bound or row otherwise), handed to the solver as a starting incumbent; when the
+    solver returns nothing better, it is the result's incumbent (``incumbent == "initial"``).
     """
+    t_start = time.perf_counter()
     if backend not in BACKENDS:
         raise ValueError(f"backend: unknown {backend!r} (known: {', '.join(BACKENDS)})")
     if time_limit is not None and not time_limit > 0:
         raise ValueError(f"time_limit: must be > 0 seconds, got {time_limit}")
+    is_lp = relax or (lp.n_cols > 0 and not np.any(lp.integer))
+    check_limits(backend, is_lp, node_limit=node_limit,
+                  solution_limit=solution_limit, iteration_limit=iteration_limit,
+                  deterministic_time=deterministic_time)
+    if initial is not None:
+        if is_lp:
+            raise ValueError("initial: a starting incumbent is for integer programs "
+                             "(this solve is an LP)")
+        initial = check_point(lp, initial, "initial")
     if lp.n_cols == 0:
         return _solve_empty(lp, backend)
+    if time_limit is not None:
+        deadline = t_start + float(time_limit) if deadline is None else \
+            min(deadline, t_start + float(time_limit))
+    if deadline is not None and time.perf_counter() >= deadline:
+        return _finish(lp, backend, "limit", limit="time", initial=initial,
+                       info={f"{backend}_status": "not run: the time limit was spent before"})
     if backend == "highs":
-        return _solve_highs(lp, time_limit=time_limit, relax=relax, seed=seed, mip_gap=mip_gap,
-                            initial=initial)
+        return _solve_highs(lp, deadline=deadline, relax=relax, seed=seed, mip_gap=mip_gap,
+                            initial=initial, node_limit=node_limit,
+                            solution_limit=solution_limit, iteration_limit=iteration_limit)
     if relax:
         raise ValueError("relax: CP-SAT solves integer programs only; use backend='highs' for LPs")
-    return _solve_cpsat(lp, time_limit=time_limit, seed=seed, mip_gap=mip_gap, initial=initial)
+    return _solve_cpsat(lp, deadline=deadline, seed=seed, mip_gap=mip_gap, initial=initial,
+                        deterministic_time=deterministic_time)
+
+
+# A solve run in a child process is killed this long after its time limit (seconds, plus a share
+# of the limit) if the solver has not stopped by itself.
+KILL_GRACE_S = 1.0
+KILL_GRACE_SHARE = 0.05
+
+
+def solve_in_child(lp: LinearProgram, *, time_limit: float, initial: np.ndarray | None = None,
+                   solve: Callable[..., SolverResult] | None = None,
+                   **options: Any) -> SolverResult:
+    """``solve_program(lp, time_limit=time_limit, initial=initial, **options)`` in a child
+    process, killed ``KILL_GRACE_S + KILL_GRACE_SHARE * time_limit`` seconds after the limit.
+
+    HiGHS does not check its clock everywhere: on the 1.54 M-column MILP of 100 paper-sim jobs
+    its presolve ran 47 s of a 30 s limit, and 216 s of a 60 s one on a loaded machine. A child
+    process is the only way to stop it on time. Killed, the result is what a limit gives
+    before any solution: status "time_limit", the ``initial`` point as incumbent if given, no
+    bound. The child is a fresh interpreter (``python -c``, the program
+    pickled to it through a pipe), so it inherits no threads and never re-runs the caller's
+    ``__main__``; starting it counts in the limit (the child solves until the same wall-clock
+    deadline). Its solver logs are forwarded to this module's logger as they come; a child that
+    dies (e.g. killed for memory) gives status "error" with the exit code in ``info``. ``solve``:
+    the function the child runs (default ``solve_program``; the tests use it to check the kill).
+    POSIX only (file descriptors passed to the child); elsewhere the solve runs in this process.
+    """
+    import pickle
+    import subprocess
+    from multiprocessing.connection import Connection
+
+    if not time_limit > 0:
+        raise ValueError(f"time_limit: must be > 0 seconds, got {time_limit}")
+    options = {"initial": initial, **options}
+    if os.name != "posix":
+        return (solve or solve_program)(lp, time_limit=time_limit, **options)
+    t0 = time.perf_counter()
+    deadline_wall = time.time() + time_limit
+    backend = options.get("backend", "highs")
+    to_child, from_child = os.pipe(), os.pipe()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from oasis_opt.offline.solver import _child_main; "
+         "_child_main(int(sys.argv[1]), int(sys.argv[2]))", str(to_child[0]), str(from_child[1])],
+        pass_fds=(to_child[0], from_child[1]), stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, env=env)
+    os.close(to_child[0])
+    os.close(from_child[1])
+    send, receive = Connection(to_child[1], readable=False), Connection(from_child[0],
+                                                                        writable=False)
+    kill_at = t0 + time_limit + KILL_GRACE_S + KILL_GRACE_SHARE * time_limit
+
+    def died() -> SolverResult:
+        return _finish(lp, backend, "error", build_s=time.perf_counter() - t0,
+                       info={f"{backend}_status": "the solver process died (exit code "
+                             f"{proc.wait()}; -9: killed, e.g. out of memory)"})
+
+    try:
+        try:
+            send.send_bytes(pickle.dumps((solve or solve_program, lp, options, deadline_wall,
+                                          log.isEnabledFor(logging.DEBUG), _HIGHS_THREADS),
+                                         protocol=pickle.HIGHEST_PROTOCOL))
+        except BrokenPipeError:
+            return died()
+        finally:
+            send.close()
+        sent = time.perf_counter()  # the hand-off: starting the child and pickling the job to it
+        while True:
+            wait = kill_at - time.perf_counter()
+            if wait <= 0 or not receive.poll(wait):
+                proc.kill()
+                late = time.perf_counter() - t0 - time_limit
+                return _finish(lp, backend, "limit", limit="time", initial=initial,
+                               build_s=sent - t0, solve_s=time.perf_counter() - sent,
+                               info={f"{backend}_status": f"killed: still running {late:.1f} s "
+                                     "after the time limit"})
+            try:
+                kind, payload = receive.recv()
+            except EOFError:  # the child died without a word
+                return died()
+            if kind == "log":
+                log.debug("%s", payload)
+            elif kind == "error":
+                raise payload
+            else:
+                return payload
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        receive.close()
+
+
+def _child_main(in_fd: int, out_fd: int) -> None:
+    """Body of the ``solve_in_child`` process: read the job from ``in_fd``, solve until the
+    wall-clock deadline, write ("result", SolverResult) or ("error", exception) to ``out_fd``;
+    with debug logging, ("log", message) for every solver log record as it comes."""
+    import pickle
+    import threading
+    from multiprocessing.connection import Connection
+
+    receive, send = Connection(in_fd, writable=False), Connection(out_fd, readable=False)
+    solve, lp, options, deadline_wall, debug, threads = pickle.loads(receive.recv_bytes())
+    receive.close()
+    lock = threading.Lock()  # HiGHS may log from its worker threads
+
+    def put(item: tuple[str, Any]) -> None:
+        with lock:
+            send.send(item)
+
+    if debug:
+        class Forward(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                put(("log", record.getMessage()))
+
+        log.addHandler(Forward())
+        log.setLevel(logging.DEBUG)
+        log.propagate = False
+    if threads is not None:
+        set_highs_threads(threads)
+    left = deadline_wall - time.time()
+    try:
+        if left > 0:
+            result = solve(lp, time_limit=left, **options)
+        else:  # starting this process used up the time
+            result = solve(lp, deadline=time.perf_counter(), **options)
+        put(("result", result))
+    except Exception as e:  # noqa: BLE001 - re-raised in the parent
+        put(("error", e))
+    send.close()
+
+
+def check_limits(backend: str, is_lp: bool, **limits: float | None) -> None:
+    """Deterministic limits: right type and range, and one the back end has (else ValueError)."""
+    lowest = {"node_limit": 0, "solution_limit": 1, "iteration_limit": 0}
+    for name, v in limits.items():
+        if v is None:
+            continue
+        if name == "deterministic_time":
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
+                    or not v > 0:
+                raise ValueError(f"{name}: must be a finite number > 0, got {v!r}")
+            if backend != "cpsat":
+                raise ValueError(f"{name}: a CP-SAT limit; HiGHS takes node_limit, "
+                                 "solution_limit (MILPs) or iteration_limit (LPs)")
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lowest[name]:
+            raise ValueError(f"{name}: must be an integer >= {lowest[name]}, got {v!r}")
+        if backend != "highs":
+            raise ValueError(f"{name}: a HiGHS limit; CP-SAT takes deterministic_time")
+        if name == "iteration_limit" and not is_lp:
+            raise ValueError("iteration_limit: HiGHS applies it to LPs only; use node_limit or "
+                             "solution_limit for integer programs")
+        if name != "iteration_limit" and is_lp:
+            raise ValueError(f"{name}: a limit of integer programs; use iteration_limit for LPs")
+
+
+def check_point(lp: LinearProgram, x: ArrayLike, field_name: str = "x") -> np.ndarray:
+    """``x`` as a float array if it satisfies ``lp``'s bounds, integrality and rows (to the
+    tolerance ``ROW_TOL`` relative to max(1, |bound|)); else ``ValueError`` naming what it breaks.
+    Integer columns are rounded."""
+    x = np.asarray(x, dtype=float).ravel()
+    if x.shape != (lp.n_cols,):
+        raise ValueError(f"{field_name}: length {x.size}, expected {lp.n_cols}")
+    if not np.isfinite(x).all():
+        raise ValueError(f"{field_name}: contains non-finite values")
+
+    def tol(v: np.ndarray) -> np.ndarray:
+        return ROW_TOL * np.maximum(1.0, np.abs(np.where(np.isfinite(v), v, 0.0)))
+
+    for name, bad in (("below its lower bound", x < lp.lower - tol(lp.lower)),
+                      ("above its upper bound", x > lp.upper + tol(lp.upper))):
+        if bad.any():
+            j = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"{field_name}: not feasible: column {j} = {float(x[j])!r} is {name}")
+    ints = np.asarray(lp.integer, bool)
+    frac = ints & (np.abs(x - np.round(x)) > 1e-9)
+    if frac.any():
+        j = int(np.flatnonzero(frac)[0])
+        raise ValueError(f"{field_name}: not feasible: integer column {j} = {float(x[j])!r}")
+    x = np.where(ints, np.round(x), x)
+    act = lp.A @ x
+    for name, bad in (("below", act < lp.row_lower - tol(lp.row_lower)),
+                      ("above", act > lp.row_upper + tol(lp.row_upper))):
+        if bad.any():
+            r = int(np.flatnonzero(bad)[0])
+            edge = lp.row_lower[r] if name == "below" else lp.row_upper[r]
+            raise ValueError(f"{field_name}: not feasible: row {r} activity {float(act[r])!r} is "
+                             f"{name} its bound {float(edge)!r}")
+    return x
+
+
+def _finish(lp: LinearProgram, backend: str, outcome: str, *, limit: str | None = None,
+            x: np.ndarray | None = None, bound: float | None = None,
+            initial: np.ndarray | None = None, duals: np.ndarray | None = None,
+            build_s: float = 0.0, solve_s: float = 0.0, info: dict | None = None
+            ) -> SolverResult:
+    """The ``SolverResult`` of a back end's outcome ("optimal", "limit", "infeasible",
+    "unbounded" or "error"), its incumbent ``x`` (None: none) and proven ``bound`` (None: none).
+
+    The incumbent is the better of ``x`` and the ``initial`` point (also "initial" when the
+    solver returns that very point); its objective is recomputed.
+    """
+    incumbent = None if x is None else "solver"
+    if outcome in ("optimal", "limit") and initial is not None:
+        better = (lambda a, b: a > b) if lp.sense == "max" else (lambda a, b: a < b)
+        if x is None or better(float(lp.c @ initial), float(lp.c @ x)) \
+                or np.array_equal(x, initial):
+            x, incumbent = initial, "initial"
+    if outcome not in ("optimal", "limit"):
+        x, bound, duals, incumbent = None, None, None, None
+    objective = None if x is None else float(lp.c @ x)
+    if bound is not None and not math.isfinite(bound):
+        bound = None
+    bound = ordered_bound(lp.sense, objective, bound, what=f"{backend} bound")
+    if outcome == "limit":
+        assert limit is not None, "a solve stopped by a limit names it"
+        status = LIMIT_STATUS[limit]
+    else:
+        status = outcome
+    return SolverResult(status, status == "optimal", x, objective, bound,
+                        relative_gap(objective, bound), duals, build_s, solve_s, backend,
+                        info or {}, incumbent)
+
+
+def describe(stats: dict) -> str:
+    """The solver outcome of an offline policy's ``stats`` in words, e.g. "proven optimal,
+    bound 240.57" or "time limit, no incumbent, no bound" (keys ``status``, ``incumbent``,
+    ``objective``, ``bound``, ``gap``; column generation's "bracket" with ``stopped_by``)."""
+    status = str(stats.get("status"))
+    if status == "optimal":
+        head = "proven optimal"
+    elif status in STOPPED:
+        head = status.replace("_", " ")
+    elif status == "bracket":
+        stopped = stats.get("stopped_by")
+        head = "bracket" + (f" ({stopped.replace('_', ' ')})" if stopped else "")
+    else:
+        head = f"solver {status.replace('_', ' ')}"
+    parts = [head]
+    objective, bound, gap = stats.get("objective"), stats.get("bound"), stats.get("gap")
+    if status != "optimal":
+        if stats.get("incumbent") and objective is not None:
+            parts.append(f"incumbent {objective:.6g}")
+        else:
+            parts.append("no incumbent")
+    parts.append("no bound" if bound is None else f"bound {bound:.6g}")
+    if status != "optimal" and isinstance(gap, (int, float)):
+        parts.append(f"gap {gap:.3%}")
+    return ", ".join(parts)
+
+
+def _left(deadline: float | None) -> float | None:
+    return None if deadline is None else deadline - time.perf_counter()
 
 
 def _solve_empty(lp: LinearProgram, backend: str) -> SolverResult:
@@ -167,16 +522,57 @@ def _solve_empty(lp: LinearProgram, backend: str) -> SolverResult:
     ok = bool(np.all(lp.row_lower <= 1e-9) and np.all(lp.row_upper >= -1e-9))
     info = {"objective_error": 0.0} if backend == "cpsat" else {}
     if not ok:
-        return SolverResult("infeasible", False, None, None, None, None, None, 0.0, 0.0, backend,
-                            info)
-    return SolverResult("optimal", True, np.zeros(0), 0.0, 0.0, 0.0, np.zeros(lp.n_rows), 0.0,
-                        0.0, backend, info)
+        return _finish(lp, backend, "infeasible", info=info)
+    return _finish(lp, backend, "optimal", x=np.zeros(0), bound=0.0, duals=np.zeros(lp.n_rows),
+                   info=info)
 
 
 # ---------------------------------------------------------------------------------------------
 # HiGHS
 # ---------------------------------------------------------------------------------------------
 _HIGHS_THREADS: int | None = None  # None: HiGHS's default (joins the existing scheduler)
+_HIGHS_BANNER_CAPTURED = False
+
+
+def quiet_highspy() -> Any:
+    """``import highspy``, with HiGHS's banner kept off stdout.
+
+    HiGHS prints "Running HiGHS ... Copyright ..." to the C stdout when the process makes its
+    first ``Highs`` object, whatever ``output_flag`` says later. The first call here makes that
+    object with file descriptor 1 pointed at a temporary file and logs the banner at DEBUG.
+    (Another thread writing to stdout during those microseconds would be captured too.) Call it
+    before anything else (Pyomo included) creates a ``Highs``.
+    """
+    global _HIGHS_BANNER_CAPTURED
+    import highspy
+
+    if not _HIGHS_BANNER_CAPTURED:
+        _HIGHS_BANNER_CAPTURED = True
+        banner = _capture_stdout_fd(highspy.Highs)
+        if banner.strip():
+            log.debug("HiGHS: %s", banner.strip())
+    return highspy
+
+
+def _capture_stdout_fd(fn: Callable[[], object]) -> str:
+    """Run ``fn()`` with file descriptor 1 redirected to a temporary file; return what it wrote."""
+    import ctypes
+    import tempfile
+
+    libc = ctypes.CDLL(None)
+    sys.stdout.flush()
+    libc.fflush(None)
+    saved = os.dup(1)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 1)
+        try:
+            fn()
+        finally:
+            libc.fflush(None)  # C stdio buffers what it wrote while fd 1 was the file
+            os.dup2(saved, 1)
+            os.close(saved)
+        tmp.seek(0)
+        return tmp.read().decode(errors="replace")
 
 
 def set_highs_threads(threads: int | None) -> None:
@@ -185,7 +581,7 @@ def set_highs_threads(threads: int | None) -> None:
     Resets HiGHS's global scheduler so that the new count takes effect; every ``Highs`` this
     module creates afterwards asks for the same count. ``None`` returns to HiGHS's default.
     """
-    import highspy
+    highspy = quiet_highspy()
 
     global _HIGHS_THREADS
     if threads is not None and threads < 1:
@@ -197,11 +593,17 @@ def set_highs_threads(threads: int | None) -> None:
 
 
 def new_highs(**options: Any) -> Any:
-    """A silent ``highspy.Highs`` with this module's thread setting and the given options."""
-    import highspy
+    """A ``highspy.Highs`` with this module's thread setting and the given options (None values
+    skipped) that writes nothing to the console; its log goes to this module's logger at DEBUG
+    when that level is enabled."""
+    highspy = quiet_highspy()
 
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
+    if log.isEnabledFor(logging.DEBUG):
+        h.setOptionValue("log_to_console", False)
+        h.setOptionValue("output_flag", True)
+        h.cbLogging += _log_highs
     if _HIGHS_THREADS is not None:
         h.setOptionValue("threads", _HIGHS_THREADS)
     for k, v in options.items():
@@ -210,13 +612,19 @@ def new_highs(**options: Any) -> Any:
     return h
 
 
+def _log_highs(event: Any) -> None:
+    message = str(event.message).strip("\n").rstrip()
+    if message:
+        log.debug("HiGHS: %s", message)
+
+
 def run_highs(h: Any) -> Any:
     """``h.run()``, recovering once if another component changed HiGHS's global thread pool.
 
     A run that finds the global scheduler set up with another thread count returns without
     solving (model status "Not Set"); resetting the scheduler and running again fixes it.
     """
-    import highspy
+    highspy = quiet_highspy()
 
     h.run()
     if h.getModelStatus() == highspy.HighsModelStatus.kNotset:
@@ -227,7 +635,7 @@ def run_highs(h: Any) -> Any:
 
 def to_highs_lp(lp: LinearProgram, relax: bool = False) -> Any:
     """The ``highspy.HighsLp`` of ``lp`` (CSC arrays; no per-element Python work)."""
-    import highspy
+    highspy = quiet_highspy()
 
     A = sp.csc_matrix(lp.A)
     A.sort_indices()
@@ -252,57 +660,84 @@ def to_highs_lp(lp: LinearProgram, relax: bool = False) -> Any:
     return h_lp
 
 
-def _solve_highs(lp: LinearProgram, *, time_limit: float | None, relax: bool, seed: int,
-                 mip_gap: float, initial: np.ndarray | None) -> SolverResult:
-    import highspy
+def _solve_highs(lp: LinearProgram, *, deadline: float | None, relax: bool, seed: int,
+                 mip_gap: float, initial: np.ndarray | None, node_limit: int | None,
+                 solution_limit: int | None, iteration_limit: int | None,
+                 start: bool = True) -> SolverResult:
+    """HiGHS; ``initial`` is handed to it as a start solution when ``start`` (and kept as the
+    fallback incumbent either way)."""
+    highspy = quiet_highspy()
 
     MS = highspy.HighsModelStatus
     is_mip = (not relax) and bool(np.any(lp.integer))
     t0 = time.perf_counter()
-    h = new_highs(time_limit=None if time_limit is None else float(time_limit),
-                  random_seed=int(seed), mip_rel_gap=float(mip_gap),
+    h = new_highs(random_seed=int(seed), mip_rel_gap=float(mip_gap),
                   primal_feasibility_tolerance=FEAS_TOL,
-                  mip_feasibility_tolerance=FEAS_TOL if is_mip else None)
+                  mip_feasibility_tolerance=FEAS_TOL if is_mip else None,
+                  mip_max_nodes=node_limit, mip_max_improving_sols=solution_limit,
+                  simplex_iteration_limit=iteration_limit)
     h.passModel(to_highs_lp(lp, relax=relax))
-    if initial is not None and is_mip:
+    if initial is not None and start:
         sol = highspy.HighsSolution()
-        sol.col_value = np.asarray(initial, dtype=np.float64).tolist()
+        sol.col_value = initial.tolist()
         sol.value_valid = True
         h.setSolution(sol)
     build_s = time.perf_counter() - t0
+
+    def run() -> Any:  # HiGHS gets the time left (its clock starts with each run)
+        left = _left(deadline)
+        if left is not None:
+            if left <= 0:
+                return None
+            h.setOptionValue("time_limit", left)
+        return run_highs(h)
+
     t1 = time.perf_counter()
-    status = run_highs(h)
+    status = run()
     if status == MS.kUnboundedOrInfeasible:  # presolve could not tell which: ask the simplex
         h.setOptionValue("presolve", "off")
-        status = run_highs(h)
+        status = run()
+        if status is None:
+            status = MS.kTimeLimit
     solve_s = time.perf_counter() - t1
+    if status is None:  # the hand-off used up the time limit
+        return _finish(lp, "highs", "limit", limit="time", initial=initial, build_s=build_s,
+                       info={"highs_status": "not run: time limit spent on the hand-off"})
     info = h.getInfo()
-    name = {MS.kOptimal: "optimal", MS.kInfeasible: "infeasible", MS.kUnbounded: "unbounded",
-            MS.kUnboundedOrInfeasible: "infeasible", MS.kTimeLimit: "time_limit",
-            MS.kIterationLimit: "time_limit", MS.kInterrupt: "time_limit",
-            MS.kSolutionLimit: "time_limit"}.get(status, "error")
-    details = {"highs_status": h.modelStatusToString(status)}
-    has_x = info.primal_solution_status == highspy.kSolutionStatusFeasible
-    x = objective = bound = duals = None
-    if has_x and name in ("optimal", "time_limit"):
+    stopped = {MS.kTimeLimit: "time", MS.kIterationLimit: "iterations",
+               MS.kInterrupt: "interrupt"}
+    if status == MS.kSolutionLimit:  # mip_max_nodes / mip_max_improving_sols
+        stopped[status] = ("nodes" if node_limit is not None and
+                           (solution_limit is None or info.mip_node_count >= node_limit)
+                           else "solutions")
+    outcome = {MS.kOptimal: "optimal", MS.kInfeasible: "infeasible", MS.kUnbounded: "unbounded",
+               MS.kUnboundedOrInfeasible: "infeasible"}.get(status)
+    outcome = outcome or ("limit" if status in stopped else "error")
+    x = bound = duals = None
+    if info.primal_solution_status == highspy.kSolutionStatusFeasible:
         x = np.array(h.getSolution().col_value, dtype=float)
         if is_mip:
             ints = np.asarray(lp.integer, bool)
             x[ints] = np.round(x[ints])
-        objective = float(lp.c @ x)
+    if x is not None and initial is not None and start and outcome in ("optimal", "limit"):
+        reported = float(info.objective_function_value)
+        if abs(float(lp.c @ x) - reported) > 1e-6 * max(1.0, abs(reported)):
+            # HiGHS 1.16 hands back the start solution as its own when presolve solves the MIP
+            # outright (its objective and bound are right, its column values are not): again,
+            # without the start
+            return _solve_highs(lp, deadline=deadline, relax=relax, seed=seed, mip_gap=mip_gap,
+                                initial=initial, node_limit=node_limit,
+                                solution_limit=solution_limit, iteration_limit=iteration_limit,
+                                start=False)
     if is_mip:
-        if name in ("optimal", "time_limit") and math.isfinite(info.mip_dual_bound):
-            bound = float(info.mip_dual_bound)
-            if objective is not None:  # HiGHS's bound vs our recomputed (rounded) objective
-                bound = max(bound, objective) if lp.sense == "max" else min(bound, objective)
-    elif name == "optimal":
-        bound = objective
+        bound = float(info.mip_dual_bound)  # +-inf (dropped) until HiGHS has proven one
+    elif outcome == "optimal" and x is not None:
+        bound = float(lp.c @ x)
         duals = np.array(h.getSolution().row_dual, dtype=float)
-    gap = relative_gap(objective, bound)
     # HiGHS reports kOptimal once its gap is within mip_rel_gap (or its 1e-6 absolute gap)
-    proven = name == "optimal"
-    return SolverResult(name, proven, x, objective, bound, gap, duals, build_s, solve_s, "highs",
-                        details)
+    return _finish(lp, "highs", outcome, limit=stopped.get(status), x=x, bound=bound,
+                   initial=initial, duals=duals, build_s=build_s, solve_s=solve_s,
+                   info={"highs_status": h.modelStatusToString(status)})
 
 
 class IncrementalLP:
@@ -349,8 +784,8 @@ class IncrementalLP:
 
     def solve(self, time_limit: float | None = None
               ) -> tuple[str, float | None, np.ndarray | None, np.ndarray | None]:
-        """(status, objective, x, row duals) with the same conventions as ``solve_program``;
-        status "time_limit" (and Nones) when ``time_limit`` seconds ran out."""
+        """(status, objective, x, row duals) with the conventions of ``solve_program``: "optimal",
+        or "time_limit" (and Nones) when ``time_limit`` seconds ran out, or HiGHS's status."""
         import highspy
 
         if self.n_cols == 0:  # HiGHS answers "Empty" here; the optimum is x = () with value 0
@@ -429,8 +864,8 @@ def _objective_scale(c: np.ndarray) -> float:
     return 10.0 ** min(15, math.floor(math.log10(CPSAT_MAX_OBJECTIVE) - math.log10(cmax)))
 
 
-def _solve_cpsat(lp: LinearProgram, *, time_limit: float | None, seed: int, mip_gap: float,
-                 initial: np.ndarray | None) -> SolverResult:
+def _solve_cpsat(lp: LinearProgram, *, deadline: float | None, seed: int, mip_gap: float,
+                 initial: np.ndarray | None, deterministic_time: float | None) -> SolverResult:
     cp_model = require("ortools.sat.python.cp_model", extra="cpsat",
                        feature="the CP-SAT backend (policy offline-cpsat)")
 
@@ -444,14 +879,28 @@ def _solve_cpsat(lp: LinearProgram, *, time_limit: float | None, seed: int, mip_
     lo_b = np.ceil(np.asarray(lp.lower, float) - 1e-9).astype(np.int64)
     up_b = np.floor(np.asarray(lp.upper, float) + 1e-9).astype(np.int64)
     if np.any(lo_b > up_b):
-        return SolverResult("infeasible", False, None, None, None, None, None, 0.0, 0.0, "cpsat",
-                            {"reason": "empty variable domain"})
+        return _finish(lp, "cpsat", "infeasible", info={"reason": "empty variable domain"})
     box = np.maximum(np.abs(lo_b), np.abs(up_b)).astype(float)
+
+    def out_of_time(n: int) -> bool:  # the hand-off is Python work per element: check often
+        return deadline is not None and n % 1024 == 0 and time.perf_counter() >= deadline
+
+    def handoff_timed_out() -> SolverResult:
+        return _finish(lp, "cpsat", "limit", limit="time", initial=initial,
+                       build_s=time.perf_counter() - t0,
+                       info={"cpsat_status": "not run: time limit spent on the hand-off"})
+
     model = cp_model.CpModel()
-    xs = [model.new_int_var(int(lo), int(up), f"x{j}") for j, (lo, up) in enumerate(zip(lo_b, up_b))]
+    xs = []
+    for j, (lo, up) in enumerate(zip(lo_b.tolist(), up_b.tolist())):
+        if out_of_time(j):
+            return handoff_timed_out()
+        xs.append(model.new_int_var(lo, up, f"x{j}"))
     A = sp.csr_matrix(lp.A)
     inexact = 0
     for r in range(lp.n_rows):
+        if out_of_time(r):
+            return handoff_timed_out()
         cols = A.indices[A.indptr[r]:A.indptr[r + 1]]
         vals = A.data[A.indptr[r]:A.indptr[r + 1]]
         keep = vals != 0
@@ -459,8 +908,8 @@ def _solve_cpsat(lp: LinearProgram, *, time_limit: float | None, seed: int, mip_
         lo, up = float(lp.row_lower[r]), float(lp.row_upper[r])
         if len(cols) == 0:
             if lo > 1e-9 or up < -1e-9:
-                return SolverResult("infeasible", False, None, None, None, None, None,
-                                    time.perf_counter() - t0, 0.0, "cpsat", {"reason": f"row {r}"})
+                return _finish(lp, "cpsat", "infeasible", build_s=time.perf_counter() - t0,
+                               info={"reason": f"row {r}"})
             continue
         a, ilo, iup, exact = _scale_row(vals, lo, up, box[cols])
         inexact += not exact
@@ -475,8 +924,8 @@ def _solve_cpsat(lp: LinearProgram, *, time_limit: float | None, seed: int, mip_
     (model.maximize if lp.sense == "max" else model.minimize)(obj)
     err = 0.5 / S * float(np.sum(box[np.flatnonzero(c != 0)]))  # |c.x - c'.x / S| <= err
     if initial is not None:
-        for j, v in enumerate(np.round(np.asarray(initial, float)).astype(np.int64)):
-            model.add_hint(xs[j], int(v))
+        for j, v in enumerate(initial.astype(np.int64).tolist()):
+            model.add_hint(xs[j], v)
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     # full LP relaxation in the single worker: without it CP-SAT proves little on packing MILPs
@@ -484,32 +933,35 @@ def _solve_cpsat(lp: LinearProgram, *, time_limit: float | None, seed: int, mip_
     solver.parameters.linearization_level = 2
     solver.parameters.random_seed = int(seed)
     solver.parameters.relative_gap_limit = float(mip_gap)
-    if time_limit is not None:
-        solver.parameters.max_time_in_seconds = float(time_limit)
+    if deterministic_time is not None:
+        solver.parameters.max_deterministic_time = float(deterministic_time)
+    if log.isEnabledFor(logging.DEBUG):
+        solver.parameters.log_search_progress = True
+        solver.parameters.log_to_stdout = False
+        solver.log_callback = lambda line: log.debug("CP-SAT: %s", line.rstrip())
     build_s = time.perf_counter() - t0
+    left = _left(deadline)
+    if left is not None:
+        if left <= 0:
+            return handoff_timed_out()
+        solver.parameters.max_time_in_seconds = left
     t1 = time.perf_counter()
     st = solver.solve(model)
     solve_s = time.perf_counter() - t1
     info = {"cpsat_status": solver.status_name(st), "objective_scale": S,
-            "objective_error": 2 * err, "rows_inexact": inexact}
-    if st in (cp_model.INFEASIBLE,):
-        return SolverResult("infeasible", False, None, None, None, None, None, build_s, solve_s,
-                            "cpsat", info)
+            "objective_error": 2 * err, "rows_inexact": inexact,
+            "deterministic_time_used": float(solver.deterministic_time)}
     if st == cp_model.MODEL_INVALID:
         info["validation"] = model.validate()
-        return SolverResult("error", False, None, None, None, None, None, build_s, solve_s,
-                            "cpsat", info)
-    name = "optimal" if st == cp_model.OPTIMAL else "time_limit"
-    x = objective = bound = None
+    outcome = {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "limit",
+               cp_model.UNKNOWN: "limit", cp_model.INFEASIBLE: "infeasible"}.get(st, "error")
+    limit = ("deterministic_time" if deterministic_time is not None
+             and (left is None or solve_s < left) else "time")
+    x = bound = None
     if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         x = np.array(solver.values(xs), dtype=float)
-        objective = float(c @ x)
-    if st in (cp_model.OPTIMAL, cp_model.FEASIBLE) or math.isfinite(solver.best_objective_bound):
-        sign = 1.0 if lp.sense == "max" else -1.0
-        bound = float(solver.best_objective_bound) / S + sign * err
-        if objective is not None:
-            bound = max(bound, objective) if lp.sense == "max" else min(bound, objective)
-    gap = relative_gap(objective, bound)
-    proven = name == "optimal"
-    return SolverResult(name, proven, x, objective, bound, gap, None, build_s, solve_s, "cpsat",
-                        info)
+        # CP-SAT's best bound of the scaled objective, proven only with a solution (an UNKNOWN
+        # response leaves the field at 0); the scaling error e makes it a bound on c.x
+        bound = float(solver.best_objective_bound) / S + (1.0 if lp.sense == "max" else -1.0) * err
+    return _finish(lp, "cpsat", outcome, limit=limit, x=x, bound=bound, initial=initial,
+                   build_s=build_s, solve_s=solve_s, info=info)

@@ -37,9 +37,8 @@ import numpy as np
 
 from ..automl.shards import shard_bounds
 from ..model.checks import FormatError
+from ..model.numerics import CHUNK_EPS
 from ..model.schedule import PS, WORKER, Schedule
-
-DONE_EPS = 1e-9  # float slack of floor(c M / x) when c M / x is an integer up to rounding
 
 
 class ExecutionRefused(FormatError):
@@ -71,7 +70,7 @@ class JobPlan:
         if worker_slots >= self.work:
             return self.total_minibatches
         return min(self.total_minibatches,
-                   int(math.floor(worker_slots * self.minibatches / self.chunk_time + DONE_EPS)))
+                   int(math.floor(worker_slots * self.minibatches / self.chunk_time + CHUNK_EPS)))
 
     def spec(self, ps: int) -> dict:
         """What a container needs to act for this job with ``ps`` PSs (plain data, picklable)."""

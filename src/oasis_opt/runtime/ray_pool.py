@@ -11,21 +11,44 @@ results arrive. Ray is imported lazily, only when a ``RayPool`` starts. Each Ray
 CPU and runs with single-threaded BLAS/OpenMP, so N tasks do not fight over N cores.
 
 ``init_ray`` is the one place that calls ``ray.init`` (the pool and the executor): a local start
-is retried a bounded number of times when Ray's own start-up times out.
+that fails with Ray's start-up timeout is retried by ``retry_startup`` (``RAY_START_ATTEMPTS``
+in all, each after ``ray.shutdown()``, logged).
 """
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from .._extras import require
 
+log = logging.getLogger(__name__)
+# attempts at starting a local Ray: Ray's start-up has fixed waits (the raylet's 30 s registration,
+# ray/_private/node.py; the metrics agent's 15 s, ray-project/ray#65983) that a loaded machine
+# can exceed, and ray.init then fails with this message
+RAY_START_ATTEMPTS = 5
+RAY_STARTUP_TIMEOUT = "timed out during startup"  # Ray's message for that failure
+
+
+def retry_startup(start: Callable[[], Any], stop: Callable[[], Any],
+                  attempts: int = RAY_START_ATTEMPTS) -> Any:
+    """``start()``, again after ``stop()`` when it fails with Ray's startup timeout (the raylet did
+    not register within Ray's fixed wait), at most ``attempts`` times in all; any other error,
+    or the last timeout, propagates."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return start()
+        except Exception as e:  # noqa: BLE001 - Ray raises a bare Exception for it
+            if RAY_STARTUP_TIMEOUT not in str(e) or attempt == attempts:
+                raise
+            log.warning("local Ray did not start in time (attempt %d of %d): %s; starting again",
+                        attempt, attempts, e)
+            stop()
+
+
 # One task per CPU: keep numerical libraries in each task single-threaded.
 SINGLE_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
                      "MKL_NUM_THREADS": "1", "JAX_PLATFORMS": "cpu"}
-# Ray's raylet gives the node's metrics agent 15 s to start (hard-coded, ray-project/ray#65983);
-# on a machine loaded by other work it may not make it, and ray.init fails: try again
-STARTS = 5
 
 
 def init_ray(address: str | None, *, num_cpus: int | None = None,
@@ -33,22 +56,16 @@ def init_ray(address: str | None, *, num_cpus: int | None = None,
              system_config: dict[str, Any] | None = None) -> None:
     """``ray.init`` quietly (no dashboard, no driver logs): join the cluster at ``address``, or
     start a fresh local Ray (``address="local"``) with ``num_cpus`` (default: all) and custom
-    ``resources``; a local start that times out is retried, up to ``STARTS`` attempts."""
+    ``resources``; a local start that times out is retried (``retry_startup``)."""
     ray = require("ray", extra="ray", feature="running on Ray")
     kwargs: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False,
                                   logging_level="WARNING")
     if address:
         ray.init(address=address, **kwargs)
         return
-    for attempt in range(STARTS):
-        try:
-            ray.init(address="local", num_cpus=num_cpus or os.cpu_count() or 1,
-                     resources=resources, _system_config=system_config, **kwargs)
-            return
-        except Exception as e:  # noqa: BLE001 - only Ray's start-up timeout is retried
-            ray.shutdown()
-            if "timed out during startup" not in str(e) or attempt == STARTS - 1:
-                raise
+    retry_startup(lambda: ray.init(address="local", num_cpus=num_cpus or os.cpu_count() or 1,
+                                   resources=resources, _system_config=system_config, **kwargs),
+                  ray.shutdown)
 
 
 class InProcessPool:
