@@ -33,7 +33,7 @@ DEMO_INSTANCE := $(OUT)/demo-instance.json
 DEMO_HISTORY := $(OUT)/demo-history.json
 CLI := $(BIN)/oasis-opt
 
-.PHONY: help install lock typecheck docs test stress-test demo bench clean distclean
+.PHONY: help install lock typecheck docs test stress-test demo bench chromium clean distclean
 
 help:
 	@echo "make demo   - install into $(VENV) if needed, then generate, estimate OASiS's pricing, solve (oasis + $(DEMO_POLICY)), validate, summarise, quick figures"
@@ -43,6 +43,7 @@ help:
 	@echo "make typecheck - mypy on the public modules (configured in pyproject.toml)"
 	@echo "make lock   - re-resolve $(LOCK) from pyproject.toml's ranges (all extras, Python 3.11)"
 	@echo "make bench  - run benchmarks/*.py"
+	@echo "make chromium - install Chromium (apt-get, as root) for the dashboard's headless-browser test"
 	@echo "make clean  - remove generated outputs and caches (distclean also removes $(VENV))"
 
 # uv installs in about half pip's time; --compile-bytecode matters because this environment may
@@ -107,6 +108,12 @@ demo: $(STAMP)
 bench: $(STAMP)
 	@set -e; for f in $(sort $(wildcard benchmarks/*.py)); do \
 	  echo "== $$f"; $(BIN)/python $$f; done
+
+# the dashboard's browser test (tests/test_service_dashboard.py) runs headless Chromium when it is
+# on PATH and is skipped otherwise
+chromium:
+	command -v chromium >/dev/null || { apt-get update && apt-get install -y --no-install-recommends chromium; }
+	chromium --version
 
 clean:
 	rm -rf $(OUT) build dist docs/api .pytest_cache .jax_cache .mypy_cache

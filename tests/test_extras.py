@@ -46,6 +46,11 @@ CLI_CASES = {
                         "reproduce (figures) needs matplotlib", "plots"),
     "automl": (["optax"], ["automl", "tasks"],
                "AutoML training (oasis_opt.automl) needs optax", "automl"),
+    "serve": (["fastapi"], ["serve", "--cluster", "{inst}", "--policy", "drf", "--slot-s", "1"],
+              "the scheduling service needs fastapi", "service"),
+    "status": (["httpx"], ["status"], "the service's client needs httpx", "service"),
+    "serve-ray": (["ray"], ["serve", "--cluster", "{inst}", "--policy", "drf", "--slot-s", "1"],
+                  "running jobs (serve without --no-execute) needs ray", "ray"),
 }
 
 
@@ -72,6 +77,8 @@ LIBRARY_CASES = {
                    "the 'jax' backend needs jax", "jax"),
     "figures": (["matplotlib"], "from oasis_opt.experiments.figures.common import new_figure\n"
                 "new_figure()", "figures needs matplotlib", "plots"),
+    "service-app": (["prometheus_client"], "import oasis_opt.service.app",
+                    "the scheduling service needs prometheus_client", "service"),
 }
 
 

@@ -34,6 +34,11 @@ SKIP = {
                                         "paper_figs/testbed-real.md); the executor and the "
                                         "profile run in this block and in "
                                         "tests/test_runtime_executor.py",
+    "oasis-opt serve --cluster cluster.json --policy oasis --pricing pricing.json --slot-s 4 "
+    "--state state.db": "a server that runs until stopped: tests/test_service_live.py runs it "
+                        "(killed and restarted), with submit and status against it",
+    "oasis-opt submit job.json --url http://127.0.0.1:8000": "needs the running service above",
+    "oasis-opt status --url http://127.0.0.1:8000": "needs the running service above",
     "jupyter lab notebooks/": "starts a server for a browser; tests/test_notebooks.py opens "
                               "the notebooks through a real Jupyter server",
     "jupytext --to ipynb --execute notebooks/01_api_tour.py":

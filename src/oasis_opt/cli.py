@@ -1188,6 +1188,162 @@ def cmd_profile(args: argparse.Namespace) -> int:
           f"{100 * prof.fit['max_rel_error']:.1f} % -> {args.out}")
     return EXIT_OK
 
+# ---- the scheduling service -------------------------------------------------------------------
+TOKEN = arg("--token", metavar="T", help="bearer token for submitting and cancelling (default: "
+            "the environment variable OASIS_OPT_TOKEN; none: no token)")
+
+
+def _token(args: argparse.Namespace) -> str | None:
+    from .service.app import TOKEN_ENV
+
+    token = args.token if args.token is not None else os.environ.get(TOKEN_ENV)
+    if token is not None and not token.strip():
+        raise CliError("--token", "must not be empty")
+    return token
+
+
+@command("serve", "run the online scheduling service: jobs submitted over HTTP are decided "
+         "slot by slot in wall-clock time by an online policy and run on Ray (dashboard at /)",
+         arg("--cluster", required=True, metavar="SPEC",
+             help="instance JSON whose servers, resources, horizon and topology are the "
+                  "cluster (its jobs are not submitted)"),
+         arg("--policy", default="oasis", metavar="NAME",
+             help="online policy (see `oasis-opt policies`; default oasis)"),
+         arg("--pricing", metavar="F",
+             help="OASiS's pricing file (oasis-opt estimate-pricing); required by oasis, whose "
+                  "oracle pricing needs every job in advance"),
+         arg("--option", action="append", default=[], metavar="KEY=VALUE",
+             help="another policy option (repeatable)"),
+         arg("--slot-s", type=positive_seconds, required=True, metavar="S",
+             help="wall-clock seconds per slot"),
+         arg("--address", metavar="ADDR", help="join this running Ray cluster (default: a "
+             "local Ray)"),
+         arg("--no-execute", action="store_true",
+             help="decide and account progress as the simulator does, run nothing (no Ray)"),
+         arg("--state", metavar="DB", help="SQLite state file: a service restarted with it "
+             "goes on where it stopped (default: in memory, lost at exit)"),
+         arg("--host", default="127.0.0.1", metavar="HOST",
+             help="address to listen on (default 127.0.0.1: this machine only)"),
+         arg("--port", type=non_negative_int, default=8000, metavar="P",
+             help="port (default 8000)"),
+         TOKEN)
+def cmd_serve(args: argparse.Namespace) -> int:
+    from ._extras import require
+    from .model.io import FormatError
+    from .model.policy import OnlinePolicy
+    from .service.app import create_app
+    from .service.runner import ServiceRunner
+    from .service.scheduler import ReplayMismatch, Scheduler
+    from .service.store import StateMismatch, Store
+
+    require("fastapi", extra="service", feature="the scheduling service")
+    uvicorn = require("uvicorn", extra="service", feature="the scheduling service")
+    if not args.no_execute:  # say it now, not when the first slot runs
+        require("ray", extra="ray", feature="running jobs (serve without --no-execute)")
+        require("optax", extra="automl", feature="running jobs (serve without --no-execute)")
+    token = _token(args)
+    cluster = load_instance(args.cluster)
+    options = policy_options(args)
+    if args.policy in ("oasis", "oasis-topo") and "pricing" not in options:
+        raise CliError("--pricing", f"required by policy {args.policy!r}: the service does not "
+                       "know its jobs in advance, which oracle pricing needs (`oasis-opt "
+                       "estimate-pricing` makes a pricing file from past instances)")
+    def fresh() -> OnlinePolicy:
+        policy = make_policy(args.policy, options)
+        if not isinstance(policy, OnlinePolicy):
+            raise CliError("--policy", f"{args.policy!r} is not an online policy (it needs every "
+                           "job in advance)")
+        return policy
+
+    fresh()  # checks the policy and its options before anything starts
+    plain = {k: v for k, (v, _) in options.items()}
+    try:
+        store = Store(args.state or ":memory:")
+    except Exception as e:  # noqa: BLE001 - sqlite3 errors: not a database, unwritable ...
+        raise CliError("--state", f"cannot open {args.state}: {e}") from None
+    try:
+        scheduler = Scheduler(cluster, fresh, store=store,
+                              policy=args.policy, options=plain,
+                              executes=not args.no_execute)
+    except StateMismatch as e:
+        raise CliError(e.field, e.message) from None
+    except (FormatError, ReplayMismatch) as e:
+        raise CliError("--state", f"cannot resume {args.state}: {e}") from None
+    runner = ServiceRunner(scheduler, args.slot_s, execute=not args.no_execute,
+                           address=args.address)
+    app = create_app(scheduler, runner, token)
+    resumed = (f", resuming {args.state} at slot {scheduler.finished_slots + 1}"
+               if scheduler.resumed else "")
+    print(f"{PROG}: serving {args.policy} on http://{args.host}:{args.port} (dashboard /, API "
+          f"/docs){resumed}", file=sys.stderr, flush=True)
+    runner.start()
+    try:
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    finally:
+        runner.stop()
+        store.close()
+    return EXIT_OK
+
+
+def _service(method: str, url: str, path: str, **kwargs: Any) -> Any:
+    from .service.client import ServiceError, request
+
+    try:
+        return request(method, url, path, **kwargs)
+    except ServiceError as e:
+        raise CliError(e.field, e.message) from None
+
+
+@command("submit", "submit a job (an instance-format job with its task, JSON) to a running "
+         "service",
+         arg("job", metavar="JOB", type=existing_file, help="job JSON"),
+         arg("--url", default="http://127.0.0.1:8000", metavar="URL",
+             help="the service (default http://127.0.0.1:8000)"),
+         TOKEN)
+def cmd_submit(args: argparse.Namespace) -> int:
+    from .model.io import FormatError, read_json
+
+    try:
+        doc = read_json(args.job)
+    except FormatError as e:
+        raise _located(e, args.job) from None
+    try:
+        view = _service("POST", args.url, "/jobs", json=doc, token=_token(args))
+    except CliError as e:
+        if e.field == "--url" or e.field.startswith("authorization"):
+            raise
+        raise CliError(e.field, f"{e.message} (in {args.job})") from None
+    print(f"{view['id']}: submitted, arrives in slot {view['arrival']}")
+    return EXIT_OK
+
+
+@command("status", "the jobs and the cluster of a running service, as a table",
+         arg("--url", default="http://127.0.0.1:8000", metavar="URL",
+             help="the service (default http://127.0.0.1:8000)"),
+         arg("--json", action="store_true", help="print the service's summary and jobs as JSON"))
+def cmd_status(args: argparse.Namespace) -> int:
+    from .sim.report import format_table
+
+    summary = _service("GET", args.url, "/summary")
+    jobs = _service("GET", args.url, "/jobs")
+    if args.json:
+        print(json.dumps({"summary": summary, "jobs": jobs}, indent=1))
+        return EXIT_OK
+    print(f"slot {summary['slot']} of {summary['horizon']}: {summary['jobs']} jobs, "
+          f"{summary['admitted']} admitted, {summary['rejected']} rejected, {summary['completed']} "
+          f"completed, utility {summary['utility']:.3f}")
+
+    def cell(v: Any, digits: int = 2) -> str:
+        return "" if v is None else f"{v:.{digits}f}" if isinstance(v, float) else str(v)
+
+    rows = [[j["id"], j["state"], j["arrival"], f"{j['now']['workers']}/{j['now']['ps']}",
+             f"{100 * j['progress']:.0f} %", cell(j["predicted_completion"]),
+             cell(j["completion"]), cell(j["utility"]),
+             cell((j["real"] or {}).get("val_accuracy"), 3)] for j in jobs]
+    print(format_table(["job", "state", "arrival", "workers/PS", "progress", "predicted",
+                        "completion", "utility", "accuracy"], rows))
+    return EXIT_OK
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -50,6 +50,17 @@ class OnlinePolicy:
         only part of a result that may differ between two runs of the same policy)."""
         return {}
 
+    # what a policy that plans ahead (OASiS fixes whole plans at admission) can say of the future;
+    # the scheduling service shows it, the simulator does not need it
+    def plan(self, job: int) -> list[tuple[int, int, int, int]] | None:
+        """The job's committed allocations ``[(slot, server, role, count)]``, or None."""
+        return None
+
+    def committed(self) -> np.ndarray | None:
+        """Resources reserved per slot, server and resource (shape (T+1, H+K, R), row 0
+        unused), or None: a policy that decides slot by slot reserves nothing ahead."""
+        return None
+
     def solve(self, instance: Any, *, progress: bool = False) -> Schedule:
         """Run the simulator over slots 1..T and return the schedule (``progress``: a bar)."""
         simulate = resolve(SIMULATOR)

@@ -137,6 +137,15 @@ class OasisPolicy(OnlinePolicy):
         for t in np.unique(rows[:, 1]).tolist():
             self.rows_by_slot.setdefault(t, []).append(rows[rows[:, 1] == t])
 
+    def plan(self, job: int) -> list[tuple[int, int, int, int]] | None:
+        rows = [r for t in sorted(self.rows_by_slot) for r in self.rows_by_slot[t]
+                if int(r[0, 0]) == job]
+        return [(t, s, role, c) for part in rows for _, t, s, role, c in part.tolist()]
+
+    def committed(self) -> np.ndarray:
+        """g_h^r(t) and v_k^r(t) of Alg. 1, the committed resources, worker then PS servers."""
+        return np.concatenate([self.worker_used, self.ps_used], axis=1)
+
     # ---- reporting ------------------------------------------------------------------------
     def stats(self) -> dict:
         times = [d for d in self.decision_s if d is not None]

@@ -319,6 +319,24 @@ class Executor:
         """The per-slot records of job ``job`` so far (the report's ``jobs[].slots`` rows)."""
         return list(self._jobs[job].slots) if job in self._jobs else []
 
+    def snapshot(self, job: int) -> dict:
+        """Job ``job``'s checkpoint and counters as plain data (numpy arrays, numbers, lists):
+        what ``restore`` needs to train on from here in another executor (a service restarted
+        from its state file)."""
+        j = self._jobs[job]
+        return {"flat": j.flat, "state": j.state, "done": j.done, "worker_slots": j.worker_slots,
+                "slots": list(j.slots), "restarts": list(j.restarts),
+                "completion_slot": j.completion_slot, "completion_s": j.completion_s,
+                "val_accuracy": j.val_accuracy, "val_loss": j.val_loss}
+
+    def restore(self, job: int, snapshot: Mapping[str, Any]) -> None:
+        """Take job ``job`` up where ``snapshot`` (``Executor.snapshot``) left it."""
+        plan = self._plans.get(job) or job_plan(self.instance, job)
+        self._plans[job] = plan
+        self._jobs[job] = _Job(plan, **{k: snapshot[k] for k in (
+            "flat", "state", "done", "worker_slots", "slots", "restarts", "completion_slot",
+            "completion_s", "val_accuracy", "val_loss")})
+
     def final_params(self, job: int) -> np.ndarray:
         """The flat parameters of job ``job``'s last checkpoint."""
         return self._jobs[job].flat

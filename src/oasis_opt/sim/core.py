@@ -26,6 +26,7 @@ use, and on one type per slot unless it allows ``span_types``): a breach raises 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -58,35 +59,84 @@ def simulate(instance, policy: OnlinePolicy, *, progress_fn: ProgressFn | None =
              show_progress: bool = False) -> Schedule:
     """Run ``policy`` over slots 1..T and return its schedule; its ``stats`` are the policy's,
     with the wall-clock run time added under ``stats["timing"]["run_time_s"]``."""
-    if progress_fn is None:
-        progress_fn = _progress_for(instance)
     t0 = time.perf_counter()
-    state = ClusterState(instance)
-    builder = ScheduleBuilder(instance)
-    policy.start(instance, state)
-    by_slot: dict[int, list[int]] = {}
-    for i, a in enumerate(instance.arrival.tolist()):
-        by_slot.setdefault(a, []).append(i)
-    H, typed = instance.H, instance.typed
-    cpu = cpu_servers(instance)
+    loop = SlotLoop(instance, policy, progress_fn=progress_fn)
     slots = range(1, instance.horizon + 1)
     if show_progress:
         from tqdm import tqdm
 
         slots = tqdm(slots, desc=f"{policy.name}", unit="slot", leave=False)
-    for t in slots:
-        state.t = t
+    for _ in slots:
+        loop.step()
+    return loop.schedule({"run_time_s": time.perf_counter() - t0})
+
+
+@dataclass(frozen=True)
+class SlotOutcome:
+    """What slot ``t`` decided and did: ``decisions`` ``{job: True/False/None}`` of the jobs
+    handed over in t, ``rows`` ``[(job, server, role, count)]`` the containers the policy
+    allocated, ``finished`` the jobs that completed in t."""
+
+    t: int
+    decisions: dict
+    rows: list
+    finished: tuple
+
+
+class SlotLoop:
+    """The simulator's slot loop, one slot per ``step()``: what ``simulate`` runs, and what the
+    scheduling service runs in wall-clock time (``oasis_opt.service``), so both take the same
+    decisions for the same arrivals.
+
+    ``cancel(job)`` withdraws a job before the next step (a cancelled job counts as ``done`` for
+    the policy: never handed over if it has not arrived, never allocated again, no completion).
+    """
+
+    def __init__(self, instance, policy: OnlinePolicy, *, progress_fn: ProgressFn | None = None):
+        self.instance, self.policy = instance, policy
+        self.progress_fn = _progress_for(instance) if progress_fn is None else progress_fn
+        self.state = ClusterState(instance)
+        self.builder = ScheduleBuilder(instance)
+        self.by_slot: dict[int, list[int]] = {}
+        for i, a in enumerate(instance.arrival.tolist()):
+            self.by_slot.setdefault(a, []).append(i)
+        self.typed = instance.typed
+        self.cpu = cpu_servers(instance)
+        policy.start(instance, self.state)
+
+    @property
+    def t(self) -> int:
+        """The last slot stepped (0 before the first)."""
+        return self.state.t
+
+    def cancel(self, job: int) -> None:
+        state = self.state
+        state.cancelled[job] = True
+        if not state.admitted[job]:  # not arrived yet, or still waiting: never decided now
+            state.decided[job] = True
+
+    def step(self) -> SlotOutcome:
+        """Slot ``t + 1``: arrivals -> admission -> allocation -> progress -> completion."""
+        instance, policy, state = self.instance, self.policy, self.state
+        if state.t >= instance.horizon:
+            raise ValueError(f"t: the horizon ends at slot {instance.horizon}")
+        t = state.t = state.t + 1
         state.free = instance.capacity.copy()  # the policy's scratch copy
         free = instance.capacity.copy()  # the simulator's own account
-        for i in by_slot.get(t, ()):
+        decisions: dict[int, bool | None] = {}
+        for i in self.by_slot.get(t, ()):
+            if state.cancelled[i]:
+                continue
             state.arrived[i] = True
-            decision = policy.on_arrival(i, t, state)
+            decision = decisions[i] = policy.on_arrival(i, t, state)
             if decision is not None:
                 state.decided[i] = True
                 state.admitted[i] = bool(decision)
+        H = instance.H
         per_job: dict[int, list] = {}
+        rows = []
         for job, server, role, count in policy.allocate(t, state):
-            if count <= 0:
+            if count <= 0 or state.cancelled[job]:  # a policy's own queue may still hold it
                 continue
             if not state.admitted[job] or state.done[job] or not state.arrived[job]:
                 raise PolicyError(f"{policy.name}: slot {t}: allocation for job "
@@ -95,11 +145,12 @@ def simulate(instance, policy: OnlinePolicy, *, progress_fn: ProgressFn | None =
                 raise PolicyError(f"{policy.name}: slot {t}: job {instance.jobs[job].id}: "
                                   f"{('worker', 'PS')[role]} on server "
                                   f"{instance.servers[server].id} of the other pool")
-            if role == WORKER and state.ledger.degraded[job] and not cpu[server]:
+            if role == WORKER and state.ledger.degraded[job] and not self.cpu[server]:
                 raise PolicyError(f"{policy.name}: slot {t}: degraded job "
                                   f"{instance.jobs[job].id} on server "
                                   f"{instance.servers[server].id}, not a CPU-mode server")
-            if typed and role == WORKER and not instance.usable[job, instance.worker_type[server]]:
+            if (self.typed and role == WORKER
+                    and not instance.usable[job, instance.worker_type[server]]):
                 raise PolicyError(f"{policy.name}: slot {t}: job {instance.jobs[job].id} on "
                                   f"accelerator type {instance.types[instance.worker_type[server]]}"
                                   ", which it cannot use")
@@ -108,27 +159,35 @@ def simulate(instance, policy: OnlinePolicy, *, progress_fn: ProgressFn | None =
                 raise PolicyError(f"{policy.name}: slot {t}: server {instance.servers[server].id} "
                                   "over capacity")
             per_job.setdefault(job, []).append((server, role, count))
-            builder.add(job, t, server, role, count)
-        if typed:
-            for job, rows in per_job.items():
-                _check_span(instance, policy.name, t, job, rows)
-        for job, rows in per_job.items():
-            gross = progress_fn(instance, job, rows, t)
-            if any(role == WORKER for _, role, _ in rows):
+            self.builder.add(job, t, server, role, count)
+            rows.append((int(job), int(server), int(role), int(count)))
+        if self.typed:
+            for job, job_rows in per_job.items():
+                _check_span(instance, policy.name, t, job, job_rows)
+        for job, job_rows in per_job.items():
+            gross = self.progress_fn(instance, job, job_rows, t)
+            if any(role == WORKER for _, role, _ in job_rows):
                 state.last_ran[job] = t
                 state.remaining[job] -= state.ledger.credit(job, gross)
             state.attained[job] += gross
         finished = np.array([j for j in per_job if state.remaining[j] <= DONE_EPS], dtype=np.int64)
         state.completion[finished] = t
         policy.on_slot_end(t, state, finished)
-    for i in np.flatnonzero(state.admitted):
-        builder.admit(int(i))
-    stats = dict(policy.stats())
-    events = state.ledger.events
-    if events:
-        stats["preemption"] = state.ledger.record(instance)
-    stats["timing"] = {"run_time_s": time.perf_counter() - t0, **stats.get("timing", {})}
-    return builder.build(policy.name, stats, events)
+        return SlotOutcome(t, decisions, rows, tuple(finished.tolist()))
+
+    def schedule(self, timing: dict | None = None) -> Schedule:
+        """The schedule of the slots stepped so far (every admitted job, its allocations); its
+        ``stats`` are the policy's, with ``timing`` added under ``stats["timing"]``."""
+        builder = self.builder
+        for i in np.flatnonzero(self.state.admitted):
+            builder.admit(int(i))
+        stats = dict(self.policy.stats())
+        events = self.state.ledger.events
+        if events:
+            stats["preemption"] = self.state.ledger.record(self.instance)
+        if timing:
+            stats["timing"] = {**timing, **stats.get("timing", {})}
+        return builder.build(self.policy.name, stats, events)
 
 
 def _check_span(instance, name: str, t: int, job: int, rows) -> None:
@@ -148,4 +207,5 @@ def _progress_for(instance) -> ProgressFn:
     return chunk_time_progress
 
 
-__all__ = ["OnlinePolicy", "PolicyError", "simulate", "chunk_time_progress", "PS", "WORKER"]
+__all__ = ["OnlinePolicy", "PolicyError", "SlotLoop", "SlotOutcome", "simulate",
+           "chunk_time_progress", "PS", "WORKER"]

@@ -21,6 +21,7 @@ class ClusterState:
         self.remaining = instance.work.astype(float)
         self.completion = np.full(instance.I, -1, dtype=np.int64)
         self.attained = np.zeros(instance.I)  # work units received so far (Tiresias's service)
+        self.cancelled = np.zeros(instance.I, dtype=bool)  # withdrawn by their owner (a service)
         self.free = instance.capacity.copy()
         self.last_ran = np.zeros(instance.I, dtype=np.int64)  # last slot with workers (0: never)
         from ..model.preemption import PreemptionLedger
@@ -50,7 +51,8 @@ class ClusterState:
 
     @property
     def done(self) -> np.ndarray:
-        return self.completion >= 0
+        """Completed or cancelled: nothing more to allocate."""
+        return (self.completion >= 0) | self.cancelled
 
     def active(self) -> np.ndarray:
         """Indices of admitted, unfinished jobs that have arrived, in arrival then instance order."""

@@ -1,0 +1,164 @@
+"""The HTTP API of ``oasis-opt serve`` (FastAPI; its OpenAPI schema at ``/openapi.json``, the
+interactive docs at ``/docs``) and the dashboard at ``/``.
+
+======================  =============================================================================
+``POST /jobs``          submit a job (an instance-format job with its ``task``; ``id`` and ``arrival``
+                        optional): 201 and the job, or 4xx ``{"detail": "<field>: <message>",
+                        "field": ...}`` with nothing written (400 bad job, 409 duplicate id)
+``GET /jobs``           every job: state, admitted?, plan, progress, predicted and real completion,
+                        utility so far
+``GET /jobs/{id}``      one job (404 unknown)
+``DELETE /jobs/{id}``   cancel at the next slot boundary (409 when it is over already)
+``GET /cluster``        per server and slot: capacity, committed (a policy that plans ahead), used,
+                        the jobs in it
+``GET /summary``        counts, utility, utilisation and their history per slot (the dashboard's)
+``GET /metrics``        the same in the Prometheus text format
+``GET /health``         the slot runner's status ("running", "finished", "failed" and why)
+======================  =============================================================================
+
+With a token (``oasis-opt serve --token`` or ``OASIS_OPT_TOKEN``), ``POST`` and ``DELETE`` need
+``Authorization: Bearer <token>`` (401 otherwise); reading needs none.
+"""
+from __future__ import annotations
+
+import json
+import secrets
+from importlib import resources
+from typing import Any, Iterator
+
+from .._extras import require
+from .runner import ServiceRunner
+from .scheduler import BadRequest, Scheduler
+
+# importing this module needs the service extra: one line naming it when it is missing
+require("fastapi", extra="service", feature="the scheduling service")
+require("prometheus_client", extra="service", feature="the scheduling service")
+from fastapi import Depends, FastAPI, Request  # noqa: E402
+from fastapi.responses import HTMLResponse, JSONResponse, Response  # noqa: E402
+from prometheus_client import CollectorRegistry, generate_latest  # noqa: E402
+from prometheus_client.core import GaugeMetricFamily, Metric  # noqa: E402
+
+TOKEN_ENV = "OASIS_OPT_TOKEN"
+
+_JOB_SCHEMA = {
+    "type": "object",
+    "description": "a job of the oasis-opt/instance@1 format with its training task",
+    "required": ["epochs", "chunks", "chunk_time", "worker", "ps", "utility"],
+    "properties": {
+        "id": {"type": "string"}, "arrival": {"type": "integer", "minimum": 1},
+        "epochs": {"type": "integer", "minimum": 1}, "chunks": {"type": "integer", "minimum": 1},
+        "chunk_time": {"type": "number", "exclusiveMinimum": 0},
+        "worker": {"type": "object", "additionalProperties": {"type": "number"}},
+        "ps": {"type": "object", "additionalProperties": {"type": "number"}},
+        "utility": {"type": "object"}, "class": {"type": "string"},
+        "provenance": {"type": "object"},
+        "task": {"type": "object", "required": ["name", "config"],
+                 "properties": {"name": {"type": "string"}, "config": {"type": "object"},
+                                "seed": {"type": "integer"}, "data_seed": {"type": "integer"}}},
+    },
+}
+
+
+def _static(name: str) -> str:
+    return resources.files("oasis_opt.service").joinpath("static", name).read_text()
+
+
+def create_app(scheduler: Scheduler, runner: ServiceRunner | None = None,
+               token: str | None = None) -> FastAPI:
+    """The FastAPI application over ``scheduler`` (``runner``: the slot runner whose status
+    ``/health`` shows; ``token``: required on mutating requests when set)."""
+    app = FastAPI(title="oasis-opt scheduling service",
+                          description="Online scheduling of distributed training jobs (OASiS and "
+                          "the package's other online policies), slot by slot.",
+                          version=_version())
+
+    @app.exception_handler(BadRequest)
+    def refuse(request: Request, e: BadRequest) -> JSONResponse:
+        return JSONResponse({"detail": str(e), "field": e.field}, status_code=e.status,
+                            headers={"WWW-Authenticate": "Bearer"} if e.status == 401 else None)
+
+    def authorised(request: Request) -> None:
+        """A dependency of the mutating routes: the bearer token, when the service has one."""
+        if token is None:
+            return
+        scheme, _, value = request.headers.get("authorization", "").partition(" ")
+        if not (scheme.lower() == "bearer" and secrets.compare_digest(value.strip(), token)):
+            raise BadRequest("authorization", "a bearer token is required for this request", 401)
+
+    @app.get("/", include_in_schema=False)
+    def dashboard() -> Any:
+        return HTMLResponse(_static("dashboard.html"))
+
+    @app.get("/dashboard.js", include_in_schema=False)
+    def dashboard_js() -> Any:
+        return Response(_static("dashboard.js"), media_type="text/javascript")
+
+    @app.post("/jobs", status_code=201, summary="submit a job",
+              dependencies=[Depends(authorised)], openapi_extra={
+                  "requestBody": {"required": True,
+                                  "content": {"application/json": {"schema": _JOB_SCHEMA}}}})
+    async def submit(request: Request) -> Any:
+        try:
+            doc = json.loads(await request.body(), parse_constant=float)
+        except ValueError as e:
+            raise BadRequest("job", f"not valid JSON: {e}") from None
+        return JSONResponse(scheduler.submit(doc), status_code=201)
+
+    @app.get("/jobs", summary="every job")
+    def jobs() -> Any:
+        return scheduler.jobs_view()
+
+    @app.get("/jobs/{job_id}", summary="one job")
+    def job(job_id: str) -> Any:
+        return scheduler.job_view(scheduler.job_seq(job_id))
+
+    @app.delete("/jobs/{job_id}", summary="cancel a job at the next slot boundary",
+                dependencies=[Depends(authorised)])
+    def cancel(job_id: str) -> Any:
+        return scheduler.cancel(job_id)
+
+    @app.get("/cluster", summary="per server and slot: committed vs used")
+    def cluster() -> Any:
+        return scheduler.cluster_view()
+
+    @app.get("/summary", summary="counts, utility, utilisation, and their history")
+    def summary() -> Any:
+        return scheduler.summary()
+
+    @app.get("/health", summary="the slot runner's status")
+    def health() -> Any:
+        return {"status": runner.status if runner else "manual",
+                "error": runner.error if runner else None,
+                "slot": scheduler.finished_slots, "horizon": scheduler.cluster.horizon}
+
+    class Collector:
+        def collect(self) -> Iterator[Metric]:
+            s = scheduler.summary()
+            for name, help_text in (("admitted", "jobs admitted"), ("rejected", "jobs rejected"),
+                                    ("running", "admitted jobs not completed"),
+                                    ("completed", "jobs completed"),
+                                    ("cancelled", "jobs cancelled"),
+                                    ("pending", "jobs submitted, not decided yet"),
+                                    ("slot", "slots finished"), ("utility", "utility so far")):
+                yield GaugeMetricFamily(f"oasis_{name}", help_text, value=s[name])
+            g = GaugeMetricFamily("oasis_utilisation", "share of the cluster's capacity used "
+                                  "over the slots run, per resource", labels=["resource"])
+            for r, v in s["utilisation"].items():
+                g.add_metric([r], v)
+            yield g
+
+    registry = CollectorRegistry()
+    registry.register(Collector())
+
+    @app.get("/metrics", summary="Prometheus metrics")
+    def metrics() -> Any:
+        return Response(generate_latest(registry),
+                                  media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    return app
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__

@@ -1,0 +1,97 @@
+"""Slots in wall-clock time: a thread that calls ``Scheduler.advance`` at every slot boundary and
+runs the slot on an ``Executor`` (or, policy-only, lets the slot's time pass).
+
+Slot t of a runner begins ``(t - 1 - f) S`` seconds after it started, f the slots already finished
+in its state (a restarted service goes on from where the state stops, on a new time grid). With
+an executor, the executor paces the slot itself (``Executor.run_slot``: a slot ends at the later
+of its due time and the end of its planned work) and the slot's per-job records and checkpoints
+are written to the state when it ends; a restarted service restores every job's checkpoint first.
+"""
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from typing import TYPE_CHECKING
+
+from .scheduler import Scheduler
+
+if TYPE_CHECKING:
+    from ..runtime.executor import Executor
+
+
+class ServiceRunner:
+    """Runs ``scheduler``'s slots every ``slot_seconds`` until the horizon or ``stop()``.
+
+    ``execute``: run the slots on Ray (``address``: join that Ray cluster; default a local one);
+    otherwise nothing runs and progress is the simulator's account. ``status`` is "starting",
+    "running", "finished" (the horizon is over), "stopped" or "failed" (``error`` says why).
+    """
+
+    def __init__(self, scheduler: Scheduler, slot_seconds: float, *, execute: bool = False,
+                 address: str | None = None):
+        self.scheduler, self.slot_seconds = scheduler, float(slot_seconds)
+        self.execute, self.address = execute, address
+        self.status: str = "starting"
+        self.error: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._main, name="oasis-opt-slots", daemon=True)
+
+    def start(self) -> "ServiceRunner":
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop at the next slot boundary (a slot running on the executor ends first)."""
+        self._stop.set()
+        self._thread.join(timeout)
+
+    def _main(self) -> None:
+        executor: Executor | None = None
+        try:
+            if self.execute:
+                executor = self._executor()
+            self.status = "running"
+            self._slots(executor)
+            self.status = "stopped" if self._stop.is_set() else "finished"
+        except Exception as e:  # noqa: BLE001 - reported by /health, the service stays up
+            self.status, self.error = "failed", f"{type(e).__name__}: {e}"
+            traceback.print_exc()
+        finally:
+            if executor is not None:
+                executor.close()
+
+    def _executor(self) -> Executor:
+        from ..runtime.executor import Executor
+
+        sched = self.scheduler
+        executor = Executor(sched.instance, slot_seconds=self.slot_seconds, address=self.address)
+        executor.start()
+        for seq, snapshot in sched.checkpoints().items():
+            executor.restore(seq, snapshot)
+        return executor
+
+    def _slots(self, executor: Executor | None) -> None:
+        sched, S = self.scheduler, self.slot_seconds
+        origin = time.monotonic() - sched.finished_slots * S
+        while not self._stop.is_set():
+            t = sched.finished_slots + 1
+            if t > sched.cluster.horizon:
+                return
+            if self._stop.wait(max(0.0, origin + (t - 1) * S - time.monotonic())):
+                return
+            slot = sched.advance()
+            if executor is None:
+                if self._stop.wait(max(0.0, origin + t * S - time.monotonic())):
+                    return  # decided, not run: a restart runs it as decided
+                sched.finish(t)
+                continue
+            executor.extend(sched.instance)
+            record = executor.run_slot(t, slot.rows)
+            ran = sorted({j for j, *_ in slot.rows})
+            progress, checkpoints = {}, {}
+            for j in ran:
+                snap = checkpoints[j] = executor.snapshot(j)
+                progress[j] = {**snap["slots"][-1], "completion_slot": snap["completion_slot"],
+                               "completion_s": snap["completion_s"]}
+            sched.finish(t, record, progress, checkpoints)

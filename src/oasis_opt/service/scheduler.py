@@ -1,0 +1,447 @@
+"""The service's scheduler core: jobs in, one slot decided per ``advance()``; no clock inside.
+
+The service runs the simulator's own loop (``sim.core.SlotLoop``) over an instance made of the
+cluster and every job accepted so far, in acceptance order. ``advance()`` decides the next slot
+t: jobs whose arrival is t are handed to the policy, which admits or rejects them and allocates
+the slot's containers; all of it is written to the store (``store.Store.record_slot``) *before* it
+is returned to whoever runs the slot (an ``Executor``, or nobody in a policy-only service). So a
+run of the service and ``simulate`` of the same jobs take the same decisions.
+
+**Jobs that arrive while the loop runs.** An ``OnlinePolicy`` is built for one instance
+(``start(instance, state)``). When jobs were accepted since the loop was built, ``advance`` builds
+a new policy for the larger instance and *replays* the slots decided so far, checking that every
+replayed decision and allocation equals the stored one (an online policy decides slot t from the
+jobs arrived by t, so it must: a policy that does not raises ``ReplayMismatch``). The same replay
+resumes a state file after a restart: decisions are never taken twice, they are re-derived and
+compared.
+
+**Time.** Slot boundaries are the caller's (``runner.ServiceRunner`` paces them in wall-clock
+time; tests call ``advance`` / ``finish`` directly). A job submitted between boundaries waits for
+the next one: its arrival is at least ``next_slot``. A cancellation takes effect at the next
+boundary (``SlotLoop.cancel``).
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from ..model import Instance
+from ..model.checks import FormatError
+from ..model.io import instance_from_dict, instance_to_dict
+from ..model.schedule import ROLES, WORKER
+from ..model.policy import OnlinePolicy
+from ..sim.core import SlotLoop
+from ..sim.state import ClusterState
+from .store import Store
+
+
+class BadRequest(ValueError):
+    """A request the service refuses, whole: ``field`` names the culprit, ``status`` is the HTTP
+    status (400 bad job, 404 unknown job, 409 conflict with the service's state)."""
+
+    def __init__(self, field: str, message: str, status: int = 400):
+        super().__init__(f"{field}: {message}")
+        self.field, self.message, self.status = field, message, status
+
+
+class ReplayMismatch(RuntimeError):
+    """Replaying the stored slots gave other decisions than those stored (a policy that is not
+    online or not deterministic, or a state written by other code)."""
+
+
+@dataclass(frozen=True)
+class DecidedSlot:
+    """Slot ``t`` as decided: ``decisions`` ``{job: admitted}`` taken in it, ``rows``
+    ``[(job, server, role, count)]`` its containers, ``finished`` the jobs it completes."""
+
+    t: int
+    decisions: dict
+    rows: list
+    finished: tuple
+
+
+class Scheduler:
+    """The clock-free core of ``oasis-opt serve`` (module docstring). Thread-safe.
+
+    ``cluster``: an instance whose servers, resources, horizon, topology and progress model are
+    the cluster (its jobs are not used). ``make_policy()`` returns a fresh ``OnlinePolicy``
+    (e.g. ``lambda: get_policy("oasis", pricing=...)``); ``policy`` and ``options`` name it in the
+    state. ``executes``: jobs must name a runnable training task (the service runs them).
+    """
+
+    def __init__(self, cluster: Instance, make_policy: Callable[[], OnlinePolicy], *, store: Store,
+                 policy: str, options: dict | None = None, executes: bool = False):
+        self.cluster = cluster.with_jobs(())
+        self._cluster_doc = instance_to_dict(self.cluster)
+        self.make_policy, self.policy_name, self.executes = make_policy, policy, executes
+        self.store = store
+        self._lock = threading.RLock()
+        self._docs: list[dict] = []  # accepted jobs' instance-format documents, by seq
+        self._cancels: dict[int, int] = {}  # seq -> slot boundary it takes effect at
+        self._decided: list[DecidedSlot] = []
+        self._finished = 0  # last slot that ran
+        self._progress: dict[int, list[dict]] = {}  # executor records per job
+        self.instance = self.cluster
+        self._loop: SlotLoop | None = None
+        self.resumed = store.bind(self._cluster_doc, policy, options or {})
+        if self.resumed:
+            self._resume()
+
+    # ---- the state file ------------------------------------------------------------------
+    def _resume(self) -> None:
+        store = self.store
+        self._docs = [doc for _, _, _, doc, _ in store.jobs()]
+        self.instance = self._instance(self._docs)
+        self._cancels = store.cancels()
+        self._progress = store.progress()
+        decisions = store.decisions()
+        for slot, _, finished_at in store.slots():
+            stored = DecidedSlot(slot, {s: a for s, (t, a) in decisions.items() if t == slot},
+                                 [tuple(r) for r in store.slot_rows(slot)], ())
+            self._decided.append(stored)
+            if finished_at is not None:
+                self._finished = slot
+        self._rebuild()
+
+    # ---- jobs ----------------------------------------------------------------------------
+    @property
+    def next_slot(self) -> int:
+        """The next slot boundary: the earliest arrival a job submitted now can have."""
+        with self._lock:
+            return len(self._decided) + 1
+
+    @property
+    def finished_slots(self) -> int:
+        return self._finished
+
+    def submit(self, doc: Any) -> dict:
+        """Accept job ``doc`` (an instance-format job; ``id`` and ``arrival`` optional: a fresh
+        id, the next slot) or raise ``BadRequest`` naming the field; written before it counts."""
+        with self._lock:
+            doc = self._check(doc)
+            seq = len(self._docs)
+            self.store.record_job(seq, doc["id"], doc["arrival"], doc)
+            self._docs.append(doc)
+            self.instance = self._instance(self._docs)
+            return self.job_view(seq)
+
+    def _check(self, doc: Any) -> dict:
+        if not isinstance(doc, dict):
+            raise BadRequest("job", "expected a JSON object (a job in the instance format)")
+        doc = dict(doc)
+        seq, t = len(self._docs), self.next_slot
+        if "id" not in doc:
+            taken = {d["id"] for d in self._docs}
+            doc["id"] = next(f"job-{n}" for n in range(seq + 1, seq + len(taken) + 2)
+                             if f"job-{n}" not in taken)
+        elif any(d["id"] == doc["id"] for d in self._docs):
+            raise BadRequest("id", f"a job {doc['id']!r} was already submitted", 409)
+        if t > self.cluster.horizon:
+            raise BadRequest("arrival", f"the cluster's horizon ended with slot "
+                             f"{self.cluster.horizon}; no job can arrive any more", 409)
+        arrival = doc.setdefault("arrival", t)
+        if isinstance(arrival, int) and not isinstance(arrival, bool) and arrival < t:
+            raise BadRequest("arrival", f"slot {arrival} is in the past (the next slot is {t})")
+        if self.executes and doc.get("task") is None:
+            raise BadRequest("task", "missing: the service runs every job ({\"name\", "
+                             "\"config\"}; see `oasis-opt automl tasks`)")
+        try:
+            candidate = self._instance([*self._docs, doc])
+        except FormatError as e:
+            raise _job_field(e, seq) from None
+        job = candidate.jobs[seq]
+        self._check_fits(candidate, seq)
+        try:  # the policy takes the larger instance (e.g. a U for every resource it demands)
+            self.make_policy().start(candidate, ClusterState(candidate))
+        except (ValueError, TypeError) as e:
+            raise BadRequest(*_split(str(e), "job")) from None
+        if job.task is not None:
+            from ..runtime.plan import job_plan
+
+            try:
+                job_plan(candidate, seq)
+            except FormatError as e:
+                raise _job_field(e, seq) from None
+        return instance_to_dict(candidate)["jobs"][seq]
+
+    def _check_fits(self, inst: Instance, seq: int) -> None:
+        """A job the cluster can never run: one container larger than every server of its pool.
+        (A job that cannot finish by the horizon is the policy's to reject, as in simulation.)"""
+        job = inst.jobs[seq]
+        for role, servers, demand in (("worker", inst.worker_servers, job.worker),
+                                      ("ps", inst.ps_servers, job.ps)):
+            if not any(all(d <= s.capacity.get(r, 0.0) for r, d in demand.items())
+                       for s in servers):
+                raise BadRequest(role, f"one {role} container ({_amounts(demand)}) is larger "
+                                 f"than every {role} server of the cluster")
+
+    def cancel(self, job_id: str) -> dict:
+        """Withdraw a job at the next slot boundary; ``BadRequest`` (404 / 409) otherwise."""
+        with self._lock:
+            seq = self._seq(job_id)
+            view = self.job_view(seq)
+            if view["state"] in ("cancelled", "completed", "rejected"):
+                raise BadRequest("id", f"job {job_id!r} is {view['state']} already", 409)
+            slot = self.next_slot
+            self.store.record_cancel(seq, slot)
+            self._cancels[seq] = slot
+            return self.job_view(seq)
+
+    def _seq(self, job_id: str) -> int:
+        for seq, d in enumerate(self._docs):
+            if d["id"] == job_id:
+                return seq
+        raise BadRequest("id", f"no job {job_id!r}", 404)
+
+    def _instance(self, docs: list[dict]) -> Instance:
+        return instance_from_dict({**self._cluster_doc, "jobs": docs})
+
+    # ---- slots ---------------------------------------------------------------------------
+    def _rebuild(self) -> None:
+        """A fresh policy and loop for the current instance, replaying the decided slots."""
+        loop = SlotLoop(self.instance, self.make_policy())
+        decided, self._decided = self._decided, []
+        for stored in decided:
+            got = self._step(loop)
+            if (got.decisions != stored.decisions
+                    or sorted(got.rows) != sorted(stored.rows)):
+                raise ReplayMismatch(
+                    f"slot {stored.t}: replaying the policy gave decisions {got.decisions} and "
+                    f"{len(got.rows)} allocations, the state holds {stored.decisions} and "
+                    f"{len(stored.rows)}")
+            self._decided.append(got)
+        self._loop = loop
+
+    def _step(self, loop: SlotLoop) -> DecidedSlot:
+        state = loop.state
+        t = loop.t + 1
+        for seq, slot in self._cancels.items():
+            if slot == t:
+                loop.cancel(seq)
+        before = state.decided.copy()
+        out = loop.step()
+        new = np.flatnonzero(state.decided & ~before & ~state.cancelled)
+        return DecidedSlot(t, {int(i): bool(state.admitted[i]) for i in new}, out.rows,
+                           out.finished)
+
+    def advance(self) -> DecidedSlot:
+        """Decide the next slot and write it down (module docstring); the slot that was decided
+        but did not finish (a service killed while running it) is returned again, as stored."""
+        with self._lock:
+            if self._decided and self._decided[-1].t > self._finished:
+                return self._decided[-1]
+            t = self.next_slot
+            if t > self.cluster.horizon:
+                raise ValueError(f"t: the horizon ends at slot {self.cluster.horizon}")
+            if self._loop is None or self._loop.instance.I != self.instance.I:
+                self._rebuild()
+            assert self._loop is not None
+            slot = self._step(self._loop)
+            self.store.record_slot(t, slot.decisions, slot.rows)
+            self._decided.append(slot)
+            return slot
+
+    def finish(self, t: int, record: dict | None = None,
+               progress: dict[int, dict] | None = None,
+               checkpoints: dict[int, Any] | None = None) -> None:
+        """Slot ``t`` ran: write what the executor reports (its slot ``record``, per-job
+        ``progress`` records and ``checkpoints``)."""
+        with self._lock:
+            if t != self._finished + 1 or t > len(self._decided):
+                raise ValueError(f"t: slot {t} is not the slot running (slot "
+                                 f"{self._finished + 1})")
+            self.store.record_finished(t, list(self._decided[t - 1].finished), record,
+                                       progress or {}, checkpoints or {})
+            for seq, rec in (progress or {}).items():
+                self._progress.setdefault(seq, []).append(rec)
+            self._finished = t
+
+    def step(self) -> DecidedSlot:
+        """``advance`` then ``finish`` with nothing run: a policy-only slot."""
+        slot = self.advance()
+        self.finish(slot.t)
+        return slot
+
+    def checkpoints(self) -> dict[int, Any]:
+        return self.store.checkpoints()
+
+    # ---- views (the API's JSON) --------------------------------------------------------------
+    def job_view(self, seq: int) -> dict:
+        with self._lock:
+            doc = self._docs[seq]
+            inst = self.instance
+            job = inst.jobs[seq]
+            loop = self._loop if self._loop is not None and seq < self._loop.instance.I else None
+            decision = next(((s.t, s.decisions[seq]) for s in self._decided
+                             if seq in s.decisions), None)
+            completion = None
+            state = "pending"
+            attained = 0.0
+            plan = None
+            if loop is not None:
+                st = loop.state
+                attained = self._attained(loop, seq)
+                completion = int(st.completion[seq]) if st.completion[seq] >= 0 else None
+                if st.cancelled[seq]:
+                    state = "cancelled"
+                elif completion is not None and completion <= self._finished:
+                    state = "completed"
+                elif decision is not None:
+                    state = "running" if decision[1] else "rejected"
+                elif st.arrived[seq]:
+                    state = "waiting"
+                plan = loop.policy.plan(seq) if decision and decision[1] else None
+            if state != "cancelled" and seq in self._cancels:
+                state = "cancelling"
+            utility = inst.utility_of(seq, completion) if state == "completed" else 0.0
+            predicted = max((r[0] for r in plan), default=None) if plan else None
+            records = self._progress.get(seq, [])
+            return {
+                "id": job.id, "seq": seq, "state": state, "arrival": job.arrival,
+                "admitted": None if decision is None else decision[1],
+                "decided_slot": None if decision is None else decision[0],
+                "task": doc.get("task"),
+                "work": job.work, "worker_slots_done": attained,
+                "progress": min(1.0, attained / job.work) if job.work else 1.0,
+                "plan": None if plan is None else [
+                    {"slot": t, "server": inst.servers[s].id, "role": ROLES[r], "count": c}
+                    for t, s, r, c in plan],
+                "predicted_completion": predicted,
+                "predicted_utility": None if predicted is None
+                else inst.utility_of(seq, predicted),
+                "completion": completion if state == "completed" else None,
+                "utility": utility,
+                "now": self._now(seq),
+                "real": _real(records),
+                "job": doc,
+            }
+
+    def _attained(self, loop: SlotLoop, seq: int) -> float:
+        """Worker-slots of progress job ``seq`` made in the slots that ran (the loop credits a
+        slot when it decides it)."""
+        done = 0.0
+        for slot in self._decided[:self._finished]:
+            rows = [(s, r, c) for j, s, r, c in slot.rows if j == seq]
+            if rows:
+                done += loop.progress_fn(loop.instance, seq, rows, slot.t)
+        return done
+
+    def _now(self, seq: int) -> dict:
+        """Workers and PSs of the job in the last slot decided."""
+        if not self._decided:
+            return {"slot": 0, "workers": 0, "ps": 0}
+        last = self._decided[-1]
+        rows = [r for r in last.rows if r[0] == seq]
+        return {"slot": last.t, "workers": sum(c for _, _, r, c in rows if r == WORKER),
+                "ps": sum(c for _, _, r, c in rows if r != WORKER)}
+
+    def jobs_view(self) -> list[dict]:
+        with self._lock:
+            return [self.job_view(seq) for seq in range(len(self._docs))]
+
+    def job_seq(self, job_id: str) -> int:
+        with self._lock:
+            return self._seq(job_id)
+
+    def cluster_view(self) -> dict:
+        """Per server and slot: capacity, committed (what the policy reserved, for a policy that
+        plans ahead) and used (the containers of decided slots), and the jobs in each slot."""
+        with self._lock:
+            inst = self.cluster
+            T, S = inst.horizon, len(inst.servers)
+            used = np.zeros((T + 1, S, inst.R))
+            jobs: list[list[dict]] = [[{} for _ in range(S)] for _ in range(T + 1)]
+            full = self.instance
+            demand = {0: full.worker_demand, 1: full.ps_demand}
+            for slot in self._decided:
+                for j, s, r, c in slot.rows:
+                    used[slot.t, s] += c * demand[int(r != WORKER)][j]
+                    cell = jobs[slot.t][s]
+                    cell[full.jobs[j].id] = cell.get(full.jobs[j].id, 0) + c
+            committed = None
+            if self._loop is not None:
+                committed = self._loop.policy.committed()
+            servers = []
+            for s, server in enumerate(inst.servers):
+                entry = {"id": server.id, "pool": "worker" if s < inst.H else "ps",
+                         "capacity": dict(server.capacity),
+                         "used": {r: used[1:, s, n].tolist() for n, r in enumerate(inst.resources)},
+                         "jobs": [jobs[t][s] for t in range(1, T + 1)]}
+                if committed is not None:
+                    entry["committed"] = {r: committed[1:, s, n].tolist()
+                                          for n, r in enumerate(inst.resources)}
+                servers.append(entry)
+            return {"horizon": T, "slot": self._finished, "decided": len(self._decided),
+                    "resources": list(inst.resources), "policy": self.policy_name,
+                    "servers": servers}
+
+    def summary(self) -> dict:
+        """Counts, utility and utilisation (``/metrics`` and the dashboard's history)."""
+        with self._lock:
+            views = self.jobs_view()
+            count = {s: sum(v["state"] == s for v in views)
+                     for s in ("pending", "waiting", "running", "rejected", "completed",
+                               "cancelled", "cancelling")}
+            inst = self.cluster
+            used = np.zeros(inst.R)
+            full = self.instance
+            for slot in self._decided[:self._finished]:
+                for j, s, r, c in slot.rows:
+                    used += c * (full.worker_demand[j] if r == WORKER else full.ps_demand[j])
+            cap = inst.capacity.sum(axis=0) * max(self._finished, 1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                util = np.where(cap > 0, used / np.where(cap > 0, cap, 1), 0.0)
+            history = []
+            admitted = rejected = 0
+            utility = 0.0
+            done_at = {v["seq"]: v["completion"] for v in views if v["completion"] is not None}
+            for slot in self._decided[:self._finished]:
+                admitted += sum(slot.decisions.values())
+                rejected += sum(not a for a in slot.decisions.values())
+                utility += sum(full.utility_of(j, t) for j, t in done_at.items() if t == slot.t)
+                history.append({"slot": slot.t, "admitted": admitted, "rejected": rejected,
+                                "utility": utility})
+            return {"slot": self._finished, "horizon": inst.horizon, "jobs": len(views),
+                    "admitted": sum(v["admitted"] is True for v in views),
+                    "rejected": count["rejected"], "running": count["running"],
+                    "completed": count["completed"], "cancelled": count["cancelled"],
+                    "pending": count["pending"] + count["waiting"],
+                    "utility": sum(v["utility"] for v in views),
+                    "utilisation": {r: float(util[n]) for n, r in enumerate(inst.resources)},
+                    "history": history}
+
+
+def _real(records: list[dict]) -> dict | None:
+    """What the executor reported of a job: its slots, mini-batches, accuracy."""
+    if not records:
+        return None
+    last = records[-1]
+    return {"slots": len(records),
+            "minibatches": sum(r.get("real_minibatches", 0) for r in records),
+            "planned_minibatches": sum(r.get("planned_minibatches", 0) for r in records),
+            "val_accuracy": last.get("val_accuracy"), "completion_s": last.get("completion_s"),
+            "restarts": sum(r.get("restarts", 0) for r in records)}
+
+
+def _amounts(d: Mapping[str, float]) -> str:
+    return ", ".join(f"{r} {v:g}" for r, v in d.items() if v)
+
+
+def _split(text: str, default: str) -> tuple[str, str]:
+    field, sep, message = text.partition(": ")
+    return (field, message) if sep and " " not in field else (default, text)
+
+
+def _job_field(err: FormatError, seq: int) -> BadRequest:
+    """``jobs[seq].worker.bw: ...`` of the candidate instance -> ``worker.bw: ...``."""
+    prefix = f"jobs[{seq}]"
+    field = err.field
+    if field.startswith(prefix):
+        field = field[len(prefix):].lstrip(".") or "job"
+    return BadRequest(field, err.message)
+
+
+__all__ = ["BadRequest", "DecidedSlot", "ReplayMismatch", "Scheduler"]

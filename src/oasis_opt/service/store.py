@@ -1,0 +1,176 @@
+"""The service's state in SQLite: written before it takes effect, so a restart loses nothing.
+
+Schema (``oasis-opt/service-state@1``; one file, WAL journal, every write one transaction):
+
+``meta(key TEXT PRIMARY KEY, value TEXT)``
+    ``format``; ``cluster`` (the cluster as an instance document without jobs, JSON); ``policy``
+    and ``options`` (JSON): a state is resumed only by a service with the same three.
+``jobs(seq INTEGER PRIMARY KEY, id TEXT UNIQUE, arrival INTEGER, doc TEXT, submitted_at REAL)``
+    every accepted job, ``seq`` its index in the service's instance (0, 1, ... in acceptance
+    order, which breaks arrival ties as instance order does), ``doc`` its instance-format JSON.
+``cancels(seq INTEGER PRIMARY KEY, slot INTEGER, requested_at REAL)``
+    a withdrawal, taking effect at the boundary of slot ``slot``.
+``decisions(seq INTEGER PRIMARY KEY, slot INTEGER, admitted INTEGER)``
+    the policy's admission decision for a job (1 admit, 0 reject), taken in slot ``slot``; the
+    primary key is what makes a decision impossible to take twice.
+``allocations(slot, seq, server, role, count, PRIMARY KEY (slot, seq, server, role))``
+    the containers of every decided slot (``server`` the instance's global server index,
+    ``role`` 0 worker / 1 PS).
+``slots(slot INTEGER PRIMARY KEY, decided_at REAL, finished_at REAL, finished TEXT, record TEXT)``
+    a slot is written when decided (its decisions and allocations in the same transaction) and
+    completed after it ran: ``finished`` the JSON list of jobs that completed in it, ``record``
+    the executor's slot record (JSON, null without an executor).
+``progress(seq INTEGER, slot INTEGER, record TEXT, PRIMARY KEY (seq, slot))``
+    the executor's per-job record of a slot (real mini-batches, accuracy ...).
+``checkpoints(seq INTEGER PRIMARY KEY, slot INTEGER, blob BLOB)``
+    the executor's checkpoint of a job after its last slot (weights, optimiser state, counters;
+    ``pickle`` of plain numpy data, written and read only by this module), so a restarted
+    service trains on from it.
+
+Standard library only.
+"""
+from __future__ import annotations
+
+import json
+import pickle
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+STATE_FORMAT = "oasis-opt/service-state@1"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS jobs (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,
+    arrival INTEGER NOT NULL, doc TEXT NOT NULL, submitted_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS cancels (seq INTEGER PRIMARY KEY REFERENCES jobs(seq),
+    slot INTEGER NOT NULL, requested_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS decisions (seq INTEGER PRIMARY KEY REFERENCES jobs(seq),
+    slot INTEGER NOT NULL, admitted INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS allocations (slot INTEGER NOT NULL, seq INTEGER NOT NULL,
+    server INTEGER NOT NULL, role INTEGER NOT NULL, count INTEGER NOT NULL,
+    PRIMARY KEY (slot, seq, server, role));
+CREATE TABLE IF NOT EXISTS slots (slot INTEGER PRIMARY KEY, decided_at REAL NOT NULL,
+    finished_at REAL, finished TEXT, record TEXT);
+CREATE TABLE IF NOT EXISTS progress (seq INTEGER NOT NULL, slot INTEGER NOT NULL,
+    record TEXT NOT NULL, PRIMARY KEY (seq, slot));
+CREATE TABLE IF NOT EXISTS checkpoints (seq INTEGER PRIMARY KEY, slot INTEGER NOT NULL,
+    blob BLOB NOT NULL);
+"""
+
+
+class StateMismatch(ValueError):
+    """The state file belongs to another cluster or policy (``field``: the option to fix)."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field, self.message = field, message
+
+
+class Store:
+    """One SQLite file (``":memory:"`` for a throw-away service). Thread-safe: one connection,
+    one lock; every ``record_*`` method is one transaction."""
+
+    def __init__(self, path: str | Path = ":memory:"):
+        self.path = str(path)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        if self.path != ":memory:":
+            self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")  # a returned commit survives a kill
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def _tx(self, statements: Iterable[tuple[str, tuple]]) -> None:
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                for sql, params in statements:
+                    db.execute(sql, params)
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+    def _all(self, sql: str, params: tuple = ()) -> list[tuple]:
+        with self._lock:
+            return self._db.execute(sql, params).fetchall()
+
+    # ---- identity ------------------------------------------------------------------------
+    def bind(self, cluster: dict, policy: str, options: dict) -> bool:
+        """Tie a new state to this cluster and policy, or check that an existing one was made for
+        them (``StateMismatch`` naming the option that differs). Returns whether it existed."""
+        meta = dict(self._all("SELECT key, value FROM meta"))
+        mine = {"format": STATE_FORMAT, "cluster": json.dumps(cluster, sort_keys=True),
+                "policy": policy, "options": json.dumps(options, sort_keys=True)}
+        if not meta:
+            self._tx(("INSERT INTO meta VALUES (?, ?)", kv) for kv in mine.items())
+            return False
+        for key, option in (("format", "--state"), ("cluster", "--cluster"),
+                            ("policy", "--policy"), ("options", "--pricing")):
+            if meta.get(key) != mine[key]:
+                raise StateMismatch(option, f"the state {self.path} was written by a service with "
+                                    f"another {key} (start it with the same one, or a new --state)")
+        return True
+
+    # ---- writes --------------------------------------------------------------------------
+    def record_job(self, seq: int, job_id: str, arrival: int, doc: dict) -> None:
+        self._tx([("INSERT INTO jobs VALUES (?, ?, ?, ?, ?)",
+                   (seq, job_id, arrival, json.dumps(doc), time.time()))])
+
+    def record_cancel(self, seq: int, slot: int) -> None:
+        self._tx([("INSERT INTO cancels VALUES (?, ?, ?)", (seq, slot, time.time()))])
+
+    def record_slot(self, slot: int, decisions: dict[int, bool], rows: list) -> None:
+        """A decided slot: its decisions, allocations and the slot row, in one transaction."""
+        self._tx([("INSERT INTO slots (slot, decided_at) VALUES (?, ?)", (slot, time.time())),
+                  *(("INSERT INTO decisions VALUES (?, ?, ?)", (seq, slot, int(a)))
+                    for seq, a in decisions.items()),
+                  *(("INSERT INTO allocations VALUES (?, ?, ?, ?, ?)", (slot, *row))
+                    for row in rows)])
+
+    def record_finished(self, slot: int, finished: list[int], record: dict | None,
+                        progress: dict[int, dict], checkpoints: dict[int, Any]) -> None:
+        """A slot that ran: who completed, the executor's records and checkpoints."""
+        self._tx([("UPDATE slots SET finished_at = ?, finished = ?, record = ? WHERE slot = ?",
+                   (time.time(), json.dumps(finished),
+                    None if record is None else json.dumps(record), slot)),
+                  *(("INSERT OR REPLACE INTO progress VALUES (?, ?, ?)",
+                     (seq, slot, json.dumps(rec))) for seq, rec in progress.items()),
+                  *(("INSERT OR REPLACE INTO checkpoints VALUES (?, ?, ?)",
+                     (seq, slot, pickle.dumps(ck))) for seq, ck in checkpoints.items())])
+
+    # ---- reads ---------------------------------------------------------------------------
+    def jobs(self) -> list[tuple[int, str, int, dict, float]]:
+        return [(s, i, a, json.loads(d), at) for s, i, a, d, at
+                in self._all("SELECT seq, id, arrival, doc, submitted_at FROM jobs ORDER BY seq")]
+
+    def cancels(self) -> dict[int, int]:
+        return dict(self._all("SELECT seq, slot FROM cancels"))
+
+    def decisions(self) -> dict[int, tuple[int, bool]]:
+        return {s: (t, bool(a)) for s, t, a in self._all("SELECT seq, slot, admitted FROM decisions")}
+
+    def slot_rows(self, slot: int) -> list[tuple[int, int, int, int]]:
+        return self._all("SELECT seq, server, role, count FROM allocations WHERE slot = ? "
+                         "ORDER BY rowid", (slot,))
+
+    def slots(self) -> list[tuple[int, float, float | None]]:
+        """(slot, decided_at, finished_at or None) of every decided slot, in order."""
+        return self._all("SELECT slot, decided_at, finished_at FROM slots ORDER BY slot")
+
+    def progress(self) -> dict[int, list[dict]]:
+        out: dict[int, list[dict]] = {}
+        for seq, rec in self._all("SELECT seq, record FROM progress ORDER BY seq, slot"):
+            out.setdefault(seq, []).append(json.loads(rec))
+        return out
+
+    def checkpoints(self) -> dict[int, Any]:
+        return {seq: pickle.loads(blob)
+                for seq, blob in self._all("SELECT seq, blob FROM checkpoints")}

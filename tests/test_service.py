@@ -1,0 +1,352 @@
+"""The scheduling service without Ray: the clock-free core against the simulator, its SQLite state
+resumed, and the HTTP API in process (FastAPI's TestClient on the real application).
+
+The live server (a real uvicorn killed and restarted, the CLI clients, the browser) is in
+``test_service_live.py``; the one run on Ray in ``test_service_ray.py``.
+"""
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from oasis_opt.model import validate
+from oasis_opt.model.io import instance_to_dict
+from oasis_opt.online.pricing import oracle_pricing
+from oasis_opt.policies import get_policy
+from oasis_opt.service.scheduler import BadRequest, ReplayMismatch, Scheduler
+from oasis_opt.service.store import StateMismatch, Store
+from oasis_opt.sim.core import simulate
+from oasis_opt.workloads import generate
+
+pytest.importorskip("fastapi")
+from fastapi.testclient import TestClient  # noqa: E402
+
+from oasis_opt.service.app import create_app  # noqa: E402
+
+# the digits MLP of the executor's tests: a task the executor can run
+TASK = {"name": "digits-mlp", "config": {"learning_rate": 0.01, "weight_decay": 1e-4, "width": 16,
+                                         "depth": 1, "batch_size": 32, "optimizer": "adam"}}
+
+
+def workload(seed: int = 3):
+    """A paper-fig5 instance (10 jobs, T = 10) and OASiS's pricing for it: the pricing is
+    fixed before the service starts, as a pricing file would be."""
+    inst = generate("paper-fig5", seed=seed)
+    return inst, oracle_pricing(inst)
+
+
+def service(inst, policy: str, pricing=None, store: Store | None = None, **kw) -> Scheduler:
+    options = {"pricing": pricing} if policy == "oasis" else {}
+    return Scheduler(inst, lambda: get_policy(policy, **options), store=store or Store(),
+                     policy=policy, **kw)
+
+
+def run_through(sched: Scheduler, docs: list[dict], submit_at: list[int]) -> None:
+    """Submit job n at the boundary before slot ``submit_at[n]`` (<= its arrival), step to T."""
+    for t in range(1, sched.cluster.horizon + 1):
+        for doc, when in zip(docs, submit_at):
+            if when == t:
+                sched.submit(doc)
+        sched.step()
+
+
+def outcome(sched: Scheduler):
+    """(admitted, completion, allocation rows) of every job, by the service's own views."""
+    views = sched.jobs_view()
+    rows = sorted((j, slot.t, s, r, c) for slot in sched._decided for j, s, r, c in slot.rows)
+    return [v["admitted"] is True for v in views], [v["completion"] for v in views], rows
+
+
+# ---- the core against the simulator ------------------------------------------------------------
+@settings(max_examples=8)
+@given(seed=st.integers(0, 10_000), policy=st.sampled_from(["oasis", "drf", "fifo", "greedy"]),
+       data=st.data())
+def test_service_decides_as_the_simulator_does(seed, policy, data):
+    """Jobs submitted at any boundary up to their arrival, slot by slot: the same admissions,
+    allocations and completions as ``simulate`` of the instance with all of them."""
+    inst, pricing = workload(seed)
+    docs = instance_to_dict(inst)["jobs"]
+    order = sorted(range(inst.I), key=lambda i: (inst.jobs[i].arrival, i))
+    docs = [docs[i] for i in order]  # the service's instance order is acceptance order
+    submit_at = [data.draw(st.integers(1, d["arrival"]), label=f"submit {d['id']}") for d in docs]
+    # jobs arriving in one slot are handed over in acceptance order: keep the instance's
+    submit_at = list(np.maximum.accumulate(submit_at))
+    submit_at = [min(s, d["arrival"]) for s, d in zip(submit_at, docs)]
+    sched = service(inst, policy, pricing)
+    run_through(sched, docs, submit_at)
+    ref_inst = inst.with_jobs([inst.jobs[i] for i in order])
+    options = {"pricing": pricing} if policy == "oasis" else {}
+    ref = simulate(ref_inst, get_policy(policy, **options))
+    admitted, completion, rows = outcome(sched)
+    assert admitted == list(ref.admitted)
+    assert completion == list(ref.completion)
+    assert rows == sorted(ref.allocations.rows())
+    assert sched.summary()["utility"] == pytest.approx(ref.total_utility)
+    assert validate(ref_inst, ref).ok
+
+
+def test_a_cancelled_job_stops_at_the_next_boundary():
+    inst, pricing = workload()
+    docs = instance_to_dict(inst)["jobs"]
+    sched = service(inst, "greedy")
+    for d in docs:
+        sched.submit(d)
+    first = min(docs, key=lambda d: d["arrival"])
+    while sched.job_view(0)["state"] != "running":
+        sched.step()
+    running_in = sched.finished_slots
+    assert sched.cancel(first["id"])["state"] == "cancelling"
+    sched.step()
+    view = sched.job_view(0)
+    assert view["state"] == "cancelled" and view["completion"] is None and view["utility"] == 0
+    assert not [r for slot in sched._decided[running_in:] for r in slot.rows if r[0] == 0]
+    with pytest.raises(BadRequest) as err:
+        sched.cancel(first["id"])
+    assert err.value.status == 409
+
+
+# ---- the state file ------------------------------------------------------------------------------
+def test_a_restarted_scheduler_resumes_its_state(tmp_path):
+    """Stop after a few slots (one decided, not run), resume from the file: the same jobs and
+    decisions, the unfinished slot handed out as decided, and the rest as an uninterrupted run."""
+    inst, pricing = workload(5)
+    docs = sorted(instance_to_dict(inst)["jobs"], key=lambda d: d["arrival"])
+    path = tmp_path / "state.db"
+    a = service(inst, "oasis", pricing, Store(path))
+    for d in docs:
+        a.submit(d)
+    for _ in range(4):
+        a.step()
+    pending = a.advance()  # slot 5 decided and written, the service dies before running it
+    before = sqlite3.connect(path).execute("SELECT seq, slot, admitted FROM decisions").fetchall()
+    a.store.close()
+
+    b = service(inst, "oasis", pricing, Store(path))
+    assert b.resumed and b.finished_slots == 4 and b.next_slot == 6
+    assert b.advance() == pending  # not decided again
+    b.finish(pending.t)
+    while b.finished_slots < inst.horizon:
+        b.step()
+    after = sqlite3.connect(path).execute("SELECT seq, slot, admitted FROM decisions").fetchall()
+    assert set(before) <= set(after)
+
+    whole = service(inst, "oasis", pricing)
+    for d in docs:
+        whole.submit(d)
+    while whole.finished_slots < inst.horizon:
+        whole.step()
+    assert outcome(b) == outcome(whole)
+    assert b.summary() == whole.summary()
+
+
+def test_a_state_is_resumed_only_by_the_same_cluster_and_policy(tmp_path):
+    inst, pricing = workload()
+    path = tmp_path / "state.db"
+    service(inst, "oasis", pricing, Store(path), options={"pricing": "a.json"}).store.close()
+    with pytest.raises(StateMismatch) as err:
+        service(inst, "drf", None, Store(path), options={"pricing": "a.json"})
+    assert err.value.field == "--policy"
+    with pytest.raises(StateMismatch) as err:
+        service(inst, "oasis", pricing, Store(path), options={"pricing": "b.json"})
+    assert err.value.field == "--pricing"
+    other = generate("paper-fig5", seed=1, servers=6)
+    with pytest.raises(StateMismatch) as err:
+        service(other, "oasis", pricing, Store(path), options={"pricing": "a.json"})
+    assert err.value.field == "--cluster"
+
+
+def test_a_state_the_policy_does_not_reproduce_is_refused(tmp_path):
+    """The replay checks every stored decision: a state whose decision was flipped is refused."""
+    inst, pricing = workload()
+    path = tmp_path / "state.db"
+    a = service(inst, "greedy", None, Store(path))
+    for d in instance_to_dict(inst)["jobs"]:
+        a.submit(d)
+    while a.finished_slots < 3:
+        a.step()
+    a.store.close()
+    db = sqlite3.connect(path)
+    assert db.execute("UPDATE decisions SET admitted = 1 - admitted").rowcount > 0
+    db.commit()
+    db.close()
+    with pytest.raises(ReplayMismatch, match="replaying the policy"):
+        service(inst, "greedy", None, Store(path))
+
+
+# ---- the HTTP API --------------------------------------------------------------------------------
+@pytest.fixture
+def api():
+    inst, pricing = workload()
+    sched = service(inst, "oasis", pricing)
+    client = TestClient(create_app(sched))
+    # at most 16 chunks: digits' 1,077 training examples hold a mini-batch of 32 in each
+    docs = [{**d, "chunks": min(d["chunks"], 16), "task": TASK}
+            for d in instance_to_dict(inst)["jobs"]]
+    return sched, client, docs
+
+
+def test_jobs_are_submitted_listed_followed_and_cancelled(api):
+    sched, client, docs = api
+    r = client.post("/jobs", json=docs[0])
+    assert r.status_code == 201 and r.json()["state"] == "pending"
+    assert r.json()["job"] == docs[0]
+    no_id = {k: v for k, v in docs[1].items() if k not in ("id", "arrival")}
+    r = client.post("/jobs", json=no_id)
+    assert r.status_code == 201 and r.json()["arrival"] == 1 and r.json()["id"] == "job-2"
+    while sched.finished_slots < docs[0]["arrival"]:
+        sched.step()
+    view = client.get(f"/jobs/{docs[0]['id']}").json()
+    assert view["admitted"] is not None and view["decided_slot"] == docs[0]["arrival"]
+    if view["admitted"]:  # OASiS's committed plan: its rows and predicted completion
+        assert view["plan"] and view["predicted_completion"] == max(p["slot"] for p in view["plan"])
+        assert view["predicted_utility"] > 0
+    assert [j["id"] for j in client.get("/jobs").json()] == [docs[0]["id"], "job-2"]
+    late = {**docs[2], "arrival": sched.next_slot + 1}
+    assert client.post("/jobs", json=late).status_code == 201
+    r = client.delete(f"/jobs/{late['id']}")
+    assert r.status_code == 200 and r.json()["state"] == "cancelling"
+    sched.step()
+    sched.step()  # its arrival slot: never handed to the policy
+    view = client.get(f"/jobs/{late['id']}").json()
+    assert view["state"] == "cancelled" and view["admitted"] is None
+    assert client.delete(f"/jobs/{late['id']}").status_code == 409
+    assert client.get("/jobs/nope").status_code == 404
+    assert client.delete("/jobs/nope").status_code == 404
+
+
+def test_cluster_summary_and_metrics(api):
+    sched, client, docs = api
+    for d in docs:
+        assert client.post("/jobs", json=d).status_code == 201
+    while sched.finished_slots < 6:
+        sched.step()
+    cluster = client.get("/cluster").json()
+    assert cluster["slot"] == 6 and len(cluster["servers"]) == len(sched.cluster.servers)
+    inst = sched.instance
+    for n, server in enumerate(cluster["servers"]):
+        for r, used in server["used"].items():
+            assert len(used) == inst.horizon
+            cap = server["capacity"].get(r, 0.0)
+            assert all(u <= cap + 1e-9 for u in used)
+            # OASiS reserves whole plans: what a decided slot uses is what it committed
+            assert all(u == pytest.approx(c)
+                       for u, c in zip(used[:6], server["committed"][r][:6]))
+    placed = {j for s in cluster["servers"] for cell in s["jobs"] for j in cell}
+    summary = client.get("/summary").json()
+    jobs = client.get("/jobs").json()
+    assert placed == {j["id"] for j in jobs if j["admitted"] and min(
+        p["slot"] for p in j["plan"]) <= 6}  # a plan may start after its admission
+    assert summary["history"][-1]["admitted"] == summary["admitted"] == sum(
+        j["admitted"] is True for j in jobs) > 0
+    metrics = client.get("/metrics")
+    assert metrics.headers["content-type"].startswith("text/plain")
+    lines = dict(line.rsplit(" ", 1) for line in metrics.text.splitlines()
+                 if line and not line.startswith("#"))
+    assert float(lines["oasis_admitted"]) == summary["admitted"]
+    assert float(lines["oasis_rejected"]) == summary["rejected"]
+    assert float(lines["oasis_utility"]) == pytest.approx(summary["utility"])
+    assert float(lines['oasis_utilisation{resource="gpu"}']) == pytest.approx(
+        summary["utilisation"]["gpu"])
+    assert 0 < summary["utilisation"]["gpu"] <= 1
+
+
+def test_the_openapi_schema_and_the_dashboard_are_served(api):
+    _, client, _ = api
+    schema = client.get("/openapi.json").json()
+    assert {"/jobs", "/jobs/{job_id}", "/cluster", "/metrics", "/summary"} <= set(schema["paths"])
+    body = schema["paths"]["/jobs"]["post"]["requestBody"]["content"]["application/json"]
+    assert "chunk_time" in body["schema"]["required"]
+    page = client.get("/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert '<script src="dashboard.js">' in page.text and 'id="grid"' in page.text
+    script = client.get("/dashboard.js")
+    assert script.headers["content-type"].startswith("text/javascript")
+    for path in ("cluster", "jobs", "summary"):  # what the page polls exists
+        assert f'"{path}"' in script.text and client.get(f"/{path}").status_code == 200
+
+
+BAD = {  # change of a valid job -> (status, field)
+    "malformed JSON": (None, 400, "job"),
+    "not an object": (lambda d: [d], 400, "job"),
+    "missing field": (lambda d: {k: v for k, v in d.items() if k != "chunks"}, 400, "chunks"),
+    "bad value": (lambda d: {**d, "chunk_time": -1}, 400, "chunk_time"),
+    "unknown field": (lambda d: {**d, "gpus": 3}, 400, "gpus"),
+    "unknown task": (lambda d: {**d, "task": {**TASK, "name": "imagenet"}}, 400, "task.name"),
+    "task config": (lambda d: {**d, "task": {**TASK, "config": {**TASK["config"], "width": -1}}},
+                    400, "task.config.width"),
+    "arrival in the past": (lambda d: {**d, "arrival": 1}, 400, "arrival"),
+    "beyond the horizon": (lambda d: {**d, "arrival": 99}, 400, "arrival"),
+    "too large": (lambda d: {**d, "worker": {**d["worker"], "gpu": 1e6}}, 400, "worker"),
+    "too large ps": (lambda d: {**d, "ps": {**d["ps"], "mem": 1e6}}, 400, "ps"),
+    "duplicate id": (lambda d: {**d, "id": "first"}, 409, "id"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_requests_name_the_field_and_write_nothing(api, case, tmp_path):
+    sched, client, docs = api
+    assert client.post("/jobs", json={**docs[0], "id": "first"}).status_code == 201
+    sched.step()
+    sched.step()  # the next boundary is slot 3
+    change, status, field = BAD[case]
+    good = {**docs[1], "arrival": 4}
+    before = (client.get("/jobs").json(), sched.store.jobs())
+    if change is None:
+        r = client.post("/jobs", content=b'{"id": "x", ', headers={"content-type":
+                                                                    "application/json"})
+    else:
+        r = client.post("/jobs", json=change(good))
+    assert r.status_code == status, r.text
+    body = r.json()
+    assert body["field"] == field and body["detail"].startswith(f"{field}: ")
+    assert "\n" not in body["detail"]
+    assert (client.get("/jobs").json(), sched.store.jobs()) == before
+    assert client.post("/jobs", json=good).status_code == 201  # and the service goes on
+
+
+def test_a_token_guards_mutating_requests_only():
+    inst, pricing = workload()
+    sched = service(inst, "oasis", pricing)
+    client = TestClient(create_app(sched, token="s3cret"))
+    doc = instance_to_dict(inst)["jobs"][0]
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic s3cret"}):
+        r = client.post("/jobs", json=doc, headers=headers)
+        assert r.status_code == 401 and r.json()["field"] == "authorization"
+        assert r.headers["www-authenticate"] == "Bearer"
+    assert client.get("/jobs").json() == [] and sched.store.jobs() == []
+    ok = {"Authorization": "Bearer s3cret"}
+    assert client.post("/jobs", json=doc, headers=ok).status_code == 201
+    assert client.delete(f"/jobs/{doc['id']}").status_code == 401
+    assert client.get(f"/jobs/{doc['id']}").status_code == 200  # reading needs no token
+    assert client.delete(f"/jobs/{doc['id']}", headers=ok).status_code == 200
+
+
+def test_the_service_executing_requires_a_task():
+    inst, pricing = workload()
+    sched = service(inst, "oasis", pricing, executes=True)
+    client = TestClient(create_app(sched))
+    doc = {**instance_to_dict(inst)["jobs"][0], "chunks": 16}
+    r = client.post("/jobs", json=doc)
+    assert r.status_code == 400 and r.json()["field"] == "task"
+    assert client.post("/jobs", json={**doc, "task": TASK}).status_code == 201
+
+
+def test_the_state_schema_is_as_documented(tmp_path):
+    """Every table of the file, with its columns in order, is the store docstring's."""
+    import re
+
+    from oasis_opt.service import store
+
+    Store(tmp_path / "s.db").close()
+    db = sqlite3.connect(tmp_path / "s.db")
+    tables = {name: [c[1] for c in db.execute(f"PRAGMA table_info({name})")]
+              for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    documented = {}
+    for name, inner in re.findall(r"``(\w+)\((.*?)\)``", " ".join(store.__doc__.split())):
+        fields = re.sub(r",\s*PRIMARY KEY \(.*\)$", "", inner).split(",")
+        documented[name] = [f.split()[0] for f in fields if f.strip()]
+    assert documented == tables

@@ -1,0 +1,244 @@
+"""The service as users run it: ``oasis-opt serve`` (a real uvicorn on 127.0.0.1, policy only),
+killed with SIGKILL and restarted on its state file; the ``submit`` / ``status`` clients; the
+dashboard in headless Chromium.
+
+Nothing waits a tuned time: every wait polls the service's state a bounded number of times.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from oasis_opt.cli import main
+from oasis_opt.model import Instance
+from oasis_opt.model.io import instance_from_dict, instance_to_dict, save_instance
+from oasis_opt.online.pricing import oracle_pricing, save_pricing
+from oasis_opt.policies import get_policy
+from oasis_opt.sim.core import simulate
+from oasis_opt.workloads import generate
+
+httpx = pytest.importorskip("httpx")
+pytest.importorskip("uvicorn")
+
+POLLS = 600  # bounded waits: at most this many polls of POLL_S each
+POLL_S = 0.1
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Served:
+    """``oasis-opt serve`` in a subprocess; ``kill()`` is SIGKILL (no clean-up runs)."""
+
+    def __init__(self, d: Path, state: Path, slot_s: float, *extra: str, env=None,
+                 cluster: str = "cluster.json"):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = open(d / f"serve-{self.port}.log", "w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "oasis_opt", "serve", "--cluster", str(d / cluster),
+             "--policy", "oasis", "--pricing", str(d / "pricing.json"), "--no-execute",
+             "--slot-s", str(slot_s), "--state", str(state), "--port", str(self.port), *extra],
+            stdout=self.log, stderr=subprocess.STDOUT, env=env)
+        self.wait(lambda h: True)
+
+    def get(self, path: str):
+        return httpx.get(self.url + path, timeout=10).json()
+
+    def wait(self, ok, what: str = "the service"):
+        """Poll /health until ``ok(health)``; fail after POLLS polls."""
+        for _ in range(POLLS):
+            if self.proc.poll() is not None:
+                raise AssertionError(f"the service exited ({self.proc.returncode}): "
+                                     + Path(self.log.name).read_text()[-2000:])
+            try:
+                health = self.get("/health")
+            except httpx.HTTPError:
+                health = None
+            if health is not None and ok(health):
+                return health
+            time.sleep(POLL_S)
+        raise AssertionError(f"{what}: not reached after {POLLS} polls")
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=60)
+        self.log.close()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def workload(tmp_path_factory):
+    d = tmp_path_factory.mktemp("serve")
+    inst = generate("paper-fig5", seed=11)
+    save_instance(inst, d / "cluster.json")
+    pricing = oracle_pricing(inst)
+    save_pricing(pricing, d / "pricing.json")
+    save_instance(Instance(1000, inst.resources, inst.worker_servers, inst.ps_servers, ()),
+                  d / "long.json")
+    jobs = sorted(instance_to_dict(inst)["jobs"], key=lambda j: j["arrival"])
+    return d, inst, pricing, jobs
+
+
+def test_a_killed_service_resumes_from_its_state(workload, tmp_path):
+    """Submit every job, SIGKILL the server twice (in slot 1, then later in the run), restart it
+    on the same state each time: no job lost, no decision taken twice or changed, and the end
+    result is the simulator's for the same arrivals."""
+    d, inst, pricing, jobs = workload
+    state = tmp_path / "state.db"
+    db = sqlite3.connect(state, isolation_level=None)
+    # 1. a long slot 1: every job is in before slot 2 whatever the machine's load
+    first = Served(d, state, 60)
+    try:
+        for job in jobs:
+            r = httpx.post(first.url + "/jobs", json={**job, "arrival": min(job["arrival"] + 1,
+                                                                            inst.horizon)},
+                           timeout=10)
+            assert r.status_code == 201, r.text
+    finally:
+        first.kill()
+    assert db.execute("SELECT count(*) FROM jobs").fetchone()[0] == len(jobs)
+    assert db.execute("SELECT slot, finished_at FROM slots").fetchall() == [(1, None)]
+    # 2. resumed (slot 1 run as decided), killed again once some jobs are decided
+    second = Served(d, state, 1.0)
+    try:
+        assert second.get("/summary")["jobs"] == len(jobs)  # no job lost
+        second.wait(lambda h: h["slot"] >= 3, "slot 3")
+    finally:
+        second.kill()
+    before = db.execute("SELECT seq, slot, admitted FROM decisions ORDER BY seq").fetchall()
+    killed_at = db.execute("SELECT max(slot) FROM slots").fetchone()[0]
+    assert before and killed_at < inst.horizon
+    # 3. resumed to the horizon
+    third = Served(d, state, 0.2)
+    try:
+        third.wait(lambda h: h["status"] == "finished", "the horizon")
+        views = third.get("/jobs")
+    finally:
+        third.stop()
+    after = db.execute("SELECT seq, slot, admitted FROM decisions ORDER BY seq").fetchall()
+    slots = [s for (s,) in db.execute("SELECT slot FROM slots WHERE finished_at IS NOT NULL "
+                                      "ORDER BY slot")]
+    db.close()
+    assert after[:len(before)] == before and len({s for s, _, _ in after}) == len(after)
+    assert slots == list(range(1, inst.horizon + 1))
+    # the same decisions as a simulation of the same arrivals, in acceptance order
+    ref_inst = instance_from_dict({**instance_to_dict(inst), "jobs": [v["job"] for v in views]})
+    ref = simulate(ref_inst, get_policy("oasis", pricing=pricing))
+    assert [v["admitted"] is True for v in views] == list(ref.admitted)
+    assert [v["completion"] for v in views] == list(ref.completion)
+    assert sum(v["utility"] for v in views) == pytest.approx(ref.total_utility)
+
+
+@pytest.fixture(scope="module")
+def live(workload, tmp_path_factory):
+    """A running service with a token (from the environment) on a cluster of 1,000 slots."""
+    d = workload[0]
+    env = {**os.environ, "OASIS_OPT_TOKEN": "t0ken"}
+    served = Served(d, tmp_path_factory.mktemp("live") / "state.db", 0.5, env=env,
+                    cluster="long.json")
+    yield served
+    served.stop()
+
+
+def test_submit_and_status_clients(workload, live, tmp_path, capsys, monkeypatch):
+    _, _, _, jobs = workload
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps({k: v for k, v in jobs[0].items() if k != "arrival"}
+                               | {"id": "client-job"}))
+    monkeypatch.delenv("OASIS_OPT_TOKEN", raising=False)
+    assert main(["submit", str(path), "--url", live.url]) == 2
+    assert "authorization: a bearer token is required" in capsys.readouterr().err
+    assert main(["submit", str(path), "--url", live.url, "--token", "t0ken"]) == 0
+    out = capsys.readouterr().out.strip()
+    assert out.startswith("client-job: submitted, arrives in slot ")
+    arrival = int(out.rsplit(" ", 1)[1])
+    assert main(["submit", str(path), "--url", live.url, "--token", "t0ken"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("oasis-opt: error: id: a job 'client-job' was already submitted (in ")
+    live.wait(lambda h: h["slot"] >= arrival, "the job's arrival")
+    assert main(["status", "--url", live.url]) == 0
+    out = capsys.readouterr().out
+    assert "client-job" in out and out.startswith("slot ")
+    assert main(["status", "--url", live.url, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [j["id"] for j in doc["jobs"]] == ["client-job"]
+    assert doc["jobs"][0]["admitted"] is not None
+
+
+def test_clients_name_an_unreachable_service(tmp_path, capsys):
+    assert main(["status", "--url", f"http://127.0.0.1:{free_port()}"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("oasis-opt: error: --url: cannot reach the service at ")
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("argv, field", [
+    (["--policy", "oasis"], "--pricing"),
+    (["--policy", "offline"], "--policy"),
+    (["--policy", "nope"], "--policy"),
+    (["--policy", "drf", "--token", ""], "--token"),
+])
+def test_serve_refuses_bad_options(workload, argv, field, capsys):
+    d = workload[0]
+    code = main(["serve", "--cluster", str(d / "cluster.json"), "--slot-s", "1", *argv])
+    assert code == 2
+    assert capsys.readouterr().err.startswith(f"oasis-opt: error: {field}: ")
+
+
+def test_the_service_listens_on_loopback_by_default(live):
+    health = httpx.get(live.url + "/health", timeout=10)
+    assert health.status_code == 200
+    log = Path(live.log.name).read_text()
+    assert f"on http://127.0.0.1:{live.port} " in log
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (`make chromium` "
+                    "installs it with apt-get): the dashboard is not opened in a browser")
+def test_the_dashboard_shows_a_submitted_job_in_chromium(workload, live, tmp_path):
+    """Headless Chromium loads /, runs its polling script, and the page lists the job and colours
+    its cells of the grid."""
+    _, _, _, jobs = workload
+    job = {k: v for k, v in jobs[1].items() if k != "arrival"} | {"id": "browser-job"}
+    r = httpx.post(live.url + "/jobs", json=job, headers={"Authorization": "Bearer t0ken"},
+                   timeout=10)
+    assert r.status_code == 201, r.text
+    live.wait(lambda h: h["slot"] >= r.json()["arrival"], "the job's arrival")
+    admitted = live.get("/jobs/browser-job")["admitted"]
+    dom = ""
+    for _ in range(10):  # bounded: the page's script may need more than one poll
+        dom = subprocess.run(
+            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
+             "--virtual-time-budget=5000", f"--user-data-dir={tmp_path / 'profile'}",
+             live.url + "/"], capture_output=True, text=True, timeout=120).stdout
+        if 'data-job="browser-job"' in dom:
+            break
+    assert 'data-job="browser-job"' in dom, dom[-2000:]
+    assert "policy oasis, slot " in dom
+    if admitted:  # its containers are drawn in the grid (cells carry their jobs)
+        assert "browser-job" in dom.split('id="grid"')[1].split("</table>")[0]
