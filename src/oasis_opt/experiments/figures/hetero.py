@@ -124,10 +124,12 @@ def markdown(data) -> str:
         "paper-sim jobs arrive until the last slot of the horizon and a schedule ends there, so "
         "every policy leaves jobs unfinished and a short makespan can mean few completions. "
         "Utility (completed jobs only, by their completion time) is the comparable number there.",
-        "- **OASiS** decides admission online against prices of each resource, so it maximises "
-        "utility: it rejects the jobs whose utility does not pay for the resources (its JCT and "
-        "makespan count only the admitted jobs), and places workers on a type through the "
-        "per-type speeds of its cost model but without any fairness between jobs.",
+        "- **OASiS** decides admission online, job by job, against resource prices that rise "
+        "with use: it rejects the jobs whose utility does not pay for what they would take "
+        "(its JCT and makespan count only the admitted jobs), and buys work on the type that "
+        "is cheapest per unit of progress (pricing per type, `online.dual`), with no fairness "
+        "between jobs. Where the load lets it admit everything (the dev trace), it has no "
+        "admission to gain from and competes on placement alone.",
         "- **Gavel's policies** admit every job and share the types by effective throughput "
         "(max-min fairness over normalised throughputs, finish-time fairness, makespan): they "
         "target JCT, fairness or makespan and never look at utility, so a job past its target keeps "
@@ -138,11 +140,19 @@ def markdown(data) -> str:
         "## Commands", "", "```bash",
         f"{COMMAND}            # paper_figs/hetero.{{png,pdf,md}} (a few minutes on 2 cores)",
         f"{COMMAND} --quick    # one seed, small paper-sim instances, a coarse floor grid",
-        "# one run by hand",
+        "# runs by hand: the dev trace (OASiS with the oracle constants)",
         "oasis-opt generate --trace gavel --cluster 8:8:8 --seed 0 --out dev.json",
         "oasis-opt solve dev.json --policy oasis --out oasis.json",
         "oasis-opt solve dev.json --policy gavel-las --out las.json",
-        f"oasis-opt generate --seed 0 --cluster-mix {exp.MIX} --out mixed.json",
+        "# paper-sim mixed, seed 0 (full settings), OASiS priced on the history seeds",
+        *[f"oasis-opt generate --preset paper-sim --seed {seed} --jobs 40 --horizon 60 "
+          f"--servers 12 --cluster-mix {exp.MIX} --out {name}.json"
+          for seed, name in ((0, "mixed"), (1000, "h1000"), (1001, "h1001"), (1002, "h1002"))],
+        "oasis-opt estimate-pricing --method search --out pricing.json h1000.json h1001.json "
+        "h1002.json",
+        "oasis-opt solve mixed.json --policy oasis --pricing pricing.json --out oasis.json",
+        "oasis-opt solve mixed.json --policy gavel-las --out las.json",
+        "oasis-opt summary mixed.json oasis.json las.json",
         "```", ""]
     return "\n".join(lines)
 
