@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .gavel import label
+
 WORKLOADS = ("gavel", "paper-sim")
 GAVEL_POLICIES: tuple[tuple[str, dict], ...] = (
     ("gavel-las", {}), ("gavel-ftf", {}), ("gavel-makespan", {}), ("max-min-fairness", {}),
@@ -40,11 +42,6 @@ QUICK = {"gavel_seeds": (0,), "sim_seeds": (0,), "history": (1000,),
 
 def settings(quick: bool) -> dict:
     return QUICK if quick else FULL
-
-
-def label(policy: str, options: dict) -> str:
-    variant = options.get("variant")
-    return f"{policy} ({variant})" if variant else policy
 
 
 def instance(workload: str, seed: int, s: dict):
