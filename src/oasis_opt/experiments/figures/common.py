@@ -155,7 +155,8 @@ BOX_CAPTION = ("boxes: median and quartiles over the jobs of every seed, whisker
 def whiskers(mean: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray | None:
     """``yerr`` for ``Axes.bar``: (2, n) distances down to ``lo`` and up to ``hi``; None when
     every range is empty (one seed), so no zero-length caps are drawn."""
-    err = np.vstack([mean - lo, hi - mean])
+    # clipped: the mean of equal values can differ from them in the last bit
+    err = np.clip(np.vstack([mean - lo, hi - mean]), 0.0, None)
     return None if not np.any(np.nan_to_num(err) > 0) else err
 
 
