@@ -564,3 +564,16 @@ def test_generate_from_the_philly_trace_solves_and_validates(tmp_path, capsys):
 def test_generate_trace_bad_arguments(tmp_path, capsys, argv, field):
     code, out, err = run(["generate", *argv, "--seed", "1", "--out", tmp_path / "x.json"], capsys)
     assert_bad_input(code, out, err, field)
+
+
+def test_a_reader_that_goes_away_stops_the_command_quietly(tmp_path):
+    """`oasis-opt ... | head`: the closed pipe ends the command with 141 and no error line."""
+    import subprocess
+    import sys as _sys
+
+    proc = subprocess.Popen([_sys.executable, "-m", "oasis_opt", "presets"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # no reader: the first write (or the final flush) meets a broken pipe
+    err = proc.stderr.read().decode()
+    assert proc.wait() == 141, err
+    assert "internal error" not in err and "Traceback" not in err

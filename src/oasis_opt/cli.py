@@ -239,7 +239,9 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         args.started = started
         configure_logging(args.log_level)
-        return _run(args)
+        code = _run(args)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handlers below
+        return code
     except SystemExit as e:  # --help / --version
         return e.code if isinstance(e.code, int) else EXIT_OK
     except (CliError, MissingExtra) as e:
@@ -247,6 +249,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`... | head`): stop quietly, as Unix tools do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so that the interpreter's final flush cannot fail
+        return 141
     except MemoryError:
         print(f"{PROG}: failure: out of memory (a smaller instance, or --max-work, bounds it)",
               file=sys.stderr)
