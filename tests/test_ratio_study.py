@@ -106,3 +106,25 @@ def test_reproduce_ratio_quick(tmp_path):
     assert (tmp_path / "again" / "ratio.md").read_text() == text
     assert json.loads((tmp_path / "again" / "worst_cases" / "worst-start1.json").read_text()) \
         == json.loads((out / "worst_cases" / "worst-start1.json").read_text())
+
+
+def test_constants_against_the_oracle():
+    inst = paper_fig5(0, servers=3, jobs=4, horizon=4)
+    doc = oracle_pricing(inst).to_dict()
+    assert ratio_study.against_oracle(doc, inst) == pytest.approx((1.0, 1.0))
+    raised = {**doc, "L_ps": {r: 10 * doc["L_ps"] for r in doc["U_ps"]},
+              "U_worker": {r: u / 2 for r, u in doc["U_worker"].items()}}
+    assert ratio_study.against_oracle(raised, inst) == pytest.approx((10.0, 2.0))
+
+
+def test_committed_worst_cases_recompute():
+    """The worst instances in paper_figs/worst_cases give, from their files, the stored ratio."""
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[1] / "paper_figs" / "worst_cases"
+    files = sorted(folder.glob("worst-start*.json"))
+    assert files
+    pricing = read_json(folder / "pricing.json")
+    for path in files:
+        inst = load_instance(path)
+        assert inst.meta["ratio"] == pytest.approx(_fresh_ratio(inst, pricing), rel=1e-9), path

@@ -177,6 +177,27 @@ def compute(quick: bool = False, results=None, workers=None, address=None,
             "search": search}
 
 
+def against_oracle(pricing: dict, instance: Any) -> tuple[float, float]:
+    """(max over pools and priced resources r of L^r / L_oracle^r, max of U_oracle^r / U^r):
+    ``pricing``'s constants against those of eqs. (23)-(26) on ``instance``. Theorem 4's proof
+    needs every floor at most the oracle's and every U at least the oracle's (the prices must
+    span the instance's values per unit); when either number exceeds 1 the constants are outside
+    the theorem and 2 alpha is not a bound for this instance."""
+    from ..online import oracle_pricing
+
+    oracle = oracle_pricing(instance).to_dict()
+    floor, cap = 0.0, 0.0
+    for pool in ("worker", "ps"):
+        ours, theirs = pricing[f"L_{pool}"], oracle[f"L_{pool}"]
+        for r, u in pricing[f"U_{pool}"].items():
+            mine = ours[r] if isinstance(ours, dict) else ours
+            base = theirs[r] if isinstance(theirs, dict) else theirs
+            floor = max(floor, mine / base)
+            if r in oracle[f"U_{pool}"]:
+                cap = max(cap, oracle[f"U_{pool}"][r] / u)
+    return floor, cap
+
+
 def load_bucket(load: float) -> int:
     """Index of the :data:`LOAD_BINS` bucket [lo, hi) holding ``load``."""
     return int(np.searchsorted(LOAD_BINS, load, side="right")) - 1
