@@ -177,6 +177,7 @@ def markdown(data, summary) -> str:
     ratios = [exp.exact_ratio(r) for r in exact]
     over = sum(1 for r in exact if exp.exact_ratio(r) > r["competitive_bound"])
     worst = worst_records(data)
+    limits = sorted({r["time_limit"] for r in rows if r.get("time_limit") is not None})
     size_table = [[j] + _stats_cells(st) for j, st in summary["size"].items()]
     load_table = [[exp.bucket_label(k)] + _stats_cells(st) for k, st in summary["load"].items()]
     worst_table, above = [], []
@@ -211,6 +212,8 @@ def markdown(data, summary) -> str:
         + (f" within a {s['time_limit']:g} s limit per instance; a row not proven in time "
            "keeps the MILP's [incumbent, bound] bracket and is left out of the statistics "
            "(column `open`)" if s["time_limit"] else "")
+        + (" (limits of the stored rows: " + ", ".join(f"{t:g} s" for t in limits) + "; a "
+           "proven optimum does not depend on the limit)" if len(limits) > 1 else "")
         + ". **OASiS** is priced by the plug-in estimate (`oasis_opt.online.plugin`, eqs. "
         "(23)-(26) with capacity-normalised demands and the 10th percentile as floor, no search "
         "on utility), estimated per (J, servers, T) on history instances of the same generator "
