@@ -69,7 +69,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, NamedTuple, overload
+from typing import Any, Callable, overload
 
 import numpy as np
 import scipy.sparse as sp
@@ -274,7 +274,8 @@ KILL_GRACE_S = 1.0
 KILL_GRACE_SHARE = 0.05
 
 
-class ChildOutcome(NamedTuple):
+@dataclass(frozen=True)
+class ChildOutcome:
     """What :func:`run_in_child` saw: ``kind`` "done" (``value`` is what the function returned),
     "killed" (still running ``late_s`` after its limit) or "died" (exit code ``exit_code``);
     ``handoff_s``: starting the child and pickling the job to it; ``elapsed_s``: the whole run."""
