@@ -195,3 +195,69 @@ def test_predict_refuses_bad_input(tmp_path, capsys):
         str(c) for c in np.asarray(get_task("digits-mlp").model(config).classes(
             ravel(get_task("digits-mlp").model(config).init(0))[1](flat),
             np.zeros((3, 64), np.float32)))]
+
+
+def test_ctrl_c_stops_the_service_and_its_ray(tmp_path):
+    """SIGINT to ``oasis-opt case-study`` once its service runs (Ray started): it exits with 130
+    and leaves no process behind: the service's process group (the service and the Ray it
+    started) is empty. Every wait is a bounded number of polls."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    psutil = pytest.importorskip("psutil")
+    from oasis_opt.service.client import ServiceError, request
+
+    err = open(tmp_path / "stderr.txt", "w")
+    # Python's own handler (KeyboardInterrupt): a process started in the background may have
+    # inherited SIGINT ignored
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import signal, sys; signal.signal(signal.SIGINT, "
+         "signal.default_int_handler); from oasis_opt.cli import main; sys.exit(main())",
+         "case-study", "--out",
+         str(tmp_path / "out"), "--trials", "2", "--jobs", "0", "--no-progress"],
+        stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        service = None
+        for _ in range(3000):  # Ray's start-up, bounded
+            assert proc.poll() is None, (tmp_path / "stderr.txt").read_text()
+            text = (tmp_path / "stderr.txt").read_text()
+            children = psutil.Process(proc.pid).children()
+            if "service on http://" in text and children:
+                url = text.split("service on ")[1].split()[0]
+                service = children[0]
+                try:
+                    if request("GET", url, "/health")["status"] == "running":
+                        break
+                except ServiceError:
+                    pass
+            time.sleep(0.1)
+        else:
+            raise AssertionError("the service did not start: " + text)
+        group = os.getpgid(service.pid)
+        assert group == service.pid != os.getpgid(proc.pid)  # the service has its own group
+        assert any(p.name().startswith(("raylet", "gcs_server")) for p in
+                   service.children(recursive=True))  # its Ray runs
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=600) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if service is not None and _group(service) == service.pid:  # the test failed: clean up
+            os.killpg(service.pid, signal.SIGKILL)
+        err.close()
+    assert "interrupted; stopping the service" in (tmp_path / "stderr.txt").read_text()
+    left = [p for p in psutil.process_iter(["pid"]) if _group(p) == group]
+    assert not left, [p.cmdline() for p in left]
+
+
+def _group(p) -> int | None:
+    import os
+
+    try:
+        return os.getpgid(p.pid)
+    except (ProcessLookupError, PermissionError):
+        return None

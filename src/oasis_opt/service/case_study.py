@@ -229,7 +229,10 @@ class Service:
             argv += ["--pricing", str(out / "pricing.json")]
         env = {**os.environ, "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu")}
         env.pop("OASIS_OPT_TOKEN", None)  # the case study submits without a token
-        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, env=env)
+        # its own session: a Ctrl-C at the terminal reaches this process only, which stops the
+        # service in order (below); the group holds the service and the Ray it starts
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, env=env,
+                                     start_new_session=True)
 
     def health(self) -> dict | None:
         """``/health``, or None while the service does not answer; ``RuntimeError`` if it
@@ -246,14 +249,21 @@ class Service:
         self.log.flush()
         return " ".join(self.log_path.read_text()[-chars:].split())
 
-    def stop(self, grace_s: float = 120.0) -> int | None:
+    def stop(self, grace_s: float = 180.0) -> int | None:
+        """Stop the service (its slot running ends first: minutes when containers are still
+        starting), then kill whatever of its process group is left (a Ray process that outlived
+        its driver; everything, after ``grace_s``)."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
             try:
                 self.proc.wait(timeout=grace_s)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+                pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass  # the group is empty: everything stopped by itself
+        self.proc.wait()
         if not self.log.closed:
             self.log.close()
         return self.proc.returncode
@@ -487,6 +497,10 @@ def run_case_study(settings: CaseStudy, out: str | Path, *, port: int | None = N
             shot.wait()
         views = {v["id"]: v for v in request("GET", service.url, "/jobs")}
         service_summary = request("GET", service.url, "/summary")
+    except KeyboardInterrupt:
+        say("case study: interrupted; stopping the service and its Ray (the slot running "
+            "ends first) ...")
+        raise
     finally:
         if bar is not None:
             bar.close()
