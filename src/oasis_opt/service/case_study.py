@@ -522,6 +522,7 @@ def _report(settings: CaseStudy, out: Path, driver: Driver, views: dict[str, dic
     """Read the state, validate it, export the best model and test it on the held-out split."""
     from ..automl.export import load_model, save_model
     from ..automl.tasks import get_task
+    from ..model.io import _jsonable
     from ..model.validate import validate
     from ..runtime.plan import job_plan
     from .scheduler import stored_schedule
@@ -597,7 +598,7 @@ def _report(settings: CaseStudy, out: Path, driver: Driver, views: dict[str, dic
                        "trials_started": len(driver.trials), "stopped": len(stopped),
                        "minibatches_saved": sum(j["minibatches_to_complete"] - j["minibatches"]
                                                 for j in stopped),
-                       "stats": _plain(driver.controller.stats())},
+                       "stats": _jsonable(driver.controller.stats())},
         "split": split_sizes, "best": heldout, "jobs": jobs,
         "files": {name: str(out / name) for name in ("cluster.json", "state.db", "serve.log",
                                                       "summary.json", "model.npz",
@@ -605,17 +606,6 @@ def _report(settings: CaseStudy, out: Path, driver: Driver, views: dict[str, dic
                                                       "heldout-labels.npy")
                   if (out / name).exists() or name == "summary.json"},
     }
-
-
-def _plain(value: Any) -> Any:
-    """JSON-able: dict keys as strings, numpy numbers as Python numbers."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
 
 
 def format_summary(summary: dict) -> str:
