@@ -917,7 +917,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
              help="fig3, fig4, fig5, fig6, testbed or all (default: all, the paper's "
                   "figures); by name only: automl (early stopping on real learning curves), "
                   "testbed-real (trains for real for minutes), preemption (priority preemption "
-                  "with degradation)"),
+                  "with degradation), hetero (Gavel's policies), ratio (OPT / OASiS vs size, "
+                  "load and 2 alpha; worst-case search)"),
          arg("--quick", action="store_true",
              help="small variant of each figure (all of them in a minute or two)"),
          arg("--workers", type=positive_int, metavar="N",
