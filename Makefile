@@ -1,5 +1,7 @@
 # oasis-opt -- on a fresh machine with only Python >= 3.11:
 #   make demo    create .venv, install, run a short end-to-end job (generate, solve, validate, summary)
+#   make case-study  create .venv, install, run the computer-vision case study (service, AutoML
+#                search, training jobs, exported model, held-out accuracy) into out/case-study
 #   make test    create .venv, install, run the test suite (what CI runs)
 #   make docs    API reference from the docstrings into docs/api (pdoc, warnings are errors)
 #   make stress-test   the suite three times in a row while STRESS_PROCS busy processes load the CPUs
@@ -32,11 +34,15 @@ OUT ?= out
 DEMO_INSTANCE := $(OUT)/demo-instance.json
 DEMO_HISTORY := $(OUT)/demo-history.json
 CLI := $(BIN)/oasis-opt
+# the case study: options of `oasis-opt case-study` (e.g. CASE_STUDY_ARGS='--trials 16
+# --concurrent 3 --screenshot docs/case-study-dashboard.png')
+CASE_STUDY_ARGS ?=
 
-.PHONY: help install lock typecheck docs test stress-test demo bench chromium clean distclean
+.PHONY: help install lock typecheck docs test stress-test demo case-study bench chromium clean distclean
 
 help:
 	@echo "make demo   - install into $(VENV) if needed, then generate, estimate OASiS's pricing, solve (oasis + $(DEMO_POLICY)), validate, summarise, quick figures"
+	@echo "make case-study - install into $(VENV) if needed, then run the computer-vision case study into $(OUT)/case-study (CASE_STUDY_ARGS='...' passes options)"
 	@echo "make test   - install into $(VENV) if needed, then type-check and run pytest (PYTEST_ARGS='...' passes options)"
 	@echo "make stress-test - the suite $(STRESS_RUNS) times in a row with $(STRESS_PROCS) busy processes (fails if any run fails)"
 	@echo "make docs   - API reference (pdoc) into docs/api; any warning fails the build"
@@ -104,6 +110,9 @@ demo: $(STAMP)
 	$(CLI) summary $(DEMO_INSTANCE) $(OUT)/demo-oasis-estimated.json \
 	  $(foreach p,$(DEMO_POLICY),$(OUT)/demo-$(p).json)
 	$(CLI) reproduce all --quick --results $(OUT)/results --out $(OUT)/paper_figs_quick
+
+case-study: $(STAMP)
+	$(CLI) case-study --out $(OUT)/case-study $(CASE_STUDY_ARGS)
 
 bench: $(STAMP)
 	@set -e; for f in $(sort $(wildcard benchmarks/*.py)); do \

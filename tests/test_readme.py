@@ -39,6 +39,13 @@ SKIP = {
                         "(killed and restarted), with submit and status against it",
     "oasis-opt submit job.json --url http://127.0.0.1:8000": "needs the running service above",
     "oasis-opt status --url http://127.0.0.1:8000": "needs the running service above",
+    "make case-study": "the Makefile itself: it runs `oasis-opt case-study`, which "
+                       "tests/test_case_study.py runs (small) and checks",
+    "oasis-opt case-study --trials 16 --concurrent 3 --jobs 4 --horizon 200 --out out/cs-big":
+        "minutes of real training on Ray; tests/test_case_study.py runs a small case study",
+    "oasis-opt predict out/case-study/model.npz out/case-study/heldout-images.npy --labels "
+    "out/case-study/heldout-labels.npy": "needs the outputs of the case study above; "
+                                         "tests/test_case_study.py runs it on them",
     "jupyter lab notebooks/": "starts a server for a browser; tests/test_notebooks.py opens "
                               "the notebooks through a real Jupyter server",
     "jupytext --to ipynb --execute notebooks/01_api_tour.py":

@@ -1356,5 +1356,129 @@ def cmd_status(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+@command("case-study", "the computer-vision case study: start the service, run a "
+         "hyperparameter search (AutoML early stopping) and training jobs on the digits images, "
+         "export the best model and measure it on held-out images",
+         arg("--out", default="out/case-study", metavar="DIR",
+             help="directory of the outputs: summary.json, model.npz, state.db, serve.log ... "
+                  "(default out/case-study)"),
+         arg("--trials", type=positive_int, default=8, metavar="N",
+             help="trials of the search (default 8)"),
+         arg("--concurrent", type=positive_int, default=2, metavar="K",
+             help="trials running at once, the study's resource cap (default 2)"),
+         arg("--jobs", type=non_negative_int, default=2, metavar="J",
+             help="training jobs of other users, at most 4 (default 2)"),
+         arg("--epochs", type=positive_int, default=6, metavar="E",
+             help="epochs of every job (default 6, at least 2)"),
+         arg("--slot-s", type=positive_seconds, default=2.0, metavar="S",
+             help="wall-clock seconds per slot (default 2)"),
+         arg("--horizon", type=positive_int, default=80, metavar="T",
+             help="the service's slots (default 80)"),
+         arg("--policy", default="oasis", metavar="NAME",
+             help="the service's online policy (default oasis, priced by the plug-in estimate "
+                  "on a past study)"),
+         arg("--controller", default="automl-thesis", metavar="NAME",
+             help="the AutoML controller: automl-thesis (default), optuna-median, optuna-sh, "
+                  "optuna-hyperband or no-stop"),
+         arg("--option", action="append", default=[], metavar="KEY=VALUE",
+             help="a controller option (repeatable), e.g. delta=0.1 for automl-thesis"),
+         arg("--seed", type=non_negative_int, default=0, metavar="S",
+             help="the search's configurations and the data split (default 0)"),
+         arg("--port", type=non_negative_int, default=0, metavar="P",
+             help="the service's port (default 0: a free one)"),
+         arg("--screenshot", metavar="PNG",
+             help="a screenshot of the dashboard while the jobs run (headless Chromium)"),
+         PROGRESS)
+def cmd_case_study(args: argparse.Namespace) -> int:
+    from ._extras import require
+
+    for module, extra in (("fastapi", "service"), ("uvicorn", "service"), ("httpx", "service"),
+                          ("ray", "ray"), ("optax", "automl"), ("optuna", "automl")):
+        require(module, extra=extra, feature="the case study")
+    from .automl.controllers import controller_factory
+    from .service.case_study import CaseStudy, format_summary, run_case_study
+
+    from .model.policy import OnlinePolicy
+
+    options = policy_options(args)
+    factory = look_up(controller_factory, args.controller, "--controller")
+    build_with_options(args.controller, factory, options)  # the options, checked
+    if not isinstance(make_policy(args.policy, {}), OnlinePolicy):
+        raise CliError("--policy", f"{args.policy!r} is not an online policy (it needs every "
+                       "job in advance)")
+    try:
+        settings = CaseStudy(trials=args.trials, concurrent=args.concurrent, jobs=args.jobs,
+                             epochs=args.epochs, slot_s=args.slot_s, horizon=args.horizon,
+                             policy=args.policy, controller=args.controller,
+                             controller_options={k: v for k, (v, _) in options.items()},
+                             seed=args.seed)
+    except ValueError as e:
+        raise blame(e, {"trials": "--trials", "concurrent": "--concurrent", "jobs": "--jobs",
+                        "epochs": "--epochs", "slot_s": "--slot-s", "horizon": "--horizon",
+                        "controller": "--controller", "controller_options": "--option",
+                        "seed": "--seed"}, "--option") from None
+    try:
+        summary = run_case_study(settings, args.out, port=args.port or None,
+                                 screenshot=args.screenshot, progress=show_progress(args))
+    except ValueError as e:
+        if str(e).startswith("screenshot: "):
+            raise CliError("--screenshot", str(e).partition(": ")[2]) from None
+        raise
+    except RuntimeError as e:
+        print(f"{PROG}: failure: {_one_line(str(e))}", file=sys.stderr)
+        return EXIT_FAILURE
+    print(format_summary(summary))
+    return EXIT_OK if summary["validation"]["ok"] else EXIT_FAILURE
+
+
+@command("predict", "predict the classes of images with an exported model (the case study's "
+         "model.npz) and, given their labels, print the accuracy",
+         arg("model", metavar="MODEL", type=existing_file, help="model file (.npz)"),
+         arg("images", metavar="IMAGES", type=existing_file,
+             help="raw images as a NumPy .npy array, one row per image (digits: 64 pixels in "
+                  "0..16, flat or 8x8)"),
+         arg("--labels", type=existing_file, metavar="LABELS",
+             help="their labels (.npy): print the accuracy instead of the predictions"),
+         arg("--out", metavar="JSON", help="write the predictions as JSON"))
+def cmd_predict(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .automl.export import load_model
+    from .model.io import FormatError
+
+    try:
+        model = load_model(args.model)
+    except FormatError as e:
+        raise _located(e, args.model) from None
+
+    def array(path: str, field: str) -> Any:
+        try:
+            return np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise CliError(field, f"not a NumPy .npy array: {path} ({_one_line(str(e))})") \
+                from None
+
+    images = array(args.images, "IMAGES")
+    try:
+        predicted = model.predict(images)
+        labels = None if args.labels is None else array(args.labels, "--labels")
+        if labels is not None:
+            accuracy = model.accuracy(images, labels)
+    except ValueError as e:
+        raise blame(e, {"images": "IMAGES", "labels": "--labels"}, "IMAGES") from None
+    if args.out:
+        def save(doc: dict, path: str) -> None:
+            Path(path).write_text(json.dumps(doc) + "\n")
+
+        write(args.out, save, {"model": args.model, "predictions": predicted.tolist()})
+    if labels is not None:
+        hits = int(np.sum(predicted == labels))
+        print(f"accuracy {accuracy:.4f} ({hits} of {len(labels)} images, model "
+              f"{model.meta.get('job', model.task)})")
+    elif not args.out:
+        print("\n".join(map(str, predicted.tolist())))
+    return EXIT_OK
+
+
 if __name__ == "__main__":
     sys.exit(main())

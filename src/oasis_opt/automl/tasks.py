@@ -168,6 +168,12 @@ def evaluate(arch: Architecture, params: Params, x, y) -> tuple[jax.Array, jax.A
     return accuracy, optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
 
 
+@functools.partial(jax.jit, static_argnums=0)
+def classes(arch: Architecture, params: Params, x) -> jax.Array:
+    """The predicted class of each row of ``x`` (the argmax of the logits)."""
+    return jnp.argmax(_logits(arch, params, x), axis=-1)
+
+
 # ---- optimisers ---------------------------------------------------------------------------------
 def _sgd(learning_rate, weight_decay):
     return optax.chain(optax.add_decayed_weights(weight_decay), optax.sgd(learning_rate))
@@ -286,6 +292,9 @@ class TaskModel:
     def evaluate(self, params: Params, x, y) -> tuple[jax.Array, jax.Array]:
         return evaluate(self.arch, params, x, y)
 
+    def classes(self, params: Params, x) -> jax.Array:
+        return classes(self.arch, params, x)
+
     def train_step(self, params: Params, state, x, y) -> tuple[Params, Any, jax.Array]:
         return train_step(self.arch, self.optimizer.name, params, state, x, y)
 
@@ -302,35 +311,52 @@ class Task:
     classes: int
     space: SearchSpace
 
-    def split(self, seed: int = 0) -> Split:
-        """Stratified train/val/test split (60/20/20) by ``seed``; features scaled with train
-        statistics only (digits: pixel / 16; tabular: standardised)."""
+    def split_indices(self, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Indices into the dataset of the train, validation and test examples of
+        ``split(seed)``: stratified 60/20/20, disjoint, covering the dataset."""
         from sklearn.model_selection import train_test_split
 
-        x, y = _dataset(self.dataset)
-        rest_x, x_test, rest_y, y_test = train_test_split(
-            x, y, test_size=SPLIT[2], stratify=y, random_state=seed)
-        x_train, x_val, y_train, y_val = train_test_split(
-            rest_x, rest_y, test_size=SPLIT[1] / (SPLIT[0] + SPLIT[1]), stratify=rest_y,
-            random_state=seed)
-        if self.dataset == "digits":
-            mean, scale = 0.0, 16.0
-        else:
-            mean, scale = x_train.mean(axis=0), x_train.std(axis=0)
-            scale = np.where(scale > 0, scale, 1.0)
+        _, y = _dataset(self.dataset)
+        rest, test = train_test_split(np.arange(len(y)), test_size=SPLIT[2], stratify=y,
+                                      random_state=seed)
+        train, val = train_test_split(rest, test_size=SPLIT[1] / (SPLIT[0] + SPLIT[1]),
+                                      stratify=y[rest], random_state=seed)
+        return train, val, test
 
-        def prep(a: np.ndarray) -> np.ndarray:
-            out = ((a - mean) / scale).astype(np.float32).reshape((-1, *self.input_shape))
-            out.setflags(write=False)
-            return out
+    def scaling(self, x_train: np.ndarray) -> tuple[Any, Any]:
+        """``(mean, scale)`` of the features, from the raw train features only (digits: 0 and
+        16, the pixels' range; tabular: per-feature mean and standard deviation)."""
+        if self.dataset == "digits":
+            return 0.0, 16.0
+        scale = x_train.std(axis=0)
+        return x_train.mean(axis=0), np.where(scale > 0, scale, 1.0)
+
+    def prepare(self, x: np.ndarray, mean: Any, scale: Any) -> np.ndarray:
+        """Raw features (n rows of the dataset's flat features) as the model's input:
+        ``(x - mean) / scale`` in float32, shaped ``(n, *input_shape)``, read-only."""
+        out = ((np.asarray(x, dtype=np.float64).reshape(len(x), -1) - mean) / scale)
+        out = out.astype(np.float32).reshape((-1, *self.input_shape))
+        out.setflags(write=False)
+        return out
+
+    def raw(self) -> tuple[np.ndarray, np.ndarray]:
+        """The dataset's raw features (flat, unscaled) and labels, read-only."""
+        return _dataset(self.dataset)
+
+    def split(self, seed: int = 0) -> Split:
+        """Stratified train/val/test split (60/20/20) by ``seed`` (``split_indices``); features
+        scaled with train statistics only (``scaling``, ``prepare``)."""
+        x, y = _dataset(self.dataset)
+        parts = self.split_indices(seed)
+        mean, scale = self.scaling(x[parts[0]])
 
         def labels(a: np.ndarray) -> np.ndarray:
             out = a.astype(np.int32)
             out.setflags(write=False)
             return out
 
-        return Split(prep(x_train), labels(y_train), prep(x_val), labels(y_val), prep(x_test),
-                     labels(y_test))
+        train, val, test = ((self.prepare(x[idx], mean, scale), labels(y[idx])) for idx in parts)
+        return Split(*train, *val, *test)
 
     def model(self, config: Mapping[str, Any]) -> TaskModel:
         """The network and optimiser of ``config``; ``ValueError("config.<name>: ...")`` when

@@ -24,7 +24,9 @@ of its work)``: real time paces slots but never cuts planned work, so the real p
 slot is exactly what the schedule planned, and a slot whose work takes longer than S *overruns*
 (reported; the next slot starts late and may catch up). A job's real completion is the wall time
 its last iteration ended; its real utility is f_i(ceil(completion_s / S) - a_i), the utility of the
-slot of the wall-clock grid it really finished in.
+slot of the wall-clock grid it really finished in. With ``catch_up=False`` (a service, whose
+clients act between slots) a slot that is due when the previous one ended late starts then and
+the grid moves with it: no slot is shortened to make up for an overrun.
 
 **Failures.** A container that dies (``ray.kill``, a lost node) makes the job's slot fail; the
 executor replaces the dead containers (new ones on the same servers), reloads the job from its last
@@ -146,13 +148,15 @@ class Executor:
     ``on_slot(record)`` after each slot with the slot's record. ``plans`` (``plan_execution``)
     are checked up front; a job without one gets it (and is checked) when it first runs.
     ``pool``: containers shared with other executors (default: its own, killed on close).
+    ``catch_up``: whether slots after an overrun are shortened to regain the time grid (module
+    docstring, **Time**).
     """
 
     def __init__(self, instance, *, slot_seconds: float, address: str | None = None,
                  plans: Mapping[int, JobPlan] | None = None,
                  on_iteration: Callable | None = None, on_slot: Callable | None = None,
                  max_restarts: int = 3, window: int = WINDOW,
-                 pool: ContainerPool | None = None):
+                 pool: ContainerPool | None = None, catch_up: bool = True):
         if not (isinstance(slot_seconds, (int, float)) and np.isfinite(slot_seconds)
                 and slot_seconds > 0):
             raise ValueError(f"slot_seconds: expected a number > 0, got {slot_seconds!r}")
@@ -161,6 +165,7 @@ class Executor:
         self.address = address
         self.on_iteration, self.on_slot = on_iteration, on_slot
         self.max_restarts, self.window = max_restarts, window
+        self.catch_up = catch_up
         self._plans = dict(plans or {})
         self._jobs: dict[int, _Job] = {}
         self._own_pool = pool is None
@@ -353,6 +358,10 @@ class Executor:
             self._origin = time.perf_counter() - (t - 1) * self.slot_seconds
         self._last_slot = t
         due = self._origin + (t - 1) * self.slot_seconds
+        late = time.perf_counter() - due
+        if not self.catch_up and late > 0:  # the grid moves: this slot gets its whole S
+            self._origin += late
+            due += late
         _sleep_until(due)
         begin = time.perf_counter()
         groups: dict[int, list] = collections.defaultdict(list)

@@ -4,7 +4,8 @@ runs the slot on an ``Executor`` (or, policy-only, lets the slot's time pass).
 Slot t of a runner begins ``(t - 1 - f) S`` seconds after it started, f the slots already finished
 in its state (a restarted service goes on from where the state stops, on a new time grid). With
 an executor, the executor paces the slot itself (``Executor.run_slot``: a slot ends at the later
-of its due time and the end of its planned work) and the slot's per-job records and checkpoints
+of its due time and the end of its planned work; a slot that overran moves the grid, the next
+ones are not shortened to catch up) and the slot's per-job records and checkpoints
 are written to the state when it ends; a restarted service restores every job's checkpoint first.
 """
 from __future__ import annotations
@@ -65,7 +66,11 @@ class ServiceRunner:
         from ..runtime.executor import Executor
 
         sched = self.scheduler
-        executor = Executor(sched.instance, slot_seconds=self.slot_seconds, address=self.address)
+        # no catch-up: after a slot overruns (containers starting, kernels compiling) the next
+        # slots still last S each, so clients acting between slots are not outrun by slots that
+        # pass in milliseconds, and the horizon is not spent on empty ones
+        executor = Executor(sched.instance, slot_seconds=self.slot_seconds, address=self.address,
+                            catch_up=False)
         executor.start()
         for seq, snapshot in sched.checkpoints().items():
             executor.restore(seq, snapshot)

@@ -22,6 +22,7 @@ boundary (``SlotLoop.cancel``).
 """
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -31,7 +32,7 @@ import numpy as np
 from ..model import Instance
 from ..model.checks import FormatError
 from ..model.io import instance_from_dict, instance_to_dict
-from ..model.schedule import ROLES, WORKER
+from ..model.schedule import ROLES, WORKER, Schedule, ScheduleBuilder
 from ..model.policy import OnlinePolicy
 from ..sim.core import SlotLoop
 from ..sim.state import ClusterState
@@ -414,6 +415,25 @@ class Scheduler:
                     "history": history}
 
 
+def stored_schedule(store: Store) -> tuple[Instance, Schedule]:
+    """What a state file says the service did, as the package's one schedule format: the
+    instance of its cluster and accepted jobs, and the schedule of the slots that ran (admissions
+    as decided, allocations as stored; completions and utilities derived from them by
+    ``ScheduleBuilder``), for ``model.validate``. Read from the store alone, not the policy."""
+    meta = store.meta()
+    inst = instance_from_dict({**json.loads(meta["cluster"]),
+                               "jobs": [doc for _, _, _, doc, _ in store.jobs()]})
+    builder = ScheduleBuilder(inst)
+    for seq, (_, admitted) in store.decisions().items():
+        if admitted:
+            builder.admit(seq)
+    for slot, _, finished_at in store.slots():
+        if finished_at is not None:
+            for seq, server, role, count in store.slot_rows(slot):
+                builder.add(seq, slot, server, role, count)
+    return inst, builder.build(meta["policy"])
+
+
 def _real(records: list[dict]) -> dict | None:
     """What the executor reported of a job: its slots, mini-batches, accuracy."""
     if not records:
@@ -444,4 +464,4 @@ def _job_field(err: FormatError, seq: int) -> BadRequest:
     return BadRequest(field, err.message)
 
 
-__all__ = ["BadRequest", "DecidedSlot", "ReplayMismatch", "Scheduler"]
+__all__ = ["BadRequest", "DecidedSlot", "ReplayMismatch", "Scheduler", "stored_schedule"]

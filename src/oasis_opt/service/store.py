@@ -147,6 +147,10 @@ class Store:
                      (seq, slot, pickle.dumps(ck))) for seq, ck in checkpoints.items())])
 
     # ---- reads ---------------------------------------------------------------------------
+    def meta(self) -> dict[str, str]:
+        """The ``meta`` table: format, cluster, policy and options (JSON strings)."""
+        return dict(self._all("SELECT key, value FROM meta"))
+
     def jobs(self) -> list[tuple[int, str, int, dict, float]]:
         return [(s, i, a, json.loads(d), at) for s, i, a, d, at
                 in self._all("SELECT seq, id, arrival, doc, submitted_at FROM jobs ORDER BY seq")]
