@@ -41,9 +41,13 @@ from .dual import GRANULARITIES, Plan, best_schedule, check_backend
 from .pricing import Pricing, parse_pricing, read_pricing_file, resolve_pricing
 
 
-def _every_slot(price: np.ndarray, T: int) -> np.ndarray:
-    """(H, R) prices -> a writable (T+1, H, R) array with them in every slot."""
-    return np.broadcast_to(price, (T + 1,) + price.shape).copy()
+def _every_slot(x: np.ndarray, T: int) -> np.ndarray:
+    """(H, R) -> a writable (T+1, H, R) array with ``x`` in every slot, stored resource-major
+    ((T+1, R, H) in memory, a transposed view): the dual reads one resource of all servers of
+    consecutive slots at a time (unit prices, fit counts), which is then contiguous. The values
+    and every float computed from them are the same in either layout."""
+    x = np.asarray(x, dtype=float)
+    return np.ascontiguousarray(np.broadcast_to(x.T, (T + 1,) + x.T.shape)).transpose(0, 2, 1)
 
 
 class OasisPolicy(OnlinePolicy):
@@ -83,10 +87,10 @@ class OasisPolicy(OnlinePolicy):
         self.pricing = (resolve_pricing(self.pricing_spec, instance, self.u_scale)
                         if instance.I else None)
         # committed g_h^r(t), v_k^r(t); free = c - g; prices p, q (eq. 22); row 0 unused
-        self.worker_used = np.zeros((T + 1, H, R))
-        self.ps_used = np.zeros((T + 1, K, R))
-        self.worker_free = np.broadcast_to(instance.worker_capacity, (T + 1, H, R)).copy()
-        self.ps_free = np.broadcast_to(instance.ps_capacity, (T + 1, K, R)).copy()
+        self.worker_used = _every_slot(np.zeros((H, R)), T)
+        self.ps_used = _every_slot(np.zeros((K, R)), T)
+        self.worker_free = _every_slot(instance.worker_capacity, T)
+        self.ps_free = _every_slot(instance.ps_capacity, T)
         if self.pricing is not None:
             # eq. (22) at g = 0, computed once per server and copied to every slot (element-wise,
             # so the same floats as pricing the whole (T+1, H, R) array)
