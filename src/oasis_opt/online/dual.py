@@ -127,7 +127,8 @@ def best_schedule_arrays(worker_price: ArrayLike, ps_price: ArrayLike, worker_fr
                          type_speed: ArrayLike | None = None,
                          type_demand: ArrayLike | None = None, span_types: bool = False,
                          backend: str = "numpy", granularity: str = "worker-slot",
-                         price_min: tuple[ArrayLike, ArrayLike] | None = None) -> Plan:
+                         price_min: tuple[ArrayLike, ArrayLike] | None = None,
+                         slot_class: ArrayLike | None = None) -> Plan:
     """The payoff-maximising schedule (21)/(27) of one job at the given prices, from arrays.
 
     Cluster, T slots, H worker servers, K PS servers, R resources (row 0 of the slot axis is
@@ -159,6 +160,9 @@ def best_schedule_arrays(worker_price: ArrayLike, ps_price: ArrayLike, worker_fr
       otherwise computes (and checks the prices with) from the whole arrays; the caller vouches
       that the prices are finite and >= 0. Used only to stop the completion scan early, so the
       plan is the same whatever valid bound is given.
+    * ``slot_class`` (T+1,) integers (a caller that knows which slots it left alone): slots of
+      one class hold the same prices and free capacities, so their cost curves are built once
+      (e.g. every untouched slot in class 0); the plan is the same as without it.
 
     Returns a ``Plan``: the best plan over completion slots a_i..T under the tie rule of the
     module docstring (it may have a negative payoff); an infeasible job gives completion None
@@ -207,8 +211,14 @@ def best_schedule_arrays(worker_price: ArrayLike, ps_price: ArrayLike, worker_fr
         if len(price_min) != 2:
             raise ValueError("price_min: expected (worker minimum, PS minimum)")
         mins = [_vector("price_min", m, R) for m in price_min]
+    classes = None
+    if slot_class is not None:
+        classes = np.asarray(slot_class) if _numeric(slot_class) else None
+        if classes is None or classes.shape != (T + 1,) or classes.dtype.kind not in "iu":
+            raise ValueError(f"slot_class: expected shape {(T + 1,)} of integers, "
+                             f"got {np.shape(slot_class)}")
     spec = job_spec(job=_integer("job", job, 0), arrival=a, horizon=T, chunks=N, work=W,
-                    worker_demand=w, ps_demand=s, ps_need=need, utility=u,
+                    worker_demand=w, ps_demand=s, ps_need=need, utility=u, slot_class=classes,
                     granularity=granularity, epochs=epochs, chunk_time=chunk_time, **types)
     prices = tuple(np.asarray(x, dtype=float) for x in (worker_price, ps_price, worker_free,
                                                           ps_free))
@@ -237,7 +247,8 @@ def _price_min(name: str, prices: ArrayLike, a: int, R: int) -> np.ndarray:
 def best_schedule(instance: Instance, job: int, worker_price: ArrayLike, ps_price: ArrayLike,
                   worker_free: ArrayLike, ps_free: ArrayLike, *, backend: str = "numpy",
                   granularity: str = "worker-slot",
-                  price_min: tuple[ArrayLike, ArrayLike] | None = None) -> Plan:
+                  price_min: tuple[ArrayLike, ArrayLike] | None = None,
+                  slot_class: ArrayLike | None = None) -> Plan:
     """The payoff-maximising schedule (21)/(27) of ``job`` of ``instance`` at the given prices:
     ``best_schedule_arrays`` with the job's parameters read from the instance (PS counts by
     its rule ceil(k b_i / B_i); its accelerator types, speeds and demands on a typed cluster).
@@ -249,6 +260,7 @@ def best_schedule(instance: Instance, job: int, worker_price: ArrayLike, ps_pric
             raise ValueError(f"{name}: expected shape {(T + 1, n, R)}, got {np.shape(arr)}")
     return best_schedule_arrays(worker_price, ps_price, worker_free, ps_free,
                                 backend=backend, granularity=granularity, price_min=price_min,
+                                slot_class=slot_class,
                                 **job_arguments(instance, job))
 
 

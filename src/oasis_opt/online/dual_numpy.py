@@ -25,8 +25,8 @@ import math
 
 import numpy as np
 
-from ._dp import (CompletionScan, JobSpec, Plan, finite_prefix, infeasible, scan_result,
-                  slot_costs, tie_costs)
+from ._dp import (CompletionScan, JobSpec, Plan, finite_prefix, infeasible, range_costs,
+                  scan_result, tie_costs)
 
 FIRST_BLOCK, MAX_BLOCK = 8, 128
 LOOP_ABOVE = 100_000  # (D, k) table size above which dp_step loops over k instead
@@ -88,8 +88,7 @@ def best_schedule_numpy(spec: JobSpec, wprice, pprice, wfree, pfree,
     s, block, done = 0, FIRST_BLOCK, False
     while not done:
         e = min(n_slots, s + block)
-        C = slot_costs(spec, wprice[a + s:a + e], pprice[a + s:a + e], wfree[a + s:a + e],
-                       pfree[a + s:a + e])
+        C = range_costs(spec, a + s, a + e, wprice, pprice, wfree, pfree)
         for c, ct, kf in zip(C, tie_costs(C), finite_prefix(C).tolist()):
             reach = min(target, reach + int(spec.delta[:kf].max()))
             Fn = np.full(target + 1, math.inf)

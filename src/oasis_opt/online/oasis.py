@@ -87,8 +87,8 @@ class OasisPolicy(OnlinePolicy):
         self.pricing = (resolve_pricing(self.pricing_spec, instance, self.u_scale)
                         if instance.I else None)
         # committed g_h^r(t), v_k^r(t); free = c - g; prices p, q (eq. 22); row 0 unused
-        self.worker_used = _every_slot(np.zeros((H, R)), T)
-        self.ps_used = _every_slot(np.zeros((K, R)), T)
+        self.worker_used = np.zeros((T + 1, R, H)).transpose(0, 2, 1)  # as ``_every_slot``
+        self.ps_used = np.zeros((T + 1, R, K)).transpose(0, 2, 1)
         self.worker_free = _every_slot(instance.worker_capacity, T)
         self.ps_free = _every_slot(instance.ps_capacity, T)
         if self.pricing is not None:
@@ -102,6 +102,8 @@ class OasisPolicy(OnlinePolicy):
             # bound takes its minimum over slots a..T)
             self.worker_min = self.worker_price.min(axis=1)
             self.ps_min = self.ps_price.min(axis=1)
+        # 0: nothing committed in the slot yet (all such slots are alike), else the slot itself
+        self.slot_class = np.zeros(T + 1, dtype=np.int64)
         self.rows_by_slot: dict[int, list[np.ndarray]] = {}
         I = instance.I
         # best payoff at decision time (None: undecided / infeasible)
@@ -116,7 +118,8 @@ class OasisPolicy(OnlinePolicy):
                              self.worker_free, self.ps_free, backend=self.backend,
                              granularity=self.granularity,
                              price_min=(self.worker_min[a:].min(axis=0),
-                                        self.ps_min[a:].min(axis=0)))
+                                        self.ps_min[a:].min(axis=0)),
+                             slot_class=self.slot_class)
         admit = plan.payoff > 0
         if admit:
             self._commit(plan)
@@ -156,6 +159,7 @@ class OasisPolicy(OnlinePolicy):
             prices[slot, server] = price_fn(used[slot, server], cap[server], server)
             touched = np.unique(slot)
             mins[touched] = prices[touched].min(axis=1)
+        self.slot_class[rows[:, 1]] = rows[:, 1]
         for t in np.unique(rows[:, 1]).tolist():
             self.rows_by_slot.setdefault(t, []).append(rows[rows[:, 1] == t])
 
