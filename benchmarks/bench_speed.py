@@ -1,6 +1,6 @@
-"""Whole-run CPU time of OASiS, FIFO and DRF: this tree against a baseline commit, in one run.
+"""Whole-run CPU time of OASiS, FIFO and DRF: HEAD against a baseline commit, in one run.
 
-The baseline's ``src`` is extracted with ``git archive REF`` into a temporary folder; every
+The ``src`` of HEAD (commit first) and of the baseline are extracted with ``git archive REF`` into a temporary folder; every
 measurement runs in a fresh subprocess (same interpreter and packages) with ``PYTHONPATH`` set to
 one tree or the other, the two trees alternating run by run, so both see the same machine load.
 A run times ``solve(instance, policy)`` with ``time.process_time`` (instance generation and
@@ -66,6 +66,7 @@ def cases(quick: bool, max_jobs: int) -> list[tuple[str, int, int, int, int]]:
 
 def extract(ref: str, where: Path) -> Path:
     """``git archive REF src`` unpacked under ``where``; returns its ``src``."""
+    where.mkdir()
     tar = where / "src.tar"
     subprocess.run(["git", "archive", "-o", str(tar), ref, "src"], cwd=ROOT, check=True)
     with tarfile.open(tar) as f:
@@ -95,7 +96,8 @@ def main() -> int:
     todo = cases(args.quick, args.max_jobs)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        trees = {"baseline": extract(args.baseline, Path(tmp)), "current": ROOT / "src"}
+        trees = {name: extract(ref, Path(tmp) / name)
+                 for name, ref in (("baseline", args.baseline), ("current", "HEAD"))}
         bar = tqdm(total=len(todo) * args.repeats * 2, desc="runs")
         for case in todo:
             got: dict[str, list[dict]] = {"baseline": [], "current": []}
@@ -117,7 +119,7 @@ def main() -> int:
         bar.close()
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     cmd = "python benchmarks/bench_speed.py " + " ".join(sys.argv[1:])
-    lines = [f"# Whole-run CPU time: this tree ({head}) against {args.baseline} ({commit})", "",
+    lines = [f"# Whole-run CPU time: HEAD ({head}) against {args.baseline} ({commit})", "",
              f"Written {stamp} on {platform.machine()}, {os.cpu_count()} CPUs (shared, "
              f"`nice -n 10`), Python {platform.python_version()}, by `{cmd.strip()}`.", "",
              f"Median over {args.repeats} runs per tree of `time.process_time()` around "
