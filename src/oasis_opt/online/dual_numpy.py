@@ -80,8 +80,11 @@ def best_schedule_numpy(spec: JobSpec, wprice, pprice, wfree, pfree,
     n_slots = T - a + 1
     if int(spec.delta[spec.ok].max()) * n_slots < target:  # N_i workers every slot: too little
         return infeasible(spec)
-    F = np.full(target + 1, math.inf)
+    # F_{t-1} and F_t alternate between two buffers: entries beyond the reach stay inf, and
+    # the reach never shrinks, so each step overwrites all that the older buffer held
+    F, Fn = np.full(target + 1, math.inf), np.full(target + 1, math.inf)
     F[0] = 0.0
+    most = np.maximum.accumulate(spec.delta).tolist()  # most[k]: max delta over options 0..k
     choices: list[np.ndarray] = []
     scan = CompletionScan(spec, lower_bound)
     reach = 0  # most work units reachable within the slots so far
@@ -90,11 +93,10 @@ def best_schedule_numpy(spec: JobSpec, wprice, pprice, wfree, pfree,
         e = min(n_slots, s + block)
         C = range_costs(spec, a + s, a + e, wprice, pprice, wfree, pfree)
         for c, ct, kf in zip(C, tie_costs(C), finite_prefix(C).tolist()):
-            reach = min(target, reach + int(spec.delta[:kf].max()))
-            Fn = np.full(target + 1, math.inf)
+            reach = min(target, reach + int(most[kf - 1]))
             Fn[:reach + 1], ch = dp_step(F, c[:kf], ct[:kf], reach + 1, spec.delta,
                                          spec.unit_delta)
-            F = Fn
+            F, Fn = Fn, F
             choices.append(ch)
             done = scan.update(a + len(choices) - 1, float(F[target]))
             if done:
