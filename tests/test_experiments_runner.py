@@ -293,3 +293,46 @@ def test_a_local_ray_that_times_out_at_startup_is_started_again():
     with pytest.raises(Exception, match="address already in use"):  # anything else at once
         retry_startup(start(1, "address already in use"), lambda: None)
     assert len(calls) == 1
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="child processes via Linux /proc")
+def test_a_failed_ray_start_leaves_no_process_behind():
+    # a start that timed out had started processes (the GCS, dashboard, monitors) that
+    # ray.shutdown() does not stop: they are killed before the next attempt, their children too
+    import time
+
+    from oasis_opt.runtime.ray_pool import child_pids, retry_startup
+
+    started, grandchildren = [], []
+    sleeper = [sys.executable, "-c", "import subprocess, sys, time; "
+               "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); "
+               "time.sleep(600)"]
+
+    def start():
+        proc = subprocess.Popen(sleeper)
+        started.append(proc)
+        for _ in range(600):  # until its own child is there (a loaded machine may take a while)
+            if child_pids(proc.pid):
+                break
+            time.sleep(0.1)
+        grandchildren.extend(child_pids(proc.pid))
+        if len(started) == 1:
+            raise Exception("The current node timed out during startup.")
+        return "started"
+
+    def alive(pid):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+        except OSError:
+            return False
+
+    assert retry_startup(start, lambda: None) == "started"
+    first, second = started
+    assert len(grandchildren) == 2
+    assert not alive(first.pid) and not alive(grandchildren[0])  # killed (and reaped) by the retry
+    assert second.poll() is None and alive(grandchildren[1])  # the successful attempt's stay
+    for pid in (grandchildren[1],):
+        os.kill(pid, signal.SIGKILL)
+    second.kill()
+    second.wait()

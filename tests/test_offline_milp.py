@@ -386,6 +386,25 @@ def test_a_solve_in_a_child_process_is_the_same_solve(backend, limits):
         OfflinePolicy(isolate="yes")
 
 
+class _EndlessBuild(OfflinePolicy):
+    """A policy whose build never ends, like a matrix assembly far past the limit."""
+
+    def _build_and_solve(self, instance, size, deadline, time_limit):
+        import time
+        time.sleep(3600)
+
+
+def test_a_build_past_the_time_limit_is_killed_with_its_child_process():
+    # under a limit the build runs in the child too, so even a step that never checks the
+    # clock is stopped: the result is the empty starting schedule, no incumbent, no bound
+    inst = _fig5()
+    s = _EndlessBuild(isolate=True).solve(inst, time_limit=0.5)
+    st = s.stats
+    assert validate(inst, s).ok and s.total_utility == 0.0
+    assert st["status"] == "time_limit" and not st["incumbent"] and st["bound"] is None
+    assert "killed" in st["message"] and st["time_limit"] == 0.5
+
+
 def test_the_time_limit_counts_building_the_model():
     # a limit shorter than any build: the solver is never started
     inst = _fig5()

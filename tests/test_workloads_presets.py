@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 from oasis_opt import solve, validate
 from oasis_opt.costmodel import chunk_time_from_provenance, comm_time_s
 from oasis_opt.model.io import instance_to_dict, load_instance, save_instance
+from oasis_opt.model.load import load_factor
+from oasis_opt.model.numerics import workers_alone
 from oasis_opt.sim.placement import FirstFit
 from oasis_opt.workloads import MODEL_GRADIENT_MB, PRESETS, generate, paper_fig5, testbed
 
@@ -172,8 +174,29 @@ def test_testbed_jobs(seed):
         assert chunk_time_from_provenance(prov) == job.chunk_time
         assert prov["minibatch_time_s"] + comm_time_s(prov["gradient_mb"], prov["worker_bw_gbps"]) \
             == pytest.approx(job.chunk_time * 1200.0 / prov["minibatches"], rel=1e-12)
-        # alone on the empty testbed the job runs 40 min - 2 h: 2 - 6 slots of 20 minutes
-        done = _alone(bed, n, horizon=bed.arrival[n] + 10)
-        assert 2 <= done - job.arrival + 1 <= 6
-        assert done - job.arrival + 1 == math.ceil(prov["target_duration_slots"] - 1e-9)
+        # at its typical allocation the job runs 40 min - 2 h (2 - 6 slots of 20 minutes),
+        # ending by the horizon, and its utility's target is that run's duration
+        slots = math.ceil(prov["target_duration_slots"] - 1e-9)
+        k = prov["typical_workers"]
+        assert 2 <= slots <= 6 and job.arrival + slots - 1 <= bed.horizon
+        assert 1 <= k <= workers_alone(bed, n)
+        assert math.ceil(bed.work[n] / k) == slots
+        assert job.utility.target == slots - 1
+    # sized for about the testbed's capacity: sizing by the empty testbed gave about 4.8
+    assert 0.5 <= load_factor(bed)[0] <= 1.5
     assert validate(bed, solve(bed, "greedy")).ok
+
+
+def test_testbed_typical_workers_meet_the_target_load():
+    # the share c is the largest at which the (continuous) load is at most the target
+    from oasis_opt.workloads.testbed import TARGET_LOAD, typical_workers
+
+    bed = testbed(0)
+    alone = np.array([workers_alone(bed, j) for j in range(bed.I)])
+    duration = np.array([j.provenance["target_duration_slots"] for j in bed.jobs])
+    k = typical_workers(bed, alone, duration)
+    assert ((1 <= k) & (k <= alone)).all()
+    assert load_factor(bed, duration * alone)[0] > TARGET_LOAD  # the empty-testbed sizing
+    # one more worker for every job that can take one overshoots the target load
+    more = np.minimum(k + 1, alone)
+    assert load_factor(bed, duration * more)[0] > TARGET_LOAD

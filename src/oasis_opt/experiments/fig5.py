@@ -44,26 +44,30 @@ def settings(quick: bool) -> dict:
     return QUICK if quick else FULL
 
 
-def group_history(servers: int, priority: tuple[float, float], quick: bool = False) -> list:
-    """The group's past instances: ``paper_fig5`` at the history seeds (disjoint from the
-    evaluated seeds)."""
+def group_history(servers: int, priority: tuple[float, float], quick: bool = False, *,
+                  jobs: int = 10, horizon: int = 10) -> list:
+    """The group's past instances: ``paper_fig5`` (with these ``jobs`` and ``horizon``) at the
+    history seeds (disjoint from the evaluated seeds)."""
     from ..workloads import paper_fig5
     from .calibration import history_seeds
 
-    return [paper_fig5(s, servers=servers, priority=tuple(priority))
+    return [paper_fig5(s, servers=servers, priority=tuple(priority), jobs=jobs, horizon=horizon)
             for s in history_seeds(quick, small=True)]
 
 
 def group_pricings(servers: int, priority: tuple[float, float], quick: bool = False,
-                   names: tuple[str, ...] = PRICINGS) -> dict[str, dict]:
-    """name -> OASiS options for each pricing of ``names`` (module docstring), one group."""
+                   names: tuple[str, ...] = PRICINGS, *, jobs: int = 10,
+                   horizon: int = 10) -> dict[str, dict]:
+    """name -> OASiS options for each pricing of ``names`` (module docstring), one group
+    (``jobs`` and ``horizon``: of the group's instances, Fig. 5's 10 and 10 by default)."""
     from ..online.estimate import estimate_pricing
     from ..online.plugin import plugin_pricing
 
     unknown = sorted(set(names) - set(PRICINGS))
     if unknown:
         raise ValueError(f"pricing: unknown {unknown[0]!r} (known: {', '.join(PRICINGS)})")
-    history = group_history(servers, priority, quick) if set(names) - {"oracle"} else []
+    history = (group_history(servers, priority, quick, jobs=jobs, horizon=horizon)
+               if set(names) - {"oracle"} else [])
     out: dict[str, dict] = {}
     for name in names:
         if name == "plugin":

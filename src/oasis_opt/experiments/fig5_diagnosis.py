@@ -65,20 +65,21 @@ def diagnosis_row(seed: int, servers: int, priority: tuple[float, float], pricin
 
 
 def bootstrap(values: Sequence[float], weights: Sequence[float] | None = None, *,
-              resamples: int = 2000, seed: int = 0, level: float = 0.95
-              ) -> tuple[float, float, float]:
-    """(estimate, low, high): the mean of ``values`` (or, with ``weights``, the ratio of sums
-    sum(values) / sum(weights)) and its percentile bootstrap interval at ``level``, resampling
-    the indices with replacement (numpy ``default_rng(seed)``: reproducible)."""
+              resamples: int = 2000, seed: int = 0, level: float = 0.95,
+              median: bool = False) -> tuple[float, float, float]:
+    """(estimate, low, high): the mean of ``values`` (the median with ``median``; with
+    ``weights``, the ratio of sums sum(values) / sum(weights)) and its percentile bootstrap
+    interval at ``level``, resampling the indices with replacement (numpy
+    ``default_rng(seed)``: reproducible)."""
     v = np.asarray(values, dtype=float)
     if v.size == 0:
         return math.nan, math.nan, math.nan
     w = None if weights is None else np.asarray(weights, dtype=float)
 
     def stat(idx: np.ndarray) -> np.ndarray:
-        if w is None:
-            return v[idx].mean(axis=-1)
-        return v[idx].sum(axis=-1) / w[idx].sum(axis=-1)
+        if w is not None:
+            return v[idx].sum(axis=-1) / w[idx].sum(axis=-1)
+        return np.median(v[idx], axis=-1) if median else v[idx].mean(axis=-1)
 
     rng = np.random.default_rng(seed)
     draws = stat(rng.integers(0, v.size, size=(resamples, v.size)))

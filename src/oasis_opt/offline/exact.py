@@ -12,14 +12,15 @@ schedule. Instances with accelerator types are solved by the typed model of
 **Time limit.** ``solve(instance, time_limit=S)`` counts everything from the call: building the
 MILP arrays (checked before every job and resource; the sparse matrix, one step that cannot be
 interrupted, is not assembled with less time left than the build took so far), the hand-off to
-the solver and the solve, which gets what is left. With a time limit, a MILP of at least ``CHILD_MIN_COLUMNS`` columns is solved in
-a child process (:func:`.solver.solve_in_child`) that is killed if it overshoots by more than
-1 s + 5 %: HiGHS does not check its clock everywhere on big models (its presolve ran 216 s of a
-60 s limit on the 100-job MILP below). Smaller ones are solved in this process, where HiGHS
-and CP-SAT keep their limits and starting a process (about a second) would eat a short limit;
-option ``isolate`` (True / False) overrides the choice. Stopped while building, or killed, the
-result is the empty starting schedule with no bound. ``benchmarks/bench_offline.py --part
-limit`` measures the overshoot.
+the solver and the solve, which gets what is left. With a time limit, a MILP of at least
+``CHILD_MIN_COLUMNS`` columns is built, solved and decoded in a child process
+(:func:`.solver.run_in_child`) that is killed if it overshoots by more than 1 s + 5 %: neither
+the matrix assembly nor HiGHS's presolve checks the clock on big models (the presolve ran 216 s
+of a 60 s limit on the 100-job MILP below), and this process never holds the big model. Smaller
+ones are solved in this process, where HiGHS and CP-SAT keep their limits and starting a process
+(about a second) would eat a short limit; option ``isolate`` (True / False) overrides the
+choice. Stopped while building, or killed, the result is the empty starting schedule with no
+bound. ``benchmarks/bench_offline.py --part limit`` measures the overshoot.
 
 **Size.** The MILP has about jobs x slots x servers columns (1.54 M at 100 paper-sim jobs,
 T = 300, H = K = 50). Before building it, :func:`.milp_arrays.milp_size` counts it and
@@ -37,6 +38,7 @@ is the empty starting point), ``objective`` (the incumbent's utility; None witho
 """
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -47,7 +49,7 @@ from ..model.schedule import Schedule, ScheduleBuilder
 from ..model.validate import assert_valid
 from ..sizing import physical_memory
 from .milp_arrays import DeadlineReached, build_milp, decode, milp_size
-from .solver import MIP_GAP, STOPPED, SolverResult, check_limits, solve_in_child, solve_program
+from .solver import MIP_GAP, STOPPED, SolverResult, check_limits, run_in_child, solve_program
 
 # Peak resident memory (bytes) = base + per nonzero x the nonzeros ``milp_size`` counts, per
 # back end, covering every peak measured on paper-sim instances, T = 300 (this process plus its
@@ -154,8 +156,43 @@ class OfflinePolicy:
         if time_limit is not None and not time_limit > 0:
             raise ValueError(f"time_limit: must be > 0 seconds, got {time_limit}")
         size = self.check_size(instance)
-        estimate = size["memory_estimate_gb"]
-        deadline = None if time_limit is None else start + time_limit
+        isolate = (self.isolate if self.isolate is not None
+                   else size["columns"] >= CHILD_MIN_COLUMNS)
+        if time_limit is None or not isolate or os.name != "posix":
+            deadline = None if time_limit is None else start + time_limit
+            schedule = self._build_and_solve(instance, size, deadline, time_limit)
+        else:
+            # build, solve and decode in a child that is killed at the limit: neither the build
+            # (its matrix assembly) nor HiGHS's presolve can be stopped from inside in time
+            out = run_in_child(self._build_and_solve_until, instance, size,
+                               time.time() + time_limit, time_limit, time_limit=time_limit)
+            elapsed = time.perf_counter() - start
+            if out.kind == "done":
+                schedule = out.value
+            elif out.kind == "killed":
+                return self._unbuilt(instance, time_limit, size, elapsed,
+                                     f"building or solving the MILP was killed {out.late_s:.1f}"
+                                     " s after the time limit")
+            else:
+                return self._unbuilt(instance, time_limit, size, elapsed,
+                                     f"the process building and solving the MILP died (exit "
+                                     f"code {out.exit_code}; -9: killed, e.g. out of memory)",
+                                     status="error")
+        assert_valid(instance, schedule)  # a solver tolerance must never leak an invalid schedule
+        return schedule
+
+    def _build_and_solve_until(self, instance: Instance, size: dict[str, Any],
+                               deadline_wall: float, time_limit: float) -> Schedule:
+        """``_build_and_solve`` until the wall-clock ``deadline_wall`` (run in the child)."""
+        return self._build_and_solve(instance, size,
+                                     time.perf_counter() + deadline_wall - time.time(), time_limit)
+
+    def _build_and_solve(self, instance: Instance, size: dict[str, Any],
+                         deadline: float | None, time_limit: float | None) -> Schedule:
+        """Build the MILP, solve it until ``deadline`` (a ``time.perf_counter()`` value, or
+        None; ``time_limit``: the caller's, for the stats) and decode the solution (not yet
+        validated)."""
+        start = time.perf_counter()
         try:
             model = build_milp(instance, deadline=deadline)
         except DeadlineReached as e:
@@ -163,13 +200,7 @@ class OfflinePolicy:
         options: dict[str, Any] = {"backend": self.backend, "seed": self.seed,
                                    "mip_gap": self.mip_gap,
                                    "initial": np.zeros(model.lp.n_cols), **self.limits}
-        left = None if deadline is None else deadline - time.perf_counter()
-        isolate = (self.isolate if self.isolate is not None
-                   else model.lp.n_cols >= CHILD_MIN_COLUMNS)
-        if left is None or left <= 0 or not isolate:  # nothing to kill
-            res = solve_program(model.lp, deadline=deadline, **options)
-        else:
-            res = solve_in_child(model.lp, time_limit=left, **options)
+        res = solve_program(model.lp, deadline=deadline, **options)
         shift = model.constant
         found = res.incumbent == "solver" or res.status == "optimal"
         stats = {
@@ -178,19 +209,17 @@ class OfflinePolicy:
             "objective": res.objective + shift if found and res.objective is not None else None,
             "bound": None if res.bound is None else res.bound + shift,
             "gap": res.gap, "build_s": model.build_s, "handoff_s": res.build_s,
-            "solve_s": res.solve_s, "time_limit": time_limit, **model.size(),
-            "memory_estimate_gb": estimate,
+            "solve_s": res.solve_s, "time_limit": time_limit,
+            **model.size(), "memory_estimate_gb": size["memory_estimate_gb"],
             "excluded": {instance.jobs[i].id: why for i, why in model.excluded.items()},
             "message": _message(res, self.backend),
         }
         stats.update({k: v for k, v in res.info.items() if isinstance(v, (int, float, str))})
         x = res.x if res.x is not None else np.zeros(model.lp.n_cols)
-        schedule = decode(model, instance, x, self.name, stats)
-        assert_valid(instance, schedule)  # a solver tolerance must never leak an invalid schedule
-        return schedule
+        return decode(model, instance, x, self.name, stats)
 
     def _unbuilt(self, instance: Instance, time_limit: float | None, size: dict[str, Any],
-                 build_s: float, why: str) -> Schedule:
+                 build_s: float, why: str, status: str = "time_limit") -> Schedule:
         """The time limit passed while building the MILP: the empty schedule (zero-work jobs,
         which complete on arrival, admitted as in every schedule of the model); ``size``:
         ``check_size``'s (counting the MILP again would run further past the limit)."""
@@ -199,7 +228,7 @@ class OfflinePolicy:
             builder.admit(int(i))
         schedule = builder.build(self.name, {})
         schedule.stats.update({
-            "backend": self.backend, "status": "time_limit", "proven_optimal": False,
+            "backend": self.backend, "status": status, "proven_optimal": False,
             "incumbent": False, "objective": None,
             "bound": None, "gap": None, "build_s": build_s, "handoff_s": 0.0, "solve_s": 0.0,
             "time_limit": time_limit, "columns": size["columns"],

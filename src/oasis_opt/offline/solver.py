@@ -69,7 +69,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, overload
+from typing import Any, Callable, NamedTuple, overload
 
 import numpy as np
 import scipy.sparse as sp
@@ -274,36 +274,37 @@ KILL_GRACE_S = 1.0
 KILL_GRACE_SHARE = 0.05
 
 
-def solve_in_child(lp: LinearProgram, *, time_limit: float, initial: np.ndarray | None = None,
-                   solve: Callable[..., SolverResult] | None = None,
-                   **options: Any) -> SolverResult:
-    """``solve_program(lp, time_limit=time_limit, initial=initial, **options)`` in a child
-    process, killed ``KILL_GRACE_S + KILL_GRACE_SHARE * time_limit`` seconds after the limit.
+class ChildOutcome(NamedTuple):
+    """What :func:`run_in_child` saw: ``kind`` "done" (``value`` is what the function returned),
+    "killed" (still running ``late_s`` after its limit) or "died" (exit code ``exit_code``);
+    ``handoff_s``: starting the child and pickling the job to it; ``elapsed_s``: the whole run."""
+    kind: str
+    value: Any = None
+    handoff_s: float = 0.0
+    elapsed_s: float = 0.0
+    late_s: float = 0.0
+    exit_code: int | None = None
 
-    HiGHS does not check its clock everywhere: on the 1.54 M-column MILP of 100 paper-sim jobs
-    its presolve ran 47 s of a 30 s limit, and 216 s of a 60 s one on a loaded machine. A child
-    process is the only way to stop it on time. Killed, the result is what a limit gives
-    before any solution: status "time_limit", the ``initial`` point as incumbent if given, no
-    bound. The child is a fresh interpreter (``python -c``, the program
-    pickled to it through a pipe), so it inherits no threads and never re-runs the caller's
-    ``__main__``; starting it counts in the limit (the child solves until the same wall-clock
-    deadline). Its solver logs are forwarded to this module's logger as they come; a child that
-    dies (e.g. killed for memory) gives status "error" with the exit code in ``info``. ``solve``:
-    the function the child runs (default ``solve_program``; the tests use it to check the kill).
-    POSIX only (file descriptors passed to the child); elsewhere the solve runs in this process.
+
+def run_in_child(fn: Callable[..., Any], *args: Any, time_limit: float) -> ChildOutcome:
+    """``fn(*args)`` in a child process, killed ``KILL_GRACE_S + KILL_GRACE_SHARE * time_limit``
+    seconds after ``time_limit`` (counted from this call, starting the child included).
+
+    The child is a fresh interpreter (``python -c``; ``fn`` and ``args`` pickled to it through a
+    pipe), so it inherits no threads and never re-runs the caller's ``__main__``. ``fn`` gets no
+    clock of its own: give it the wall-clock deadline (``time.time()`` based) in ``args``. Its
+    logs on this module's logger are forwarded as they come when DEBUG is enabled; an exception
+    it raises is re-raised here. POSIX only (file descriptors passed to the child): callers run
+    ``fn`` in their own process elsewhere.
     """
     import pickle
     import subprocess
+    import threading
     from multiprocessing.connection import Connection
 
     if not time_limit > 0:
         raise ValueError(f"time_limit: must be > 0 seconds, got {time_limit}")
-    options = {"initial": initial, **options}
-    if os.name != "posix":
-        return (solve or solve_program)(lp, time_limit=time_limit, **options)
     t0 = time.perf_counter()
-    deadline_wall = time.time() + time_limit
-    backend = options.get("backend", "highs")
     to_child, from_child = os.pipe(), os.pipe()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     proc = subprocess.Popen(
@@ -317,30 +318,39 @@ def solve_in_child(lp: LinearProgram, *, time_limit: float, initial: np.ndarray 
                                                                         writable=False)
     kill_at = t0 + time_limit + KILL_GRACE_S + KILL_GRACE_SHARE * time_limit
 
-    def died() -> SolverResult:
-        return _finish(lp, backend, "error", build_s=time.perf_counter() - t0,
-                       info={f"{backend}_status": "the solver process died (exit code "
-                             f"{proc.wait()}; -9: killed, e.g. out of memory)"})
+    job = pickle.dumps((fn, args, log.isEnabledFor(logging.DEBUG), _HIGHS_THREADS),
+                       protocol=pickle.HIGHEST_PROTOCOL)
+    sent = [math.nan]
 
-    try:
+    def hand_off() -> None:
+        # a job larger than the pipe's buffer blocks until the child reads it, and a child
+        # starting on a loaded machine may take long to: the kill clock runs meanwhile
         try:
-            send.send_bytes(pickle.dumps((solve or solve_program, lp, options, deadline_wall,
-                                          log.isEnabledFor(logging.DEBUG), _HIGHS_THREADS),
-                                         protocol=pickle.HIGHEST_PROTOCOL))
-        except BrokenPipeError:
-            return died()
+            send.send_bytes(job)
+            sent[0] = time.perf_counter()
+        except OSError:  # the child died or was killed before reading it all
+            pass
         finally:
             send.close()
-        sent = time.perf_counter()  # the hand-off: starting the child and pickling the job to it
+
+    sender = threading.Thread(target=hand_off, daemon=True)
+    sender.start()
+
+    def handoff_s() -> float:
+        return (sent[0] if sent[0] == sent[0] else time.perf_counter()) - t0
+
+    def died() -> ChildOutcome:
+        return ChildOutcome("died", handoff_s=handoff_s(), elapsed_s=time.perf_counter() - t0,
+                            exit_code=proc.wait())
+
+    try:
         while True:
             wait = kill_at - time.perf_counter()
             if wait <= 0 or not receive.poll(wait):
                 proc.kill()
-                late = time.perf_counter() - t0 - time_limit
-                return _finish(lp, backend, "limit", limit="time", initial=initial,
-                               build_s=sent - t0, solve_s=time.perf_counter() - sent,
-                               info={f"{backend}_status": f"killed: still running {late:.1f} s "
-                                     "after the time limit"})
+                now = time.perf_counter()
+                return ChildOutcome("killed", handoff_s=handoff_s(), elapsed_s=now - t0,
+                                    late_s=now - t0 - time_limit)
             try:
                 kind, payload = receive.recv()
             except EOFError:  # the child died without a word
@@ -350,24 +360,71 @@ def solve_in_child(lp: LinearProgram, *, time_limit: float, initial: np.ndarray 
             elif kind == "error":
                 raise payload
             else:
-                return payload
+                return ChildOutcome("done", payload, handoff_s=handoff_s(),
+                                    elapsed_s=time.perf_counter() - t0)
     finally:
         if proc.poll() is None:
             proc.kill()
         proc.wait()
+        sender.join()
         receive.close()
 
 
+def solve_in_child(lp: LinearProgram, *, time_limit: float, initial: np.ndarray | None = None,
+                   solve: Callable[..., SolverResult] | None = None,
+                   **options: Any) -> SolverResult:
+    """``solve_program(lp, time_limit=time_limit, initial=initial, **options)`` in a child
+    process (:func:`run_in_child`), killed ``KILL_GRACE_S + KILL_GRACE_SHARE * time_limit``
+    seconds after the limit.
+
+    HiGHS does not check its clock everywhere: on the 1.54 M-column MILP of 100 paper-sim jobs
+    its presolve ran 47 s of a 30 s limit, and 216 s of a 60 s one on a loaded machine. A child
+    process is the only way to stop it on time. Killed, the result is what a limit gives
+    before any solution: status "time_limit", the ``initial`` point as incumbent if given, no
+    bound. Starting the child counts in the limit (the child solves until the same wall-clock
+    deadline). A child that dies (e.g. killed for memory) gives status "error" with the exit
+    code in ``info``. ``solve``: the function the child runs (default ``solve_program``; the
+    tests use it to check the kill). Not on POSIX, the solve runs in this process.
+    """
+    if not time_limit > 0:
+        raise ValueError(f"time_limit: must be > 0 seconds, got {time_limit}")
+    options = {"initial": initial, **options}
+    if os.name != "posix":
+        return (solve or solve_program)(lp, time_limit=time_limit, **options)
+    backend = options.get("backend", "highs")
+    out = run_in_child(_solve_until, solve or solve_program, lp, options,
+                       time.time() + time_limit, time_limit=time_limit)
+    if out.kind == "done":
+        return out.value
+    if out.kind == "killed":
+        return _finish(lp, backend, "limit", limit="time", initial=initial,
+                       build_s=out.handoff_s, solve_s=out.elapsed_s - out.handoff_s,
+                       info={f"{backend}_status": f"killed: still running {out.late_s:.1f} s "
+                             "after the time limit"})
+    return _finish(lp, backend, "error", build_s=out.elapsed_s,
+                   info={f"{backend}_status": "the solver process died (exit code "
+                         f"{out.exit_code}; -9: killed, e.g. out of memory)"})
+
+
+def _solve_until(solve: Callable[..., SolverResult], lp: LinearProgram, options: dict,
+                 deadline_wall: float) -> SolverResult:
+    """``solve(lp, **options)`` until the wall-clock ``deadline_wall`` (run in the child)."""
+    left = deadline_wall - time.time()
+    if left > 0:
+        return solve(lp, time_limit=left, **options)
+    return solve(lp, deadline=time.perf_counter(), **options)  # starting the child used it up
+
+
 def _child_main(in_fd: int, out_fd: int) -> None:
-    """Body of the ``solve_in_child`` process: read the job from ``in_fd``, solve until the
-    wall-clock deadline, write ("result", SolverResult) or ("error", exception) to ``out_fd``;
-    with debug logging, ("log", message) for every solver log record as it comes."""
+    """Body of the :func:`run_in_child` process: read ``(fn, args, debug, threads)`` from
+    ``in_fd``, run ``fn(*args)``, write ("result", value) or ("error", exception) to ``out_fd``;
+    with debug logging, ("log", message) for every log record of this module as it comes."""
     import pickle
     import threading
     from multiprocessing.connection import Connection
 
     receive, send = Connection(in_fd, writable=False), Connection(out_fd, readable=False)
-    solve, lp, options, deadline_wall, debug, threads = pickle.loads(receive.recv_bytes())
+    fn, args, debug, threads = pickle.loads(receive.recv_bytes())
     receive.close()
     lock = threading.Lock()  # HiGHS may log from its worker threads
 
@@ -380,18 +437,14 @@ def _child_main(in_fd: int, out_fd: int) -> None:
             def emit(self, record: logging.LogRecord) -> None:
                 put(("log", record.getMessage()))
 
-        log.addHandler(Forward())
-        log.setLevel(logging.DEBUG)
-        log.propagate = False
+        root = logging.getLogger("oasis_opt")
+        root.addHandler(Forward())
+        root.setLevel(logging.DEBUG)
+        root.propagate = False
     if threads is not None:
         set_highs_threads(threads)
-    left = deadline_wall - time.time()
     try:
-        if left > 0:
-            result = solve(lp, time_limit=left, **options)
-        else:  # starting this process used up the time
-            result = solve(lp, deadline=time.perf_counter(), **options)
-        put(("result", result))
+        put(("result", fn(*args)))
     except Exception as e:  # noqa: BLE001 - re-raised in the parent
         put(("error", e))
     send.close()

@@ -34,8 +34,12 @@ def retry_startup(start: Callable[[], Any], stop: Callable[[], Any],
                   attempts: int = RAY_START_ATTEMPTS) -> Any:
     """``start()``, again after ``stop()`` when it fails with Ray's startup timeout (the raylet did
     not register within Ray's fixed wait), at most ``attempts`` times in all; any other error,
-    or the last timeout, propagates."""
+    or the last timeout, propagates. After a failed attempt every process it started (a child of
+    this process that was not there before, with its own children) is killed: ``ray.shutdown()``
+    does not stop the GCS, dashboard and monitors of a node that never came up, and left running
+    they load the machine that made the start time out (Linux; elsewhere only ``stop()``)."""
     for attempt in range(1, attempts + 1):
+        before = child_pids()
         try:
             return start()
         except Exception as e:  # noqa: BLE001 - Ray raises a bare Exception for it
@@ -44,6 +48,46 @@ def retry_startup(start: Callable[[], Any], stop: Callable[[], Any],
             log.warning("local Ray did not start in time (attempt %d of %d): %s; starting again",
                         attempt, attempts, e)
             stop()
+            kill_tree(child_pids() - before)
+
+
+def child_pids(pid: int | str = "self") -> set[int]:
+    """The direct children of process ``pid`` (Linux ``/proc``; an empty set elsewhere)."""
+    out: set[int] = set()
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                out.update(int(p) for p in f.read().split())
+        except OSError:  # the thread or process is gone
+            pass
+    return out
+
+
+def kill_tree(pids: set[int]) -> None:
+    """SIGKILL every process in ``pids`` and all their descendants (children first listed)."""
+    import signal
+
+    todo, seen = list(pids), set()
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        todo.extend(child_pids(pid))
+    for pid in seen:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:  # already gone
+            pass
+    for pid in pids:  # reap our own children (their descendants are reaped by init)
+        try:
+            os.waitpid(pid, 0)
+        except OSError:
+            pass
 
 
 # One task per CPU: keep numerical libraries in each task single-threaded.

@@ -1,7 +1,7 @@
 """The paper's figures as experiment definitions: one module per figure, each with a ``FIGURE``;
 beyond them the extra experiments (``EXTRA_NAMES``: ``automl``, ``testbed-real``,
 ``preemption``,
-``hetero``), requested by name (not by ``all``: they train for real or run for minutes).
+``hetero``, ``ratio``), requested by name (not by ``all``: they train for real or run for minutes).
 
 ``get_figure(name)`` imports the module on demand (Fig. 5 pulls in the offline solvers).
 """
@@ -25,6 +25,7 @@ EXTRA_MODULES = {
     "testbed-real": "oasis_opt.experiments.figures.testbed_real",
     "preemption": "oasis_opt.experiments.figures.preemption",
     "hetero": "oasis_opt.experiments.figures.hetero",
+    "ratio": "oasis_opt.experiments.figures.ratio",
 }
 EXTRA_NAMES = tuple(EXTRA_MODULES)
 
