@@ -131,19 +131,14 @@ CASES: dict[str, tuple[Callable[[], Instance], str, dict]] = {
     "typed-small-span-floor": (
         lambda: small_typed(1, jobs=30, horizon=10, H=5, K=3, span=1.0), "oasis",
         {"pricing": _FLOOR}),
-    "fifo-paper-200": (
-        lambda: paper_sim(1, jobs=200, horizon=300, worker_servers=50, ps_servers=50),
-        "fifo", {}),
-    "drf-paper-200": (
-        lambda: paper_sim(1, jobs=200, horizon=300, worker_servers=50, ps_servers=50),
-        "drf", {}),
-    "fifo-typed": (
-        lambda: paper_sim(3, jobs=60, horizon=60, worker_servers=12, ps_servers=8,
-                          cluster_mix="v100:k80:cpu"), "fifo", {}),
-    "drf-typed": (
-        lambda: paper_sim(3, jobs=60, horizon=60, worker_servers=12, ps_servers=8,
-                          cluster_mix="v100:k80:cpu"), "drf", {}),
 }
+for _policy in ("fifo", "drf"):  # the simulator loop, validator and ledger without the dual
+    CASES[f"{_policy}-paper-200"] = (
+        lambda: paper_sim(1, jobs=200, horizon=300, worker_servers=50, ps_servers=50),
+        _policy, {})
+    CASES[f"{_policy}-typed"] = (
+        lambda: paper_sim(3, jobs=60, horizon=60, worker_servers=12, ps_servers=8,
+                          cluster_mix="v100:k80:cpu"), _policy, {})
 
 # backend -> OASiS cases it reruns against the stored (numpy) digests; "slow" ones need --runslow
 BACKEND_CASES = {
