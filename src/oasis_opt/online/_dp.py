@@ -66,6 +66,9 @@ class JobSpec:
     utility: np.ndarray
     granularity: str = "worker-slot"
     types: "JobTypes | None" = None
+    # (T+1,) or None: slots of one class hold the same prices and free capacities (the
+    # caller's promise), so their cost curves are built once (``range_costs``)
+    slot_class: np.ndarray | None = None
 
     @property
     def options(self) -> int:
@@ -122,7 +125,7 @@ def job_spec(*, job: int, arrival: int, horizon: int, chunks: int, work: int,
              granularity: str = "worker-slot", epochs: int | None = None,
              chunk_time: float | None = None, server_type: np.ndarray | None = None,
              type_speed: np.ndarray | None = None, type_demand: np.ndarray | None = None,
-             span_types: bool = False) -> JobSpec:
+             span_types: bool = False, slot_class: np.ndarray | None = None) -> JobSpec:
     """The job's arrays; arguments are already checked (``dual.best_schedule_arrays``).
 
     Worker-slot granularity: target = W_i work units, delta(k) = k. Chunk granularity: target =
@@ -153,7 +156,7 @@ def job_spec(*, job: int, arrival: int, horizon: int, chunks: int, work: int,
     return JobSpec(int(job), int(arrival), int(horizon), N,
                    np.asarray(worker_demand, dtype=float), np.asarray(ps_demand, dtype=float),
                    need, ok, delta, target, int(work), rho, np.asarray(utility, dtype=float),
-                   granularity, types)
+                   granularity, types, slot_class)
 
 
 def job_arguments(instance: Any, job: int) -> dict[str, Any]:
@@ -222,6 +225,33 @@ def slot_costs(spec: JobSpec, wprice: np.ndarray, pprice: np.ndarray, wfree: np.
         k, g = int(tp.opt_k[o]), int(tp.opt_type[o])
         C[:, o] = cw_by_type[g][:, k] + ps[:, k]
     return C
+
+
+def range_costs(spec: JobSpec, lo: int, hi: int, wprice: np.ndarray, pprice: np.ndarray,
+                wfree: np.ndarray, pfree: np.ndarray) -> np.ndarray:
+    """``slot_costs`` of slots lo..hi-1 from the whole (T+1, ...) arrays. With
+    ``spec.slot_class``, one row is built per class (its first slot in the range) and copied to
+    the others: rows depend on their slot's data only, so the floats are the same."""
+    if spec.slot_class is None:
+        return slot_costs(spec, wprice[lo:hi], pprice[lo:hi], wfree[lo:hi], pfree[lo:hi])
+    _, first, inverse = np.unique(spec.slot_class[lo:hi], return_index=True,
+                                  return_inverse=True)
+    if len(first) == hi - lo:
+        return slot_costs(spec, wprice[lo:hi], pprice[lo:hi], wfree[lo:hi], pfree[lo:hi])
+    rep = lo + np.sort(first)
+    C = slot_costs(spec, *(_take_slots(x, rep) for x in (wprice, pprice, wfree, pfree)))
+    order = np.argsort(first)  # class (sorted by value) -> row of C (sorted by first slot)
+    where = np.empty_like(order)
+    where[order] = np.arange(len(order))
+    return C[where[inverse.ravel()]]
+
+
+def _take_slots(x: np.ndarray, slots: np.ndarray) -> np.ndarray:
+    """x[slots] of an (S, H, R) array, resource-major in memory when ``x`` is (so that one
+    resource of every server stays contiguous)."""
+    if x.strides[1] < x.strides[2]:
+        return np.take(x.transpose(0, 2, 1), slots, axis=0).transpose(0, 2, 1)
+    return np.take(x, slots, axis=0)
 
 
 def ps_costs(spec: JobSpec, pprice: np.ndarray, pfree: np.ndarray) -> np.ndarray:
@@ -344,6 +374,24 @@ def slot_split(spec: JobSpec, option: int, wprice: np.ndarray, pprice: np.ndarra
     return dict(sorted(split.items()))
 
 
+def _place(spec: JobSpec, option: int, wprice: np.ndarray, pprice: np.ndarray,
+           wfree: np.ndarray, pfree: np.ndarray) -> list[tuple[int, int, int]]:
+    """(global server, role, count) of one slot's chosen option, placed greedily; the slot's
+    arrays are (H, R) / (K, R)."""
+    H = wprice.shape[0]
+    out = []
+    split = slot_split(spec, option, wprice, pprice, wfree, pfree)
+    for g, kg in split.items():
+        idx = np.arange(H) if spec.types is None else type_servers(spec, g)
+        w = spec.w if spec.types is None else spec.types.demand[g]
+        for h, n in place_slot(unit_prices(wprice[idx], w), fit_count(wfree[idx], w, kg), kg):
+            out.append((int(idx[h]), 0, n))
+    m = int(spec.need[sum(split.values())])
+    for q, n in place_slot(unit_prices(pprice, spec.s), fit_count(pfree, spec.s, m), m):
+        out.append((H + q, 1, n))
+    return out
+
+
 def plan_rows(spec: JobSpec, options: np.ndarray, wprice: np.ndarray, pprice: np.ndarray,
               wfree: np.ndarray, pfree: np.ndarray) -> np.ndarray:
     """Allocation rows of a plan with option ``options[t]`` in each slot (k workers without
@@ -351,18 +399,16 @@ def plan_rows(spec: JobSpec, options: np.ndarray, wprice: np.ndarray, pprice: np
     server); PS servers are numbered from H = wprice.shape[1]."""
     H = wprice.shape[1]
     rows = []
+    placed: dict[tuple[int, int], list[tuple[int, int, int]]] = {}  # (class, option) -> rows
     for t in np.flatnonzero(options):
-        split = slot_split(spec, int(options[t]), wprice[t], pprice[t], wfree[t], pfree[t])
-        for g, kg in split.items():
-            idx = np.arange(H) if spec.types is None else type_servers(spec, g)
-            w = spec.w if spec.types is None else spec.types.demand[g]
-            for h, n in place_slot(unit_prices(wprice[t, idx], w),
-                                   fit_count(wfree[t, idx], w, kg), kg):
-                rows.append((spec.job, t, int(idx[h]), 0, n))
-        k = sum(split.values())
-        m = int(spec.need[k])
-        for q, n in place_slot(unit_prices(pprice[t], spec.s), fit_count(pfree[t], spec.s, m), m):
-            rows.append((spec.job, t, H + q, 1, n))
+        option = int(options[t])
+        key = None if spec.slot_class is None else (int(spec.slot_class[t]), option)
+        here = placed.get(key) if key is not None else None
+        if here is None:  # slots of one class hold the same data: the same placement
+            here = _place(spec, option, wprice[t], pprice[t], wfree[t], pfree[t])
+            if key is not None:
+                placed[key] = here
+        rows.extend((spec.job, int(t), server, role, n) for server, role, n in here)
     out = np.asarray(rows, dtype=np.int64).reshape(-1, 5)
     return out[np.lexsort((out[:, 2], out[:, 1]))]
 

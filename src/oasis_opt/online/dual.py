@@ -126,7 +126,9 @@ def best_schedule_arrays(worker_price: ArrayLike, ps_price: ArrayLike, worker_fr
                          server_type: ArrayLike | None = None,
                          type_speed: ArrayLike | None = None,
                          type_demand: ArrayLike | None = None, span_types: bool = False,
-                         backend: str = "numpy", granularity: str = "worker-slot") -> Plan:
+                         backend: str = "numpy", granularity: str = "worker-slot",
+                         price_min: tuple[ArrayLike, ArrayLike] | None = None,
+                         slot_class: ArrayLike | None = None) -> Plan:
     """The payoff-maximising schedule (21)/(27) of one job at the given prices, from arrays.
 
     Cluster, T slots, H worker servers, K PS servers, R resources (row 0 of the slot axis is
@@ -152,6 +154,15 @@ def best_schedule_arrays(worker_price: ArrayLike, ps_price: ArrayLike, worker_fr
       0..G-1 of each worker server, ``type_speed`` (G,) s_g >= 0 integers (0: the job cannot use
       type g; some s_g >= 1), ``type_demand`` (G, R) its per-worker demand on each type (used
       instead of ``worker_demand``); ``span_types``. ``work`` is then in work units.
+
+    * ``price_min`` (a caller that keeps its prices): ``(wmin, pmin)``, each (R,), the smallest
+      worker / PS price of each resource over slots a_i..T and all servers, which the call
+      otherwise computes (and checks the prices with) from the whole arrays; the caller vouches
+      that the prices are finite and >= 0. Used only to stop the completion scan early, so the
+      plan is the same whatever valid bound is given.
+    * ``slot_class`` (T+1,) integers (a caller that knows which slots it left alone): slots of
+      one class hold the same prices and free capacities, so their cost curves are built once
+      (e.g. every untouched slot in class 0); the plan is the same as without it.
 
     Returns a ``Plan``: the best plan over completion slots a_i..T under the tie rule of the
     module docstring (it may have a negative payoff); an infeasible job gives completion None
@@ -193,15 +204,21 @@ def best_schedule_arrays(worker_price: ArrayLike, ps_price: ArrayLike, worker_fr
     if granularity == "chunk":
         epochs = _integer("epochs", epochs, 1)
         chunk_time = _positive("chunk_time", chunk_time, " in chunk granularity")
-    mins = []  # per-resource minimum price over slots a..T (lower bound for pruning)
-    for name, arr in (("worker_price", worker_price), ("ps_price", ps_price)):
-        part = np.asarray(arr, dtype=float)[a:]
-        m = np.array([part[..., r].min() for r in range(R)]) if part.size else np.zeros(R)
-        if not ((m >= 0).all() and (part.size == 0 or np.isfinite(part.max()))):  # NaN fails
-            raise ValueError(f"{name}: prices must be finite non-negative numbers")
-        mins.append(m)
+    if price_min is None:
+        mins = [_price_min(name, arr, a, R) for name, arr in (("worker_price", worker_price),
+                                                              ("ps_price", ps_price))]
+    else:
+        if len(price_min) != 2:
+            raise ValueError("price_min: expected (worker minimum, PS minimum)")
+        mins = [_vector("price_min", m, R) for m in price_min]
+    classes = None
+    if slot_class is not None:
+        classes = np.asarray(slot_class) if _numeric(slot_class) else None
+        if classes is None or classes.shape != (T + 1,) or classes.dtype.kind not in "iu":
+            raise ValueError(f"slot_class: expected shape {(T + 1,)} of integers, "
+                             f"got {np.shape(slot_class)}")
     spec = job_spec(job=_integer("job", job, 0), arrival=a, horizon=T, chunks=N, work=W,
-                    worker_demand=w, ps_demand=s, ps_need=need, utility=u,
+                    worker_demand=w, ps_demand=s, ps_need=need, utility=u, slot_class=classes,
                     granularity=granularity, epochs=epochs, chunk_time=chunk_time, **types)
     prices = tuple(np.asarray(x, dtype=float) for x in (worker_price, ps_price, worker_free,
                                                           ps_free))
@@ -217,9 +234,21 @@ def best_schedule_arrays(worker_price: ArrayLike, ps_price: ArrayLike, worker_fr
     return impl(spec, *prices, cost_lower_bound(spec, *mins))
 
 
+def _price_min(name: str, prices: ArrayLike, a: int, R: int) -> np.ndarray:
+    """Per-resource minimum price over slots a..T (lower bound for pruning); ValueError naming
+    ``name`` unless every price there is finite and >= 0."""
+    part = np.asarray(prices, dtype=float)[a:]
+    m = np.array([part[..., r].min() for r in range(R)]) if part.size else np.zeros(R)
+    if not ((m >= 0).all() and (part.size == 0 or np.isfinite(part.max()))):  # NaN fails
+        raise ValueError(f"{name}: prices must be finite non-negative numbers")
+    return m
+
+
 def best_schedule(instance: Instance, job: int, worker_price: ArrayLike, ps_price: ArrayLike,
                   worker_free: ArrayLike, ps_free: ArrayLike, *, backend: str = "numpy",
-                  granularity: str = "worker-slot") -> Plan:
+                  granularity: str = "worker-slot",
+                  price_min: tuple[ArrayLike, ArrayLike] | None = None,
+                  slot_class: ArrayLike | None = None) -> Plan:
     """The payoff-maximising schedule (21)/(27) of ``job`` of ``instance`` at the given prices:
     ``best_schedule_arrays`` with the job's parameters read from the instance (PS counts by
     its rule ceil(k b_i / B_i); its accelerator types, speeds and demands on a typed cluster).
@@ -230,7 +259,8 @@ def best_schedule(instance: Instance, job: int, worker_price: ArrayLike, ps_pric
         if np.shape(arr) != (T + 1, n, R):
             raise ValueError(f"{name}: expected shape {(T + 1, n, R)}, got {np.shape(arr)}")
     return best_schedule_arrays(worker_price, ps_price, worker_free, ps_free,
-                                backend=backend, granularity=granularity,
+                                backend=backend, granularity=granularity, price_min=price_min,
+                                slot_class=slot_class,
                                 **job_arguments(instance, job))
 
 

@@ -29,7 +29,7 @@ import numpy as np
 from jax import lax
 
 from ._dp import (CompletionScan, JobSpec, Plan, infeasible, job_arguments, job_spec,
-                  scan_result, slot_costs, tie_costs)
+                  scan_result, range_costs, tie_costs)
 
 BLOCK = 32
 # worker-count axis of the cost curves: one bucket covers the paper's N_i <= 100 (the DP loops
@@ -78,7 +78,7 @@ def _curves(spec: JobSpec, wprice, pprice, wfree, pfree, start: int, n: int, Kb:
     the job's options (k = 0..N_i without types), and padding slots where only option 0 (no
     worker) is possible."""
     a = spec.arrival + start
-    C = slot_costs(spec, wprice[a:a + n], pprice[a:a + n], wfree[a:a + n], pfree[a:a + n])
+    C = range_costs(spec, a, a + n, wprice, pprice, wfree, pfree)
     out = np.full((2, BLOCK, Kb), np.inf)
     out[:, :, 0] = 0.0
     out[0, :n, :spec.options] = C

@@ -25,8 +25,8 @@ import math
 
 import numpy as np
 
-from ._dp import (CompletionScan, JobSpec, Plan, finite_prefix, infeasible, scan_result,
-                  slot_costs, tie_costs)
+from ._dp import (CompletionScan, JobSpec, Plan, finite_prefix, infeasible, range_costs,
+                  scan_result, tie_costs)
 
 FIRST_BLOCK, MAX_BLOCK = 8, 128
 LOOP_ABOVE = 100_000  # (D, k) table size above which dp_step loops over k instead
@@ -80,22 +80,23 @@ def best_schedule_numpy(spec: JobSpec, wprice, pprice, wfree, pfree,
     n_slots = T - a + 1
     if int(spec.delta[spec.ok].max()) * n_slots < target:  # N_i workers every slot: too little
         return infeasible(spec)
-    F = np.full(target + 1, math.inf)
+    # F_{t-1} and F_t alternate between two buffers: entries beyond the reach stay inf, and
+    # the reach never shrinks, so each step overwrites all that the older buffer held
+    F, Fn = np.full(target + 1, math.inf), np.full(target + 1, math.inf)
     F[0] = 0.0
+    most = np.maximum.accumulate(spec.delta).tolist()  # most[k]: max delta over options 0..k
     choices: list[np.ndarray] = []
     scan = CompletionScan(spec, lower_bound)
     reach = 0  # most work units reachable within the slots so far
     s, block, done = 0, FIRST_BLOCK, False
     while not done:
         e = min(n_slots, s + block)
-        C = slot_costs(spec, wprice[a + s:a + e], pprice[a + s:a + e], wfree[a + s:a + e],
-                       pfree[a + s:a + e])
+        C = range_costs(spec, a + s, a + e, wprice, pprice, wfree, pfree)
         for c, ct, kf in zip(C, tie_costs(C), finite_prefix(C).tolist()):
-            reach = min(target, reach + int(spec.delta[:kf].max()))
-            Fn = np.full(target + 1, math.inf)
+            reach = min(target, reach + int(most[kf - 1]))
             Fn[:reach + 1], ch = dp_step(F, c[:kf], ct[:kf], reach + 1, spec.delta,
                                          spec.unit_delta)
-            F = Fn
+            F, Fn = Fn, F
             choices.append(ch)
             done = scan.update(a + len(choices) - 1, float(F[target]))
             if done:

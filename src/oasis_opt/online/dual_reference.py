@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 
-from ._dp import CompletionScan, JobSpec, Plan, scan_result, slot_costs, tie_costs
+from ._dp import CompletionScan, JobSpec, Plan, range_costs, scan_result, tie_costs
 
 INF = math.inf
 
@@ -28,7 +28,7 @@ def best_schedule_reference(spec: JobSpec, wprice, pprice, wfree, pfree,
                             lower_bound: float = 0.0) -> Plan:
     a, T, target = spec.arrival, spec.horizon, spec.target
     delta = [int(d) for d in spec.delta]
-    C = slot_costs(spec, wprice[a:], pprice[a:], wfree[a:], pfree[a:])
+    C = range_costs(spec, a, T + 1, wprice, pprice, wfree, pfree)
     C, tie = C.tolist(), tie_costs(C).tolist()
     # F[D]: cheapest cost (up to the tie rule) of >= D units within slots a..t; choice[s][D]:
     # the k chosen in slot a + s for D units still to do

@@ -41,6 +41,15 @@ from .dual import GRANULARITIES, Plan, best_schedule, check_backend
 from .pricing import Pricing, parse_pricing, read_pricing_file, resolve_pricing
 
 
+def _every_slot(x: np.ndarray, T: int) -> np.ndarray:
+    """(H, R) -> a writable (T+1, H, R) array with ``x`` in every slot, stored resource-major
+    ((T+1, R, H) in memory, a transposed view): the dual reads one resource of all servers of
+    consecutive slots at a time (unit prices, fit counts), which is then contiguous. The values
+    and every float computed from them are the same in either layout."""
+    x = np.asarray(x, dtype=float)
+    return np.ascontiguousarray(np.broadcast_to(x.T, (T + 1,) + x.T.shape)).transpose(0, 2, 1)
+
+
 class OasisPolicy(OnlinePolicy):
     """The OASiS online scheduler (Bao et al., INFOCOM 2018, Alg. 1)."""
 
@@ -78,14 +87,23 @@ class OasisPolicy(OnlinePolicy):
         self.pricing = (resolve_pricing(self.pricing_spec, instance, self.u_scale)
                         if instance.I else None)
         # committed g_h^r(t), v_k^r(t); free = c - g; prices p, q (eq. 22); row 0 unused
-        self.worker_used = np.zeros((T + 1, H, R))
-        self.ps_used = np.zeros((T + 1, K, R))
-        self.worker_free = np.broadcast_to(instance.worker_capacity, (T + 1, H, R)).copy()
-        self.ps_free = np.broadcast_to(instance.ps_capacity, (T + 1, K, R)).copy()
+        self.worker_used = np.zeros((T + 1, R, H)).transpose(0, 2, 1)  # as ``_every_slot``
+        self.ps_used = np.zeros((T + 1, R, K)).transpose(0, 2, 1)
+        self.worker_free = _every_slot(instance.worker_capacity, T)
+        self.ps_free = _every_slot(instance.ps_capacity, T)
         if self.pricing is not None:
-            self.worker_price = self.pricing.worker_prices(self.worker_used,
-                                                           instance.worker_capacity)
-            self.ps_price = self.pricing.ps_prices(self.ps_used, instance.ps_capacity)
+            # eq. (22) at g = 0, computed once per server and copied to every slot (element-wise,
+            # so the same floats as pricing the whole (T+1, H, R) array)
+            self.worker_price = _every_slot(self.pricing.worker_prices(
+                self.worker_used[0], instance.worker_capacity), T)
+            self.ps_price = _every_slot(self.pricing.ps_prices(self.ps_used[0],
+                                                               instance.ps_capacity), T)
+            # smallest price of each resource per slot, over the servers (the dual's pruning
+            # bound takes its minimum over slots a..T)
+            self.worker_min = self.worker_price.min(axis=1)
+            self.ps_min = self.ps_price.min(axis=1)
+        # 0: nothing committed in the slot yet (all such slots are alike), else the slot itself
+        self.slot_class = np.zeros(T + 1, dtype=np.int64)
         self.rows_by_slot: dict[int, list[np.ndarray]] = {}
         I = instance.I
         # best payoff at decision time (None: undecided / infeasible)
@@ -95,9 +113,13 @@ class OasisPolicy(OnlinePolicy):
 
     def on_arrival(self, job: int, t: int, state: Any) -> bool:
         t0 = time.perf_counter()
+        a = int(self.instance.arrival[job])
         plan = best_schedule(self.instance, job, self.worker_price, self.ps_price,
                              self.worker_free, self.ps_free, backend=self.backend,
-                             granularity=self.granularity)
+                             granularity=self.granularity,
+                             price_min=(self.worker_min[a:].min(axis=0),
+                                        self.ps_min[a:].min(axis=0)),
+                             slot_class=self.slot_class)
         admit = plan.payoff > 0
         if admit:
             self._commit(plan)
@@ -124,16 +146,20 @@ class OasisPolicy(OnlinePolicy):
         w = rows[rows[:, 3] == WORKER]
         p = rows[rows[:, 3] != WORKER]
         # (slot, server) pairs are unique within one plan, so plain fancy-index updates are exact
-        for sel, used, free, cap, price_fn, prices, base in (
+        for sel, used, free, cap, price_fn, prices, mins, base in (
                 (w, self.worker_used, self.worker_free, inst.worker_capacity,
-                 lambda g, c, s: pricing.worker_prices(g, c, s), self.worker_price, 0),
+                 lambda g, c, s: pricing.worker_prices(g, c, s), self.worker_price,
+                 self.worker_min, 0),
                 (p, self.ps_used, self.ps_free, inst.ps_capacity,
-                 lambda g, c, s: pricing.ps_prices(g, c), self.ps_price, H)):
+                 lambda g, c, s: pricing.ps_prices(g, c), self.ps_price, self.ps_min, H)):
             slot, server, count = sel[:, 1], sel[:, 2] - base, sel[:, 4]
             demand = inst.row_demand(sel[:, 0], sel[:, 2], sel[:, 3])  # a worker's: its type's
             used[slot, server] += count[:, None] * demand
             free[slot, server] = cap[server] - used[slot, server]
             prices[slot, server] = price_fn(used[slot, server], cap[server], server)
+            touched = np.unique(slot)
+            mins[touched] = prices[touched].min(axis=1)
+        self.slot_class[rows[:, 1]] = rows[:, 1]
         for t in np.unique(rows[:, 1]).tolist():
             self.rows_by_slot.setdefault(t, []).append(rows[rows[:, 1] == t])
 

@@ -102,6 +102,9 @@ class SlotLoop:
             self.by_slot.setdefault(a, []).append(i)
         self.typed = instance.typed
         self.cpu = cpu_servers(instance)
+        # how far below zero a server's free capacity may go (element-wise, so the same floats
+        # as computing it row by row)
+        self.floor = -capacity_slack(instance.capacity)
         policy.start(instance, self.state)
 
     @property
@@ -135,17 +138,20 @@ class SlotLoop:
         H = instance.H
         per_job: dict[int, list] = {}
         rows = []
+        admitted, arrived, completion = state.admitted, state.arrived, state.completion
+        cancelled, degraded, floor = state.cancelled, state.ledger.degraded, self.floor
         for job, server, role, count in policy.allocate(t, state):
-            if count <= 0 or state.cancelled[job]:  # a policy's own queue may still hold it
+            if count <= 0 or cancelled[job]:  # a policy's own queue may still hold it
                 continue
-            if not state.admitted[job] or state.done[job] or not state.arrived[job]:
+            # not cancelled here, so ``state.done[job]`` is ``completion[job] >= 0``
+            if not admitted[job] or completion[job] >= 0 or not arrived[job]:
                 raise PolicyError(f"{policy.name}: slot {t}: allocation for job "
                                   f"{instance.jobs[job].id} which is not running")
             if (role == WORKER) != (server < H):
                 raise PolicyError(f"{policy.name}: slot {t}: job {instance.jobs[job].id}: "
                                   f"{('worker', 'PS')[role]} on server "
                                   f"{instance.servers[server].id} of the other pool")
-            if role == WORKER and state.ledger.degraded[job] and not self.cpu[server]:
+            if role == WORKER and degraded[job] and not self.cpu[server]:
                 raise PolicyError(f"{policy.name}: slot {t}: degraded job "
                                   f"{instance.jobs[job].id} on server "
                                   f"{instance.servers[server].id}, not a CPU-mode server")
@@ -155,7 +161,7 @@ class SlotLoop:
                                   f"accelerator type {instance.types[instance.worker_type[server]]}"
                                   ", which it cannot use")
             free[server] -= count * instance.container_demand(job, server, role)
-            if (free[server] < -capacity_slack(instance.capacity[server])).any():
+            if (free[server] < floor[server]).any():
                 raise PolicyError(f"{policy.name}: slot {t}: server {instance.servers[server].id} "
                                   "over capacity")
             per_job.setdefault(job, []).append((server, role, count))

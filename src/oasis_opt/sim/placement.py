@@ -175,12 +175,17 @@ class RoundRobin(Placement):
     def worker_order(self, instance, job, free):
         start = getattr(self, "_next_w", 0) % instance.H
         self._next_w = start + 1
-        return np.roll(np.arange(instance.H), -start)
+        return _rotated(instance.H, start)
 
     def ps_order(self, instance, job, free):
         start = getattr(self, "_next_p", 0) % instance.K
         self._next_p = start + 1
-        return np.roll(np.arange(instance.K), -start)
+        return _rotated(instance.K, start)
+
+
+def _rotated(n: int, start: int) -> np.ndarray:
+    """0..n-1 starting at ``start`` (``np.roll(np.arange(n), -start)``, without its overhead)."""
+    return np.concatenate((np.arange(start, n), np.arange(start)))
 
 
 class Random(Placement):

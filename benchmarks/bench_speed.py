@@ -1,0 +1,149 @@
+"""Whole-run CPU time of OASiS, FIFO and DRF: HEAD against a baseline commit, in one run.
+
+The ``src`` of HEAD (commit first) and of the baseline are extracted with ``git archive REF`` into a temporary folder; every
+measurement runs in a fresh subprocess (same interpreter and packages) with ``PYTHONPATH`` set to
+one tree or the other, the two trees alternating run by run, so both see the same machine load.
+A run times ``solve(instance, policy)`` with ``time.process_time`` (instance generation and
+imports excluded) and reports OASiS's per-decision wall-clock median / p95
+(``stats.timing.decision_s``). The two trees must agree on admissions and total utility (the
+script stops otherwise). Cases: paper-sim 200 jobs (T = 300, H = K = 50) under each policy, and
+OASiS on calibrated paper-sim cells T x H+K at the paper's load (400 jobs per 100 servers per
+300 slots), capped at ``--max-jobs``.
+
+    nice -n 10 .venv/bin/python benchmarks/bench_speed.py            # baseline: main
+    nice -n 10 .venv/bin/python benchmarks/bench_speed.py --baseline 56cf220 --quick
+
+Writes benchmarks/results/speed.md (and the raw numbers to speed.json).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+from tqdm import tqdm
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+PAPER_LOAD = 400 / (100 * 300)
+
+WORKER = r"""
+import json, sys, time
+import numpy as np
+from oasis_opt import solve
+from oasis_opt.workloads import paper_sim
+policy, seed, jobs, T, HK = sys.argv[1], *map(int, sys.argv[2:6])
+inst = paper_sim(seed, jobs=jobs, horizon=T, worker_servers=HK // 2, ps_servers=HK // 2)
+t0 = time.process_time()
+s = solve(inst, policy)
+cpu = time.process_time() - t0
+dec = [d for d in s.stats.get("timing", {}).get("job_decision_s", []) if d is not None]
+print(json.dumps({"cpu_s": cpu, "admitted": int(sum(s.admitted)),
+                  "total_utility": repr(s.total_utility),
+                  "decision_ms": [1e3 * float(np.median(dec)), 1e3 * float(np.percentile(dec, 95))]
+                  if dec else None}))
+"""
+
+
+def cases(quick: bool, max_jobs: int) -> list[tuple[str, int, int, int, int]]:
+    """(policy, seed, jobs, T, H+K) per case."""
+    out = [(p, 1, 200, 300, 100) for p in ("oasis", "fifo", "drf")]
+    cells = [(100, 80), (100, 800), (300, 80), (300, 800)]
+    if not quick:
+        cells += [(100, 8000), (300, 8000), (1000, 80), (1000, 800)]
+    for T, hk in cells:
+        out.append(("oasis", 0, min(max_jobs, round(PAPER_LOAD * hk * T)), T, hk))
+    return out
+
+
+def extract(ref: str, where: Path) -> Path:
+    """``git archive REF src`` unpacked under ``where``; returns its ``src``."""
+    where.mkdir()
+    tar = where / "src.tar"
+    subprocess.run(["git", "archive", "-o", str(tar), ref, "src"], cwd=ROOT, check=True)
+    with tarfile.open(tar) as f:
+        f.extractall(where, filter="data")
+    return where / "src"
+
+
+def run(src: Path, case: tuple) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(src), "JAX_PLATFORMS": "cpu"}
+    out = subprocess.run([sys.executable, "-c", WORKER, *map(str, case)], env=env, check=True,
+                         capture_output=True, text=True, cwd=src.parent)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--baseline", default="main", help="git ref to compare with (default main)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--max-jobs", type=int, default=200)
+    ap.add_argument("--quick", action="store_true", help="the small cells only")
+    ap.add_argument("--out", default=str(RESULTS / "speed.md"))
+    args = ap.parse_args()
+    commit = subprocess.run(["git", "rev-parse", "--short", args.baseline], cwd=ROOT, check=True,
+                            capture_output=True, text=True).stdout.strip()
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,
+                          capture_output=True, text=True).stdout.strip()
+    todo = cases(args.quick, args.max_jobs)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        trees = {name: extract(ref, Path(tmp) / name)
+                 for name, ref in (("baseline", args.baseline), ("current", "HEAD"))}
+        bar = tqdm(total=len(todo) * args.repeats * 2, desc="runs")
+        for case in todo:
+            got: dict[str, list[dict]] = {"baseline": [], "current": []}
+            for r in range(args.repeats):
+                order = ("baseline", "current") if r % 2 == 0 else ("current", "baseline")
+                for name in order:
+                    got[name].append(run(trees[name], case))
+                    bar.update()
+            b, c = got["baseline"][0], got["current"][0]
+            if (b["admitted"], b["total_utility"]) != (c["admitted"], c["total_utility"]):
+                raise SystemExit(f"{case}: results differ: baseline {b} current {c}")
+            med = {k: statistics.median(x["cpu_s"] for x in v) for k, v in got.items()}
+            dec = {k: [statistics.median(x["decision_ms"][i] for x in v) for i in (0, 1)]
+                   if v[0]["decision_ms"] else None for k, v in got.items()}
+            rows.append({"policy": case[0], "seed": case[1], "jobs": case[2], "T": case[3],
+                         "HK": case[4], "admitted": c["admitted"],
+                         "total_utility": c["total_utility"], "cpu_s": med,
+                         "ratio": med["baseline"] / med["current"], "decision_ms": dec})
+        bar.close()
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    cmd = "python benchmarks/bench_speed.py " + " ".join(sys.argv[1:])
+    lines = [f"# Whole-run CPU time: HEAD ({head}) against {args.baseline} ({commit})", "",
+             f"Written {stamp} on {platform.machine()}, {os.cpu_count()} CPUs (shared, "
+             f"`nice -n 10`), Python {platform.python_version()}, by `{cmd.strip()}`.", "",
+             f"Median over {args.repeats} runs per tree of `time.process_time()` around "
+             "`solve(instance, policy)`, each run a fresh subprocess, the trees alternating. "
+             "Decision ms: OASiS's per-decision wall clock (median / p95 of a run, median over "
+             "runs). Both trees gave the same admissions and total utility in every case.", "",
+             "| policy | seed | T | H+K | jobs | admitted | baseline CPU s | current CPU s | "
+             "speed-up | baseline decision ms (med / p95) | current decision ms |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        d = r["decision_ms"]
+        fmt = (lambda x: f"{x[0]:.2f} / {x[1]:.2f}" if x else "-")
+        lines.append(f"| {r['policy']} | {r['seed']} | {r['T']} | {r['HK']} | {r['jobs']} | "
+                     f"{r['admitted']} | {r['cpu_s']['baseline']:.2f} | "
+                     f"{r['cpu_s']['current']:.2f} | {r['ratio']:.2f}x | {fmt(d['baseline'])} | "
+                     f"{fmt(d['current'])} |")
+    out = Path(args.out)
+    out.write_text("\n".join(lines) + "\n")
+    out.with_suffix(".json").write_text(json.dumps(
+        {"written": stamp, "baseline": args.baseline, "baseline_commit": commit, "head": head,
+         "command": cmd.strip(), "rows": rows}, indent=1) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
