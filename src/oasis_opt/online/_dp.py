@@ -398,7 +398,7 @@ def plan_rows(spec: JobSpec, options: np.ndarray, wprice: np.ndarray, pprice: np
     types), placed greedily (Theorem 1; within each type with types), sorted by (slot, global
     server); PS servers are numbered from H = wprice.shape[1]."""
     H = wprice.shape[1]
-    rows = []
+    rows: list[tuple[int, int, int, int, int]] = []
     placed: dict[tuple[int, int], list[tuple[int, int, int]]] = {}  # (class, option) -> rows
     for t in np.flatnonzero(options):
         option = int(options[t])
