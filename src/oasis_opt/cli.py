@@ -23,6 +23,7 @@ scipy and matplotlib inside the code that needs them.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import math
@@ -30,7 +31,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, NoReturn
+from typing import TYPE_CHECKING, Any, Callable, Iterator, NoReturn
 
 from ._extras import MissingExtra
 
@@ -233,6 +234,22 @@ def configure_logging(level: str) -> None:
         handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
         logger.addHandler(handler)
     logger.setLevel(level.upper())
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block SIGTERM raises ``KeyboardInterrupt``, as Ctrl-C does, so clean-up code
+    (``finally``, Ray's shutdown) runs; the previous handler is restored after it."""
+    import signal
+
+    def interrupt(signum: int, frame: object) -> NoReturn:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -932,8 +949,6 @@ def cmd_summary(args: argparse.Namespace) -> int:
              help="figures (PNG, PDF, markdown) go here (default: paper_figs, or "
                   "paper_figs/quick with --quick)"))
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    import signal
-
     from .experiments.reproduce import figure_names, reproduce
     from .experiments.runner import SweepError
 
@@ -942,20 +957,15 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise CliError("FIGURE", str(e).partition(": ")[2]) from None
 
-    def stop(signum: int, frame: object) -> NoReturn:
-        # a `kill`/`timeout` ends the sweep like Ctrl-C: Ray shut down, every finished run stored
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, stop)
+    # a `kill`/`timeout` ends the sweep like Ctrl-C: Ray shut down, every finished run stored
     try:
-        written = reproduce(names, quick=args.quick, workers=args.workers, address=args.address,
-                            results=args.results, out=args.out)
+        with sigterm_as_interrupt():
+            written = reproduce(names, quick=args.quick, workers=args.workers,
+                                address=args.address, results=args.results, out=args.out)
     except SweepError as e:  # runs failed (their schedules are never written): a failure, not 1
         print(f"{PROG}: failure: {e}\n(tracebacks in {Path(args.results) / 'failed'})",
               file=sys.stderr)
         return EXIT_FAILURE
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     for name, paths in written.items():
         print(f"{name}: {', '.join(str(p) for p in paths)}")
     return EXIT_OK
@@ -1287,12 +1297,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
                if scheduler.resumed else "")
     print(f"{PROG}: serving {args.policy} on http://{args.host}:{args.port} (dashboard /, API "
           f"/docs){resumed}", file=sys.stderr, flush=True)
-    runner.start()
-    try:
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
-    finally:
-        runner.stop()
-        store.close()
+    # SIGTERM (`kill`, docker stop) shuts down like Ctrl-C: uvicorn re-raises the signal it
+    # caught once it has stopped, and with the default handler the process would die before
+    # the slot runner stops, leaving its Ray processes behind
+    with sigterm_as_interrupt():
+        runner.start()
+        try:
+            uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        finally:
+            runner.stop()
+            store.close()
     return EXIT_OK
 
 

@@ -213,9 +213,8 @@ def free_port() -> int:
 
 class Service:
     """``oasis-opt serve`` in a subprocess; ``stop()`` (SIGINT, then SIGKILL after ``grace_s``)
-    is safe to call more than once. SIGINT, not SIGTERM: Ray's driver replaces the process's
-    SIGTERM handler with its own, which ends the process at once (its Ray left running), while
-    SIGINT reaches uvicorn, whose shutdown stops the slot runner and with it Ray."""
+    is safe to call more than once. SIGINT reaches uvicorn, whose shutdown stops the slot runner
+    and with it Ray (``serve`` treats SIGTERM the same way)."""
 
     def __init__(self, out: Path, settings: CaseStudy, port: int):
         self.port = port
