@@ -240,6 +240,18 @@ def ray_session():
 
 
 @pytest.mark.ray
+def test_the_local_rays_workers_are_not_niced(ray_session):
+    # Ray's default worker niceness (15) starved the package's own work next to busy processes
+    from oasis_opt.runtime.ray_pool import RAY_WORKER_NICENESS
+
+    @ray_session.remote
+    def niceness():
+        return os.nice(0)
+
+    assert ray_session.get(niceness.remote()) == RAY_WORKER_NICENESS == 0
+
+
+@pytest.mark.ray
 def test_ray_sweep_equals_in_process_and_resumes(ray_session, tmp_path):
     specs = tiny_specs(5)
     local = run_sweep(specs, tmp_path / "local", workers=1, progress=False)
