@@ -60,12 +60,9 @@ def test_the_service_ran_every_job_and_its_schedule_is_valid(study):
             assert schedule.completion[n] == by_id[job.id]["completion"]
             assert by_id[job.id]["minibatches"] == by_id[job.id]["minibatches_to_complete"]
     assert summary["service"]["admitted"] == sum(schedule.admitted)
-    # the service's executor does not catch up after an overrun: every slot lasted its S
-    # (a lower bound that holds however loaded the machine is)
     records = [json.loads(r) for (r,) in sqlite3.connect(out / "state.db").execute(
         "SELECT record FROM slots WHERE record IS NOT NULL")]
     assert len(records) >= summary["service"]["last_slot_with_jobs"]
-    assert all(r["end_s"] - r["start_s"] >= settings.slot_s * (1 - 1e-9) for r in records)
     # one trial at a time: the controller's cap held in every slot
     for slot in range(1, summary["service"]["last_slot_with_jobs"] + 1):
         assert sum(any(r["slot"] == slot for r in j["slots"]) for j in by_id.values()) <= 1
