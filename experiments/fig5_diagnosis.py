@@ -15,16 +15,13 @@ figure as PNG and PDF beside it.
 from __future__ import annotations
 
 import argparse
-import json
+import math
 import sys
 from pathlib import Path
 
-from tqdm import tqdm
-
-from oasis_opt.experiments.fig5 import PRIORITIES, SERVERS, group_history, group_pricings
-from oasis_opt.experiments.fig5_diagnosis import (DIAGNOSIS_PRICINGS, diagnosis_row, markdown,
-                                                  summarize)
-from oasis_opt.online.estimate import DEFAULT_FLOOR_GRID, history_u
+from oasis_opt.experiments.fig5 import PRIORITIES, SERVERS
+from oasis_opt.experiments.fig5_diagnosis import (DIAGNOSIS_PRICINGS, binned, diagnose, markdown,
+                                                  overview, summarize, summary_entry)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -55,35 +52,37 @@ def plot(summary: list[dict], stem: Path) -> list[Path]:
     return paths
 
 
+LOAD_EDGES = (0.0, 1.0, 1.5, 2.0, 3.0, math.inf)
+CONTAINER_EDGES = (0.0, 0.5, 0.75, 1.01)
+
+
+def pooled_tables(rows: list[dict]) -> str:
+    """All instances pooled, then binned by load factor and by largest container."""
+    def label(e: dict) -> str:
+        return f"[{e['low']:g}, {e['high']:g})"
+
+    by_load = binned(rows, "load", LOAD_EDGES)
+    by_size = binned(rows, "largest_container", CONTAINER_EDGES)
+    return ("All instances pooled, then by load factor and by largest container (OPT / OASiS "
+            "mean [95% bootstrap CI] / median [CI] / share of instances inside the paper's "
+            "1.1-1.5):\n\n" + overview([summary_entry(rows)], ["all"])
+            + "\n" + overview(by_load, [label(e) for e in by_load], "load sum(W)/(cap x T)")
+            + "\n" + overview(by_size, [label(e) for e in by_size],
+                                "largest container / server"))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     ap.add_argument("--servers", type=int, nargs="+", default=list(SERVERS))
+    ap.add_argument("--workers", type=int, default=1, help="processes computing rows")
     ap.add_argument("--rows", type=Path, default=REPO / "paper_figs" / "fig5_diagnosis.jsonl")
     ap.add_argument("--out", type=Path, default=REPO / "paper_figs" / "fig5_diagnosis.md")
     args = ap.parse_args(argv)
 
-    done: dict[tuple, dict] = {}
-    if args.rows.is_file():
-        for line in args.rows.read_text().splitlines():
-            r = json.loads(line)
-            done[(r["servers"], r["priority_lo"], r["priority_hi"], r["seed"])] = r
-    args.rows.parent.mkdir(parents=True, exist_ok=True)
-    grid = [(n, pr, s) for n in args.servers for pr in PRIORITIES for s in args.seeds]
-    groups: dict[tuple, tuple[dict, dict]] = {}
-    rows = []
-    with args.rows.open("a") as sink, tqdm(grid, desc="Fig. 5 diagnosis", unit="inst") as bar:
-        for n, pr, s in bar:
-            key = (n, *pr, s)
-            if key not in done:
-                if (n, pr) not in groups:
-                    groups[(n, pr)] = (group_pricings(n, pr), history_u(group_history(n, pr)))
-                pricings, u = groups[(n, pr)]
-                done[key] = diagnosis_row(s, n, pr, pricings, u, DEFAULT_FLOOR_GRID)
-                sink.write(json.dumps(done[key]) + "\n")
-                sink.flush()
-            rows.append(done[key])
-            bar.set_postfix(servers=n, priority=f"{pr[0]:g}-{pr[1]:g}", seed=s)
+    # seed by seed, so that an interrupted run has the same seeds in every group
+    cells = [(n, pr, s) for s in args.seeds for n in args.servers for pr in PRIORITIES]
+    rows = diagnose(cells, args.rows, workers=args.workers, progress=True)
     summary = summarize(rows)
     command = " ".join(["nice -n 10 .venv/bin/python experiments/fig5_diagnosis.py",
                         "--seeds", *map(str, args.seeds), "--servers", *map(str, args.servers)])
@@ -95,7 +94,7 @@ def main(argv=None) -> int:
             "1000-1009) before any evaluated instance is seen; oracle uses the evaluated "
             "instance's own eqs. (23)-(26); hindsight is the best floor of the search grid on the "
             "evaluated instance itself (no pricing rule: how much a better floor alone could "
-            "give).\n\n" + markdown(summary))
+            "give).\n\n" + markdown(summary) + "\n" + pooled_tables(rows))
     args.out.write_text(text)
     plot(summary, args.out.with_suffix(""))
     print(text)

@@ -58,3 +58,64 @@ def test_bootstrap():
     assert min(values) <= a[1] and a[2] <= max(values)
     est, lo, hi = bootstrap([2.0, 6.0], [1.0, 2.0])
     assert est == pytest.approx(8 / 3) and 2.0 <= lo <= est <= hi <= 3.0
+
+
+# ---- the rows against an independent computation, and their cache -----------------------------
+TINY = {"jobs": 3, "horizon": 4}  # paper_fig5 options: instances small enough for CP-SAT
+
+
+def _without_timings(row: dict) -> dict:
+    return {k: v for k, v in row.items() if not k.endswith("_s")}
+
+
+def test_row_on_a_tiny_instance_is_opt_over_oasis_computed_independently():
+    from oasis_opt.offline.exact import OfflinePolicy
+    from oasis_opt.policies import get_policy
+
+    group = (3, (1.0, 100.0))
+    pricings = group_pricings(*group, quick=True, jobs=3, horizon=4)
+    u = history_u(group_history(*group, quick=True, jobs=3, horizon=4))
+    for seed in (0, 1):
+        row = diagnosis_row(seed, *group, pricings, u, GRID, TINY)
+        inst = paper_fig5(seed, servers=3, priority=group[1], **TINY)
+        assert row["options"] == TINY and row["proven_optimal"]
+        # OPT by the other exact backend (CP-SAT), OASiS by the policies themselves
+        opt = OfflinePolicy(backend="cpsat").solve(inst)
+        assert opt.stats["proven_optimal"]
+        assert row["opt"] == pytest.approx(opt.total_utility, rel=1e-6, abs=1e-9)
+        oasis = {name: get_policy("oasis", **options).solve(inst).total_utility
+                 for name, options in pricings.items()}
+        oasis["hindsight"] = max(OasisPolicy(pricing=pricing_document(u, L)).solve(inst)
+                                 .total_utility for L in GRID)
+        for name, utility in oasis.items():
+            p = row["by_pricing"][name]
+            assert p["oasis"] == pytest.approx(utility, rel=1e-12)
+            want = opt.total_utility / utility if utility > 0 else (
+                1.0 if opt.total_utility <= 1e-9 else float("inf"))
+            assert p["ratio"] == pytest.approx(want, rel=1e-6)
+
+
+def test_diagnose_caches_rows_and_groups_and_resumes(tmp_path):
+    from oasis_opt.experiments.fig5_diagnosis import diagnose, group_inputs, read_rows
+
+    cells = [(3, (50.0, 100.0), s) for s in (0, 1, 2)]
+    first = tmp_path / "a" / "rows.jsonl"
+    rows = diagnose(cells[:2], first, options=TINY, grid=GRID, workers=2)
+    assert [r["seed"] for r in rows] == [0, 1] and len(first.read_text().splitlines()) == 2
+    # a rerun computes nothing and returns the stored rows; a longer one only the new seed
+    assert diagnose(cells[:2], first, options=TINY, grid=GRID) == rows
+    assert len(first.read_text().splitlines()) == 2
+    more = diagnose(cells, first, options=TINY, grid=GRID)
+    assert more[:2] == rows and len(first.read_text().splitlines()) == 3
+    assert list(read_rows(first).values()) == more
+    # the same rows computed afresh, in one process, without any cache
+    fresh = diagnose(cells, tmp_path / "b" / "rows.jsonl", options=TINY, grid=GRID)
+    assert [_without_timings(r) for r in fresh] == [_without_timings(r) for r in more]
+    # the group's pricings and U: once, cached beside the rows, and read back exactly
+    cache = tmp_path / "a" / "rows.groups.jsonl"
+    assert len(cache.read_text().splitlines()) == 1
+    assert group_inputs(3, (50.0, 100.0), TINY, cache) == group_inputs(3, (50.0, 100.0), TINY)
+    # other generator options are other rows
+    other = diagnose(cells[:1], first, options={**TINY, "e_max_scale": 0.5}, grid=GRID)
+    assert other[0]["options"] == {**TINY, "e_max_scale": 0.5}
+    assert len(first.read_text().splitlines()) == 4

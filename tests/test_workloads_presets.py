@@ -134,6 +134,58 @@ def test_fig5_property_every_job_fits_its_window(seed, n, jobs, horizon):
     assert validate(inst, solve(inst, "greedy")).ok
 
 
+@pytest.mark.parametrize("scale", [0.25, 0.5])
+def test_fig5_e_max_scale_caps_each_job_at_its_share_of_what_it_does_alone(scale):
+    """E_i <= max(1, floor(s E_max_i)), E_max_i the most epochs job i finishes alone by T: so a
+    copy of the job with ceil(E_i / s) epochs (<= E_max_i) still finishes alone by T."""
+    for seed in range(3):
+        inst = paper_fig5(seed, servers=6, e_max_scale=scale)
+        assert inst.meta["e_max_scale"] == scale
+        for j, job in enumerate(inst.jobs):
+            if job.epochs > 1:
+                bigger = dataclasses.replace(job, epochs=math.ceil(job.epochs / scale))
+                assert bigger.epochs <= 200
+                assert _alone(inst.with_jobs([bigger]), 0) is not None, (seed, j)
+    # scaled down, the work drops; servers, arrivals and utilities are the preset's
+    base, small = paper_fig5(4, servers=6), paper_fig5(4, servers=6, e_max_scale=0.25)
+    assert small.work.sum() < base.work.sum()
+    assert (small.arrival == base.arrival).all() and small.servers == base.servers
+    assert [j.utility for j in small.jobs] == [j.utility for j in base.jobs]
+
+
+def test_fig5_target_range_draws_gamma3_from_it():
+    base = paper_fig5(2, servers=9)
+    inst = paper_fig5(2, servers=9, target_range=(1.0, 5.0))
+    assert inst.meta["target_range"] == [1.0, 5.0] and "target_range" not in base.meta
+    assert all(1.0 <= j.utility.target <= 5.0 for j in inst.jobs)
+    assert any(j.utility.target > 5.0 for j in base.jobs)
+    # gamma1, gamma2 and the jobs are the preset's: only the target changed
+    for a, b in zip(inst.jobs, base.jobs):
+        assert (a.utility.priority, a.utility.decay) == (b.utility.priority, b.utility.decay)
+        assert dataclasses.replace(a, utility=b.utility) == b
+
+
+@pytest.mark.parametrize("options", [{"e_max_scale": 0.5}, {"target_range": (1.0, 5.0)},
+                                     {"e_max_scale": 0.25, "target_range": (1.0, 5.0)}])
+def test_fig5_options_are_seeded_and_go_through_the_preset(options):
+    a = generate("paper-fig5", seed=7, servers=6, **options)
+    assert a.fingerprint == paper_fig5(7, servers=6, **options).fingerprint
+    assert a.fingerprint != paper_fig5(8, servers=6, **options).fingerprint
+    assert a.fingerprint != paper_fig5(7, servers=6).fingerprint
+    # the defaults are the preset: same instance as without the options
+    assert (paper_fig5(7, servers=6, e_max_scale=1.0, target_range=(1.0, 15.0)).fingerprint
+            == paper_fig5(7, servers=6).fingerprint)
+
+
+@pytest.mark.parametrize("options, name", [({"e_max_scale": 0}, "e_max_scale"),
+                                           ({"e_max_scale": 1.5}, "e_max_scale"),
+                                           ({"target_range": (5.0, 1.0)}, "target_range"),
+                                           ({"target_range": 3}, "target_range")])
+def test_fig5_bad_options_name_the_field(options, name):
+    with pytest.raises(ValueError, match=name):
+        paper_fig5(0, **options)
+
+
 # ---- testbed ------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def bed():

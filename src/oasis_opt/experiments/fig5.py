@@ -45,28 +45,32 @@ def settings(quick: bool) -> dict:
 
 
 def group_history(servers: int, priority: tuple[float, float], quick: bool = False, *,
-                  jobs: int = 10, horizon: int = 10) -> list:
-    """The group's past instances: ``paper_fig5`` (with these ``jobs`` and ``horizon``) at the
-    history seeds (disjoint from the evaluated seeds)."""
+                  jobs: int = 10, horizon: int = 10, options: dict | None = None) -> list:
+    """The group's past instances: ``paper_fig5`` (with these ``jobs`` and ``horizon``, and the
+    generator ``options``, e.g. ``e_max_scale``, which may also set ``jobs`` and ``horizon``) at
+    the history seeds (disjoint from the evaluated seeds)."""
     from ..workloads import paper_fig5
     from .calibration import history_seeds
 
-    return [paper_fig5(s, servers=servers, priority=tuple(priority), jobs=jobs, horizon=horizon)
+    kwargs = {"jobs": jobs, "horizon": horizon, **(options or {})}
+    return [paper_fig5(s, servers=servers, priority=tuple(priority), **kwargs)
             for s in history_seeds(quick, small=True)]
 
 
 def group_pricings(servers: int, priority: tuple[float, float], quick: bool = False,
                    names: tuple[str, ...] = PRICINGS, *, jobs: int = 10,
-                   horizon: int = 10) -> dict[str, dict]:
+                   horizon: int = 10, options: dict | None = None) -> dict[str, dict]:
     """name -> OASiS options for each pricing of ``names`` (module docstring), one group
-    (``jobs`` and ``horizon``: of the group's instances, Fig. 5's 10 and 10 by default)."""
+    (``jobs`` and ``horizon``: of the group's instances, Fig. 5's 10 and 10 by default;
+    ``options``: further ``paper_fig5`` options of the group's instances)."""
     from ..online.estimate import estimate_pricing
     from ..online.plugin import plugin_pricing
 
     unknown = sorted(set(names) - set(PRICINGS))
     if unknown:
         raise ValueError(f"pricing: unknown {unknown[0]!r} (known: {', '.join(PRICINGS)})")
-    history = (group_history(servers, priority, quick, jobs=jobs, horizon=horizon)
+    history = (group_history(servers, priority, quick, jobs=jobs, horizon=horizon,
+                             options=options)
                if set(names) - {"oracle"} else [])
     out: dict[str, dict] = {}
     for name in names:
@@ -92,8 +96,9 @@ def performance_ratio(u_opt: float, u_oasis: float) -> float:
 
 def fig5_row(seed: int, servers: int, priority: tuple[float, float], *, backend: str = "highs",
              time_limit: float | None = None, oasis_options: dict | None = None,
-             pricings: dict[str, dict] | None = None) -> dict:
-    """OPT and OASiS on one Fig. 5 instance: utilities, ratio and the MILP's solve record.
+             pricings: dict[str, dict] | None = None, options: dict | None = None) -> dict:
+    """OPT and OASiS on one Fig. 5 instance: utilities, ratio and the MILP's solve record
+    (``options``: further ``paper_fig5`` options of the instance).
 
     ``pricings``: name -> OASiS options (e.g. :func:`group_pricings`); OASiS runs once per
     entry, each reported under ``by_pricing[name]`` (``oasis``, ``ratio``, ``oasis_admitted``,
@@ -104,7 +109,7 @@ def fig5_row(seed: int, servers: int, priority: tuple[float, float], *, backend:
     from ..policies import get_policy
     from ..workloads import paper_fig5
 
-    inst = paper_fig5(seed, servers=servers, priority=priority)
+    inst = paper_fig5(seed, servers=servers, priority=priority, **(options or {}))
     opt = OfflinePolicy(backend=backend).solve(inst, time_limit=time_limit)
     st = opt.stats
     by_pricing, oasis_s = {}, 0.0

@@ -122,15 +122,17 @@ def demand_map(row: np.ndarray) -> dict[str, float]:
 
 
 # ---- jobs ----------------------------------------------------------------------------------------
-def sample_utilities(rng: np.random.Generator, n: int, class_mix, priority):
+def sample_utilities(rng: np.random.Generator, n: int, class_mix, priority,
+                     target=TARGET_RANGE):
     """Job class per job (``class_mix`` over JOB_CLASSES), gamma1 ~ U[priority], gamma2 by class,
-    gamma3 ~ U[1, 15] (paper p.8). Returns (class indices, list of Utility)."""
+    gamma3 ~ U[target] (the paper's U[1, 15], p.8, by default). Returns (class indices, list of
+    Utility)."""
     cls = rng.choice(len(JOB_CLASSES), size=n, p=np.asarray(class_mix))
     gamma1 = rng.uniform(*priority, size=n)
     lo = np.array([CLASS_DECAY[c][0] for c in JOB_CLASSES])[cls]
     hi = np.array([CLASS_DECAY[c][1] for c in JOB_CLASSES])[cls]
     gamma2 = lo + (hi - lo) * rng.random(n)  # U[lo, hi]; exactly 0 for time-insensitive jobs
-    gamma3 = rng.uniform(*TARGET_RANGE, size=n)
+    gamma3 = rng.uniform(*target, size=n)
     return cls, [Utility.sigmoid(float(a), float(b), float(c)) for a, b, c in zip(gamma1, gamma2, gamma3)]
 
 

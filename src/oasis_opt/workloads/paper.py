@@ -60,10 +60,10 @@ from ..costmodel.catalogue import (ACCELERATOR_SERVERS, CATALOGUE, CPU_TYPES, GP
 from ..costmodel.chunktime import chunk_time, comm_time_s, provenance
 from ..model import JOB_CLASSES, Instance, Job, JobType
 from ..model.numerics import workers_alone
-from ._common import (DEFAULT_CLASS_MIX, MAX_REDRAWS, RESOURCES, cap_demands, capacity_matrix,
-                      check_choice, check_class_mix, check_int, check_interval, check_positive,
-                      check_seed, demand_map, duration_alone, job_ids, make_servers,
-                      rack_of, sample_utilities, tie_order)
+from ._common import (DEFAULT_CLASS_MIX, MAX_REDRAWS, RESOURCES, TARGET_RANGE, cap_demands,
+                      capacity_matrix, check_choice, check_class_mix, check_int, check_interval,
+                      check_positive, check_seed, demand_map, duration_alone, job_ids,
+                      make_servers, rack_of, sample_utilities, tie_order)
 
 CALIBRATIONS = ("calibrated", "literal")
 ARRIVALS = ("uniform", "poisson")
@@ -337,7 +337,8 @@ def paper_sim(seed: int, *, jobs: int = 100, horizon: int = 300, worker_servers:
 
 def paper_fig5(seed: int, *, servers: int = 3, priority=(50.0, 100.0), jobs: int = 10,
                horizon: int = 10, calibration: str = "calibrated", class_mix=DEFAULT_CLASS_MIX,
-               gpu_pool: str = "worker", slot_s: float = 3600.0) -> Instance:
+               gpu_pool: str = "worker", slot_s: float = 3600.0, e_max_scale: float = 1.0,
+               target_range=TARGET_RANGE) -> Instance:
     """Fig. 5 instances (A9): ``servers`` = n split into ceil(n/2) worker and floor(n/2) PS hosts.
 
     Jobs are drawn as in ``paper_sim`` (uniform arrivals on 1..T), then made small enough for an
@@ -347,18 +348,33 @@ def paper_fig5(seed: int, *, servers: int = 3, priority=(50.0, 100.0), jobs: int
     the largest epoch count (<= 200) that finishes in time; a job for which even E_i = 1 does not
     is redrawn (all parameters but its arrival). Hence d_min <= T - a_i + 1 <= T for every job.
     ``priority`` is the gamma1 range varied across Fig. 5's bar groups.
+
+    Two options vary the choices that break Theorem 4's assumptions (the defaults are the preset,
+    and leave its instances unchanged; a non-default value is recorded in ``meta``):
+
+    * ``e_max_scale`` s in (0, 1]: E_i ~ U{1..max(1, floor(s E_max_i))}, so that a job's work is
+      at most a share s of what it could do alone on the empty cluster by T (s = 1: the preset);
+    * ``target_range`` (lo, hi): gamma3 ~ U[lo, hi] instead of the paper's U[1, 15] (e.g.
+      (1, T/2): every target inside the horizon).
+
+    The random streams are the preset's, so an option changes only what it names: the same seed
+    gives the same servers, arrivals, job parameters and utilities' gamma1/gamma2.
     """
     seed, calibration, class_mix, priority, gpu_pool, slot_s = _check_common(
         seed, calibration, class_mix, priority, gpu_pool, slot_s)
     n_servers = check_int("servers", servers, 2)
     jobs = check_int("jobs", jobs, 0)
     horizon = check_int("horizon", horizon, 1)
+    e_max_scale = check_positive("e_max_scale", e_max_scale)
+    if e_max_scale > 1:
+        raise ValueError(f"e_max_scale: must be in (0, 1], got {e_max_scale!r}")
+    target_range = check_interval("target_range", target_range)
     H, K = -(-n_servers // 2), n_servers // 2
 
     r_srv, r_arr, r_job, r_util, r_ord = np.random.default_rng(seed).spawn(5)
     workers, pss = paper_servers(r_srv, H, K, gpu_pool, rack_size=10)
     arrival = r_arr.integers(1, horizon + 1, size=jobs)
-    classes, utilities = sample_utilities(r_util, jobs, class_mix, priority)
+    classes, utilities = sample_utilities(r_util, jobs, class_mix, priority, target_range)
     params = draw_job_params(r_job, jobs, calibration, slot_s)
     _guard(params, workers, pss)
     allowance = horizon - arrival + 1
@@ -380,10 +396,17 @@ def paper_fig5(seed: int, *, servers: int = 3, priority=(50.0, 100.0), jobs: int
     else:
         raise ValueError(f"paper_fig5: no job fits horizon={horizon} on {n_servers} servers "
                          f"after {MAX_REDRAWS} redraws")
+    if e_max_scale != 1.0:
+        e_max = np.maximum(1, np.floor(e_max_scale * e_max).astype(np.int64))
     params["epochs"] = r_job.integers(1, e_max + 1) if jobs else np.zeros(0, dtype=np.int64)
     order = tie_order(r_ord, arrival)
     meta = {"generator": "paper-fig5", "seed": seed, "servers": n_servers,
             "calibration": calibration, "class_mix": list(class_mix), "priority": list(priority),
             "gpu_pool": gpu_pool, "slot_s": slot_s, **_capped_meta(params)}
+    # recorded only when set, so that the preset's instances (and fingerprints) stay as they were
+    if e_max_scale != 1.0:
+        meta["e_max_scale"] = e_max_scale
+    if target_range != TARGET_RANGE:
+        meta["target_range"] = list(target_range)
     return Instance(horizon, RESOURCES, workers, pss,
                     build_jobs(params, arrival, classes, utilities, slot_s, order), meta=meta)
