@@ -119,3 +119,33 @@ def test_diagnose_caches_rows_and_groups_and_resumes(tmp_path):
     other = diagnose(cells[:1], first, options={**TINY, "e_max_scale": 0.5}, grid=GRID)
     assert other[0]["options"] == {**TINY, "e_max_scale": 0.5}
     assert len(first.read_text().splitlines()) == 4
+
+
+def _row(load: float, ratio: float, proven: bool = True) -> dict:
+    by = {name: {"oasis": 100.0 / ratio, "ratio": ratio, "oasis_admitted": 3, "alpha": 2.0}
+          for name in DIAGNOSIS_PRICINGS}
+    return {"servers": 6, "priority_lo": 1.0, "priority_hi": 100.0, "seed": 0, "opt": 100.0,
+            "opt_admitted": 5, "proven_optimal": proven, "by_pricing": by, "load": load,
+            "largest_container": 0.5}
+
+
+def test_binned_entries_and_unproven_rows_left_out():
+    from oasis_opt.experiments.fig5_diagnosis import binned, overview, summary_entry
+
+    rows = [_row(0.5, 1.2), _row(1.2, 1.4), _row(1.3, 2.0), _row(2.5, 3.0), _row(1.1, 9.0, False)]
+    bins = binned(rows, "load", (0.0, 1.0, 2.0, 3.0), resamples=100)
+    assert [(b["low"], b["seeds"], b["unproven"]) for b in bins] == [(0.0, 1, 0), (1.0, 2, 1),
+                                                                     (2.0, 1, 0)]
+    assert bins[1]["plugin"]["median"] == pytest.approx(1.7)
+    assert bins[1]["plugin"]["in_paper_range"] == pytest.approx(0.5)
+    pooled = summary_entry(rows, resamples=100)
+    assert pooled["seeds"] == 4 and pooled["hindsight"]["mean"][0] == pytest.approx(1.9)
+    assert pooled["oracle"]["of_sums"][0] == pytest.approx(400 / sum(100 / r for r in
+                                                                     (1.2, 1.4, 2.0, 3.0)))
+    text = overview(bins, ["a", "b", "c"], "load")
+    assert text.count("\n") == 5 and "| b | 2 (1 unproven left out) |" in text
+
+
+def test_bootstrap_with_an_infinite_ratio():
+    est, lo, hi = bootstrap([1.0, 2.0, float("inf")], resamples=200)
+    assert est == float("inf") and lo >= 1.0 and hi == float("inf")
