@@ -425,7 +425,12 @@ class CompletionScan:
     Feed ``update(t, cost)`` with F_t(target) for t = a, a+1, ...; it keeps the first slot whose
     payoff f(t - a) - cost beats the best so far by more than the float margin, and returns True
     once no later slot can win: costs are >= ``lower_bound`` and f is non-increasing, so a later
-    t' has payoff <= f(t + 1 - a) - lower_bound. ``prune=False`` scans every slot (reference).
+    t' has payoff <= f(t + 1 - a) - lower_bound, and it wins only if its payoff exceeds
+    best + margin(best) (that threshold only rises as the best does). The stop test is that
+    inequality itself, evaluated in floats: rounding is monotone, so fl(f(t') - F_t') <=
+    fl(f(t + 1 - a) - lower_bound) and no later slot passes the update test. (A job whose plan
+    already costs the bound, e.g. a constant utility on an idle cluster, stops at once instead of
+    scanning to T.) ``prune=False`` scans every slot (reference).
     """
 
     def __init__(self, spec: JobSpec, lower_bound: float, prune: bool = True):
@@ -441,7 +446,7 @@ class CompletionScan:
             if payoff > self.best + payoff_margin(self.best):
                 self.best, self.cost, self.stop = payoff, cost, t
         return t >= self.horizon or (float(self.utility[t + 1]) - self.lower_bound
-                                      < self.best - payoff_margin(self.best))
+                                      <= self.best + payoff_margin(self.best))
 
 
 def cost_lower_bound(spec: JobSpec, wmin: np.ndarray, pmin: np.ndarray) -> float:
@@ -451,10 +456,12 @@ def cost_lower_bound(spec: JobSpec, wmin: np.ndarray, pmin: np.ndarray) -> float
     E N x) and >= rho W_i PS-slots (constraint (6)); each costs at least the smallest unit price.
     Used to stop the t_hat scan once f(t_hat - a) - bound cannot beat the best payoff.
     ``wmin`` / ``pmin`` (R,): smallest price of each resource over slots a..T and servers.
+    The bound is lowered by a 1e-9 share, far more than the rounding of the plan costs' float
+    sums (a few ulps per term), so it stays below every cost the DP computes.
     """
     lw, lp = float(wmin @ spec.w), float(pmin @ spec.s)
     if spec.types is None:
-        return max(0.0, spec.work * lw + spec.rho * spec.work * (1.0 - 1e-9) * lp)
+        return max(0.0, (spec.work * lw + spec.rho * spec.work * lp) * (1.0 - 1e-9))
     # with types: each unit costs >= min_g (wmin . w_g) / s_g, and >= W / max_g s_g workers
     tp = spec.types
     per_unit = min(float(wmin @ tp.demand[g]) / int(tp.speed[g]) for g in tp.usable)
