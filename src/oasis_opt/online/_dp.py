@@ -183,6 +183,8 @@ def cheapest_marginals(u: np.ndarray, fit: np.ndarray, n: int) -> np.ndarray:
     if n == 0 or H == 0:
         return np.full((S, n), np.inf)
     u = np.where(fit > 0, u, np.inf)
+    if n == 1:  # the cheapest usable server's price (a minimum picks one of the same floats)
+        return u.min(axis=1)[:, None]
     if H > n:  # only the n cheapest usable servers can matter (each holds >= 1 container)
         part = np.argpartition(u, n - 1, axis=1)[:, :n]
         u = np.take_along_axis(u, part, axis=1)
@@ -392,11 +394,73 @@ def _place(spec: JobSpec, option: int, wprice: np.ndarray, pprice: np.ndarray,
     return out
 
 
+def greedy_fill(u: np.ndarray, fit: np.ndarray, counts: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``place_slot`` for many slots at once: u, fit (S, H), counts (S,) -> (slot row, server,
+    containers) of every non-empty placement. Per row the servers go in increasing u, ties by
+    index (a stable sort), each filled up to its fit: server j of the order gets
+    min(fit_j, max(0, count - fits before it)), what ``fill`` gives."""
+    order = np.argsort(u, axis=1, kind="stable")
+    f = np.take_along_axis(fit, order, axis=1)
+    before = np.cumsum(f, axis=1) - f
+    n = np.minimum(f, np.maximum(counts[:, None] - before, 0))
+    short = np.flatnonzero(n.sum(axis=1) != counts)
+    if len(short):  # callers place counts the DP found to fit
+        row = int(short[0])
+        raise RuntimeError(f"cannot place {int(counts[row])} containers (fit counts "
+                           f"{fit[row].tolist()})")
+    row, j = np.nonzero(n)
+    return row, order[row, j], n[row, j]
+
+
+PLACE_BLOCK = 64  # slots placed at once by ``plan_rows`` (bounds its (slots, servers) arrays)
+
+
+def _plan_rows_untyped(spec: JobSpec, options: np.ndarray, wprice: np.ndarray,
+                       pprice: np.ndarray, wfree: np.ndarray, pfree: np.ndarray) -> np.ndarray:
+    """``plan_rows`` without accelerator types: one ``greedy_fill`` per block of slots (workers,
+    then the need[k] PSs), once per (slot class, option) pair when the spec has slot classes."""
+    H = wprice.shape[1]
+    slots = np.flatnonzero(options)
+    k = options[slots]
+    if spec.slot_class is None:
+        rep, inv = slots, np.arange(len(slots))
+    else:  # slots of one class and option share a placement: place the first of each pair
+        _, first, inv = np.unique(spec.slot_class[slots] * (spec.N + 1) + k, return_index=True,
+                                  return_inverse=True)
+        rep, inv = slots[first], inv.ravel()
+    kr = options[rep]
+    parts = []  # (rep index, global server, role, count)
+    for lo in range(0, len(rep), PLACE_BLOCK):
+        ts, kb = rep[lo:lo + PLACE_BLOCK], kr[lo:lo + PLACE_BLOCK]
+        for price, free, dem, counts, base, role in (
+                (wprice, wfree, spec.w, kb, 0, 0), (pprice, pfree, spec.s, spec.need[kb], H, 1)):
+            if not counts.any():
+                continue
+            at, server, n = greedy_fill(unit_prices(_take_slots(price, ts), dem),
+                                        fit_count(_take_slots(free, ts), dem, int(counts.max())),
+                                        counts)
+            parts.append(np.stack([lo + at, base + server, np.full(len(at), role), n], axis=1))
+    placed = np.concatenate(parts) if parts else np.zeros((0, 4), dtype=np.int64)
+    placed = placed[np.argsort(placed[:, 0], kind="stable")]
+    # expand: slot s gets the rows of its representative inv[s]
+    length = np.bincount(placed[:, 0], minlength=len(rep))
+    start = np.cumsum(length) - length
+    each = length[inv]
+    offset = np.repeat(start[inv] - (np.cumsum(each) - each), each) + np.arange(each.sum())
+    rows = placed[offset]
+    out = np.column_stack([np.full(len(rows), spec.job), np.repeat(slots, each), rows[:, 1:]]
+                          ).astype(np.int64)
+    return out[np.lexsort((out[:, 2], out[:, 1]))]
+
+
 def plan_rows(spec: JobSpec, options: np.ndarray, wprice: np.ndarray, pprice: np.ndarray,
               wfree: np.ndarray, pfree: np.ndarray) -> np.ndarray:
     """Allocation rows of a plan with option ``options[t]`` in each slot (k workers without
     types), placed greedily (Theorem 1; within each type with types), sorted by (slot, global
     server); PS servers are numbered from H = wprice.shape[1]."""
+    if spec.types is None:
+        return _plan_rows_untyped(spec, options, wprice, pprice, wfree, pfree)
     H = wprice.shape[1]
     rows: list[tuple[int, int, int, int, int]] = []
     placed: dict[tuple[int, int], list[tuple[int, int, int]]] = {}  # (class, option) -> rows

@@ -160,8 +160,9 @@ class OasisPolicy(OnlinePolicy):
             touched = np.unique(slot)
             mins[touched] = prices[touched].min(axis=1)
         self.slot_class[rows[:, 1]] = rows[:, 1]
-        for t in np.unique(rows[:, 1]).tolist():
-            self.rows_by_slot.setdefault(t, []).append(rows[rows[:, 1] == t])
+        # rows are sorted by slot: one part per run of equal slots
+        for part in np.split(rows, np.flatnonzero(np.diff(rows[:, 1])) + 1) if len(rows) else ():
+            self.rows_by_slot.setdefault(int(part[0, 1]), []).append(part)
 
     def plan(self, job: int) -> list[tuple[int, int, int, int]] | None:
         rows = [r for t in sorted(self.rows_by_slot) for r in self.rows_by_slot[t]
