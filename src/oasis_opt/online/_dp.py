@@ -400,6 +400,12 @@ def greedy_fill(u: np.ndarray, fit: np.ndarray, counts: np.ndarray
     containers) of every non-empty placement. Per row the servers go in increasing u, ties by
     index (a stable sort), each filled up to its fit: server j of the order gets
     min(fit_j, max(0, count - fits before it)), what ``fill`` gives."""
+    if counts.max() == 1:  # one container: the cheapest server it fits on, lowest index first
+        server = np.where(fit > 0, u, np.inf).argmin(axis=1)
+        row = np.arange(len(counts))
+        short = np.flatnonzero(fit[row, server] <= 0)
+        if not len(short):
+            return row, server, np.ones(len(counts), dtype=np.int64)
     order = np.argsort(u, axis=1, kind="stable")
     f = np.take_along_axis(fit, order, axis=1)
     before = np.cumsum(f, axis=1) - f
@@ -422,13 +428,14 @@ def _plan_rows_untyped(spec: JobSpec, options: np.ndarray, wprice: np.ndarray,
     then the need[k] PSs), once per (slot class, option) pair when the spec has slot classes."""
     H = wprice.shape[1]
     slots = np.flatnonzero(options)
-    k = options[slots]
-    if spec.slot_class is None:
-        rep, inv = slots, np.arange(len(slots))
-    else:  # slots of one class and option share a placement: place the first of each pair
-        _, first, inv = np.unique(spec.slot_class[slots] * (spec.N + 1) + k, return_index=True,
-                                  return_inverse=True)
+    rep, inv = slots, None
+    if spec.slot_class is not None and len(slots) > 1:
+        # slots of one class and option share a placement: place the first of each pair
+        _, first, inv = np.unique(spec.slot_class[slots] * (spec.N + 1) + options[slots],
+                                  return_index=True, return_inverse=True)
         rep, inv = slots[first], inv.ravel()
+        if len(rep) == len(slots):
+            rep, inv = slots, None
     kr = options[rep]
     parts = []  # (rep index, global server, role, count)
     for lo in range(0, len(rep), PLACE_BLOCK):
@@ -442,15 +449,16 @@ def _plan_rows_untyped(spec: JobSpec, options: np.ndarray, wprice: np.ndarray,
                                         counts)
             parts.append(np.stack([lo + at, base + server, np.full(len(at), role), n], axis=1))
     placed = np.concatenate(parts) if parts else np.zeros((0, 4), dtype=np.int64)
-    placed = placed[np.argsort(placed[:, 0], kind="stable")]
-    # expand: slot s gets the rows of its representative inv[s]
-    length = np.bincount(placed[:, 0], minlength=len(rep))
-    start = np.cumsum(length) - length
-    each = length[inv]
-    offset = np.repeat(start[inv] - (np.cumsum(each) - each), each) + np.arange(each.sum())
-    rows = placed[offset]
-    out = np.column_stack([np.full(len(rows), spec.job), np.repeat(slots, each), rows[:, 1:]]
-                          ).astype(np.int64)
+    if inv is None:
+        slot = rep[placed[:, 0]]
+    else:  # expand: slot s gets the rows of its representative inv[s]
+        placed = placed[np.argsort(placed[:, 0], kind="stable")]
+        length = np.bincount(placed[:, 0], minlength=len(rep))
+        start = np.cumsum(length) - length
+        each = length[inv]
+        offset = np.repeat(start[inv] - (np.cumsum(each) - each), each) + np.arange(each.sum())
+        placed, slot = placed[offset], np.repeat(slots, each)
+    out = np.column_stack([np.full(len(slot), spec.job), slot, placed[:, 1:]]).astype(np.int64)
     return out[np.lexsort((out[:, 2], out[:, 1]))]
 
 
