@@ -528,17 +528,27 @@ def cost_lower_bound(spec: JobSpec, wmin: np.ndarray, pmin: np.ndarray) -> float
     E N x) and >= rho W_i PS-slots (constraint (6)); each costs at least the smallest unit price.
     Used to stop the t_hat scan once f(t_hat - a) - bound cannot beat the best payoff.
     ``wmin`` / ``pmin`` (R,): smallest price of each resource over slots a..T and servers.
-    The bound is lowered by a 1e-9 share, far more than the rounding of the plan costs' float
-    sums (a few ulps per term), so it stays below every cost the DP computes.
+
+    The scan compares the bound with costs the DP summed in floats, so it must stay below those
+    sums, not only below the exact costs: a DP cost is a sum of at most m positive terms (per
+    slot: N workers, need[N] PSs, the types of a span, the slot's own sum), each an R-term unit
+    price, so it is at least its exact value times 1 - (m + 2R) u (u = 2^-53, the standard
+    bound for sums of positive floats); the bound's own few operations (a dot product, products
+    and a quotient) err by at most (R + 8) u. The bound is lowered by twice their total share.
     """
     lw, lp = float(wmin @ spec.w), float(pmin @ spec.s)
+    R = len(spec.w)
+    per_slot = spec.N + int(spec.need.max()) + 2 + (0 if spec.types is None
+                                                    else len(spec.types.speed))
+    terms = per_slot * (spec.horizon - spec.arrival + 1) + 3 * R + 8
+    slack = 1.0 - terms * 2.0 ** -52
     if spec.types is None:
-        return max(0.0, (spec.work * lw + spec.rho * spec.work * lp) * (1.0 - 1e-9))
+        return max(0.0, (spec.work * lw + spec.rho * spec.work * lp) * slack)
     # with types: each unit costs >= min_g (wmin . w_g) / s_g, and >= W / max_g s_g workers
     tp = spec.types
     per_unit = min(float(wmin @ tp.demand[g]) / int(tp.speed[g]) for g in tp.usable)
     workers = spec.work / int(tp.speed.max())
-    return max(0.0, (spec.work * per_unit + spec.rho * workers * lp) * (1.0 - 1e-9))
+    return max(0.0, (spec.work * per_unit + spec.rho * workers * lp) * slack)
 
 
 def backtrack(spec: JobSpec, choices: Any, stop: int) -> np.ndarray:
