@@ -15,6 +15,7 @@ digest (the script stops otherwise). HEAD's schedule of each case is also valida
     nice -n 10 .venv/bin/python benchmarks/bench_philly.py              # baseline: main
     nice -n 10 .venv/bin/python benchmarks/bench_philly.py --days 3     # a quick look
     nice -n 10 .venv/bin/python benchmarks/bench_philly.py --full-baseline  # main on 550 too
+    nice -n 10 .venv/bin/python benchmarks/bench_philly.py --profile   # and where the time goes
 
 Writes benchmarks/results/philly.md (and the raw numbers to philly.json; other ``--days`` go to
 philly_<days>d.md).
@@ -65,6 +66,64 @@ print(json.dumps({"load_s": load, "cpu_s": cpu, "jobs": inst.I, "T": inst.horizo
 """
 
 
+PROFILE = r"""
+import cProfile, json, pstats, sys
+from oasis_opt import solve
+from oasis_opt.workloads.traces import philly_instance
+
+
+def top(prof, n):
+    st = pstats.Stats(prof)
+    total = st.total_tt
+    rows = []
+    for (path, line, fn), (cc, nc, tt, ct, _) in st.stats.items():
+        where = path.split("oasis_opt/")[-1] if "oasis_opt/" in path else fn
+        rows.append((f"{where}:{line}({fn})" if "oasis_opt/" in path else fn, nc, tt, ct,
+                     "oasis_opt/" in path))
+    own = sorted(rows, key=lambda r: -r[2])[:n]
+    cum = sorted((r for r in rows if r[4]), key=lambda r: -r[3])[:n]
+    pack = (lambda rs: [[r[0], r[1], r[2] / total, r[3] / total] for r in rs])
+    return {"total_s": total, "own": pack(own), "cumulative": pack(cum)}
+
+
+days = float(sys.argv[1])
+load = cProfile.Profile()
+load.enable()
+inst = philly_instance("2017-11-01", days, seed=0)
+load.disable()
+run = cProfile.Profile()
+run.enable()
+solve(inst, "oasis")
+run.disable()
+print(json.dumps({"load": top(load, 10), "solve": top(run, 16)}))
+"""
+
+
+def profile(src: Path, days: float) -> dict:
+    """cProfile of building the month's instance and of OASiS's solve (the 120-server cluster):
+    the functions with the largest own time and, among the package's, cumulative time."""
+    env = {**os.environ, "PYTHONPATH": str(src), "JAX_PLATFORMS": "cpu"}
+    out = subprocess.run([sys.executable, "-c", PROFILE, str(days)], env=env,
+                         capture_output=True, text=True, cwd=src.parent)
+    if out.returncode:
+        raise SystemExit(f"{src}: the profile failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def profile_lines(name: str, prof: dict) -> list[str]:
+    lines = []
+    for part, title in (("load", "building the instance"), ("solve", "`solve(instance, \"oasis\")`")):
+        p = prof[part]
+        lines += ["", f"**{name}: {title}** (cProfile, {p['total_s']:.1f} s under the profiler; "
+                  "shares of that total)", "",
+                  "| function (own time) | calls | own | cumulative |", "|---|---:|---:|---:|"]
+        lines += [f"| `{f}` | {n} | {own:.1%} | {cum:.1%} |" for f, n, own, cum in p["own"]]
+        lines += ["", "| package function (cumulative) | calls | own | cumulative |",
+                  "|---|---:|---:|---:|"]
+        lines += [f"| `{f}` | {n} | {own:.1%} | {cum:.1%} |" for f, n, own, cum in p["cumulative"]]
+    return lines
+
+
 def run(src: Path, days: float, cluster: dict, check: bool) -> dict:
     env = {**os.environ, "PYTHONPATH": str(src), "JAX_PLATFORMS": "cpu"}
     out = subprocess.run([sys.executable, "-c", WORKER, str(days), json.dumps(cluster),
@@ -82,6 +141,8 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=1, help="runs per tree and case")
     ap.add_argument("--full-baseline", action="store_true",
                     help="also run the baseline on the 550-server cluster (slow)")
+    ap.add_argument("--profile", action="store_true",
+                    help="also profile both trees (120 servers) and add where the time goes")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     git = (lambda *a: subprocess.run(["git", *a], cwd=ROOT, check=True, capture_output=True,
@@ -117,6 +178,8 @@ def main() -> int:
                                                              "total_utility", "sha256", "valid")},
                          "cpu_s": med, "load_s": load, "decision_ms": dec,
                          "ratio": med["baseline"] / med["current"] if "baseline" in med else None})
+        profiles = ({w: profile(trees[w], args.days) for w in ("baseline", "current")}
+                    if args.profile else {})
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     cmd = "python benchmarks/bench_philly.py " + " ".join(sys.argv[1:])
     lines = [f"# Philly replay with OASiS ({args.days:g} days from 2017-11-01): HEAD ({head}) "
@@ -143,12 +206,19 @@ def main() -> int:
                      + (f"{r['ratio']:.2f}x" if r["ratio"] else "-") + " | "
                      f"{fmd(r['decision_ms'].get('baseline'))} | "
                      f"{fmd(r['decision_ms']['current'])} | `{r['sha256'][:16]}` |")
+    if profiles:
+        lines += ["", "## Where the time goes", ""]
+        lines += [f"Profiled with cProfile (its overhead inflates many small calls, so shares, "
+                  f"not seconds, are what to read), 120 servers, each tree once."]
+        for w, ref in (("baseline", f"{args.baseline} ({base})"), ("current", f"HEAD ({head})")):
+            lines += profile_lines(ref, profiles[w])
     suffix = "" if args.days == 30 else f"_{args.days:g}d"
     out = Path(args.out) if args.out else RESULTS / f"philly{suffix}.md"
     out.write_text("\n".join(lines) + "\n")
     out.with_suffix(".json").write_text(json.dumps(
         {"written": stamp, "baseline": args.baseline, "baseline_commit": base, "head": head,
-         "command": cmd.strip(), "days": args.days, "clusters": CLUSTERS, "rows": rows},
+         "command": cmd.strip(), "days": args.days, "clusters": CLUSTERS, "rows": rows,
+         "profiles": profiles},
         indent=1) + "\n")
     print("\n".join(lines))
     return 0 if all(r["valid"] for r in rows) else 1

@@ -412,9 +412,9 @@ def greedy_fill(u: np.ndarray, fit: np.ndarray, counts: np.ndarray
     n = np.minimum(f, np.maximum(counts[:, None] - before, 0))
     short = np.flatnonzero(n.sum(axis=1) != counts)
     if len(short):  # callers place counts the DP found to fit
-        row = int(short[0])
-        raise RuntimeError(f"cannot place {int(counts[row])} containers (fit counts "
-                           f"{fit[row].tolist()})")
+        bad = int(short[0])
+        raise RuntimeError(f"cannot place {int(counts[bad])} containers (fit counts "
+                           f"{fit[bad].tolist()})")
     row, j = np.nonzero(n)
     return row, order[row, j], n[row, j]
 

@@ -158,10 +158,11 @@ class Pricing:
                       servers: np.ndarray | None = None) -> np.ndarray:
         """p_h^r = P_h^r(g): ``committed`` (..., H, R) g, ``capacity`` (H, R) c; ``servers``:
         the worker servers of the H axis when not all of them (their types pick U1_g)."""
-        U, ratio = self.U_worker, self._log_ratios[0]
-        if self.U_worker_types is not None and self.server_type is not None:
+        U, (ratio, _, by_type) = self.U_worker, self._log_ratios
+        if by_type is not None and self.U_worker_types is not None \
+                and self.server_type is not None:
             types = self.server_type if servers is None else self.server_type[servers]
-            U, ratio = self.U_worker_types[types], self._log_ratios[2][types]
+            U, ratio = self.U_worker_types[types], by_type[types]
         return price_function(committed, capacity, self.log_L_worker, U, ratio)
 
     def ps_prices(self, committed: np.ndarray, capacity: np.ndarray) -> np.ndarray:
