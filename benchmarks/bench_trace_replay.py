@@ -4,8 +4,9 @@ Builds the instance from the packaged Philly digest (``workloads.traces.philly_i
 slots, the Philly-like cluster of 80 8-GPU servers and 40 PS servers in 10 racks), runs OASiS
 (numpy backend) through the simulator with a progress bar over slots, and validates the
 schedule. As a reference measured in the same run, the simulator's greedy policy replays the
-same instance; the table gives both times and their ratio. Target: the OASiS replay (build +
-solve) in <= 5 minutes on 2 cores.
+same instance; the table gives both times and their ratio. Target: the OASiS replay
+(build + solve) in under 30 s of wall clock on 2 cores (it was 115 s; a shared machine's load
+counts in this number: ``benchmarks/bench_philly.py`` gives the CPU-time ratio to a baseline).
 
     .venv/bin/python benchmarks/bench_trace_replay.py            # November 2017, 30 days
     .venv/bin/python benchmarks/bench_trace_replay.py --days 3   # a quick look
@@ -31,7 +32,7 @@ from oasis_opt.policies import get_policy  # noqa: E402
 from oasis_opt.workloads.traces import philly_instance  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
-TARGET_S = 300.0
+TARGET_S = 30.0
 
 
 def main(argv=None) -> int:

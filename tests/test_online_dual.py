@@ -598,3 +598,49 @@ BAD_ARGUMENTS = {
 def test_array_entry_point_names_a_bad_argument(name):
     with pytest.raises(ValueError, match=f"^{name.strip()}: "):
         best_schedule_arrays(**_bad(**BAD_ARGUMENTS[name]))
+
+
+# ---- pieces of the fast path held to their plain twins ---------------------------------------------
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 7), st.integers(0, 2**32 - 1))
+def test_greedy_fill_is_place_slot_row_by_row(S, H, seed):
+    """``greedy_fill`` (all slots at once, a masked argmin for one container) places what
+    ``place_slot`` (Theorem 1's greedy, one slot) places: cheapest first, ties by lowest index;
+    counts beyond the slots' fit raise."""
+    from oasis_opt.online._dp import greedy_fill, place_slot
+
+    rng = np.random.default_rng(seed)
+    u = rng.choice([0.5, 1.0, 2.0], (S, H))  # few values: ties abound
+    fit = rng.integers(0, 3, (S, H))
+    fit[:, 0] = np.maximum(fit[:, 0], 1)  # at least one container fits in every slot
+    for counts in (np.ones(S, dtype=np.int64), np.minimum(rng.integers(1, 5, S), fit.sum(axis=1))):
+        row, server, n = greedy_fill(u, fit, counts)
+        got = [[(int(h), int(c)) for r, h, c in zip(row, server, n) if r == s] for s in range(S)]
+        want = [place_slot(u[s], fit[s], int(counts[s])) for s in range(S)]
+        assert [sorted(g) for g in got] == [sorted(w) for w in want]
+    with pytest.raises(RuntimeError, match="cannot place"):
+        greedy_fill(u, fit, fit.sum(axis=1) + 1)
+
+
+def test_completion_scan_stops_when_no_later_slot_can_win():
+    """A constant utility on an idle cluster (every price at the floor): the plan completing in
+    the arrival slot costs the lower bound, so no later slot can beat it and the numpy scan stops
+    at once (it used to run to T), with the plan the unpruned reference finds."""
+    from oasis_opt.online._dp import CompletionScan, cost_lower_bound, job_arguments, job_spec
+
+    servers = tuple(Server(f"s{h}", {"cpu": 16.0, "bw": 10.0}) for h in range(3))
+    job = Job("j", 2, 1, 2, 1.0, {"cpu": 2.0, "bw": 1.0}, {"cpu": 1.0, "bw": 2.0},
+              Utility.constant(5.0))
+    ps = tuple(Server(f"p{k}", {"cpu": 16.0, "bw": 10.0}) for k in range(2))
+    inst = Instance(50, ("cpu", "bw"), servers, ps, (job,))
+    T, H, K, R = inst.horizon, inst.H, inst.K, inst.R
+    prices = (np.full((T + 1, H, R), 0.01), np.full((T + 1, K, R), 0.02),
+              np.broadcast_to(inst.worker_capacity, (T + 1, H, R)).copy(),
+              np.broadcast_to(inst.ps_capacity, (T + 1, K, R)).copy())
+    plan = best_schedule(inst, 0, *prices)
+    assert_same_plan(plan, best_schedule(inst, 0, *prices, backend="reference"))
+    assert plan.completion == 2  # the arrival slot: 2 workers do W = 2 worker-slots there
+    spec = job_spec(horizon=T, **job_arguments(inst, 0))
+    scan = CompletionScan(spec, cost_lower_bound(spec, np.full(R, 0.01), np.full(R, 0.02)))
+    assert scan.update(2, plan.cost)  # stop: nothing later can pay more
+    assert scan.stop == 2 and scan.best == plan.payoff

@@ -8,10 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from oasis_opt import solve
 from oasis_opt.model import validate
 from oasis_opt.model.io import FormatError, instance_from_dict, instance_to_dict
 from oasis_opt.sim.greedy import GreedyPolicy
-from oasis_opt.workloads.traces import (PHILLY_COLUMNS, load_helios_utilisation, pai_cluster,
+from oasis_opt.workloads.traces import (PHILLY_COLUMNS, PHILLY_FULL_SIZE,
+                                        load_helios_utilisation, pai_cluster,
                                         philly_cluster, philly_instance, philly_jobs,
                                         pollux_instance, read_philly, tiresias_instance,
                                         trace_root)
@@ -225,3 +227,16 @@ def test_philly_cluster_layout():
     assert [s.rack for s in pss] == ["rack-00", "rack-01", "rack-02"]
     with pytest.raises(ValueError, match="racks"):
         philly_cluster(racks=0)
+
+
+def test_philly_full_size_replay():
+    """Philly's full size: 550 servers (440 with 8 GPUs, 110 PS servers); OASiS replays the first
+    jobs of a day there with a schedule the validator accepts."""
+    workers, pss = philly_cluster(**PHILLY_FULL_SIZE)
+    assert (len(workers), len(pss)) == (440, 110)
+    assert sum(s.capacity["gpu"] for s in workers) == 3520
+    inst = philly_instance("2017-11-01", 1, seed=0, max_jobs=150, **PHILLY_FULL_SIZE)
+    assert inst.H + inst.K == 550
+    sched = solve(inst, "oasis")
+    assert validate(inst, sched).ok
+    assert sum(sched.admitted) == inst.I  # nearly empty: every job fits at the floor prices

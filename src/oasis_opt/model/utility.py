@@ -53,8 +53,8 @@ class Utility:
             return np.full(np.shape(d), self.value, dtype=float) if np.ndim(d) else float(self.value)
         z = self.decay * (np.asarray(d, dtype=float) - self.target)
         # priority * expit(-z), written so that exp never overflows
-        out = np.where(z >= 0, self.priority * np.exp(-np.abs(z)) / (1.0 + np.exp(-np.abs(z))),
-                       self.priority / (1.0 + np.exp(-np.abs(z))))
+        e = np.exp(-np.abs(z))
+        out = np.where(z >= 0, self.priority * e / (1.0 + e), self.priority / (1.0 + e))
         return out if np.ndim(d) else float(out)
 
     @property
@@ -83,7 +83,7 @@ def utility_table(utilities: Sequence[Utility], arrivals: np.ndarray, horizon: i
     """
     t = np.arange(horizon + 1, dtype=float)
     table = np.full((len(utilities), horizon + 1), -math.inf)
-    for i, (u, a) in enumerate(zip(utilities, arrivals)):
-        ok = t >= a
-        table[i, ok] = u(t[ok] - a)
+    for i, (u, a) in enumerate(zip(utilities, np.asarray(arrivals).tolist())):
+        start = max(0, math.ceil(a))  # the slots t >= a
+        table[i, start:] = u(t[start:] - a)
     return table

@@ -183,6 +183,8 @@ def cheapest_marginals(u: np.ndarray, fit: np.ndarray, n: int) -> np.ndarray:
     if n == 0 or H == 0:
         return np.full((S, n), np.inf)
     u = np.where(fit > 0, u, np.inf)
+    if n == 1:  # the cheapest usable server's price (a minimum picks one of the same floats)
+        return u.min(axis=1)[:, None]
     if H > n:  # only the n cheapest usable servers can matter (each holds >= 1 container)
         part = np.argpartition(u, n - 1, axis=1)[:, :n]
         u = np.take_along_axis(u, part, axis=1)
@@ -392,11 +394,81 @@ def _place(spec: JobSpec, option: int, wprice: np.ndarray, pprice: np.ndarray,
     return out
 
 
+def greedy_fill(u: np.ndarray, fit: np.ndarray, counts: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``place_slot`` for many slots at once: u, fit (S, H), counts (S,) -> (slot row, server,
+    containers) of every non-empty placement. Per row the servers go in increasing u, ties by
+    index (a stable sort), each filled up to its fit: server j of the order gets
+    min(fit_j, max(0, count - fits before it)), what ``fill`` gives."""
+    if counts.max() == 1:  # one container: the cheapest server it fits on, lowest index first
+        server = np.where(fit > 0, u, np.inf).argmin(axis=1)
+        row = np.arange(len(counts))
+        short = np.flatnonzero(fit[row, server] <= 0)
+        if not len(short):
+            return row, server, np.ones(len(counts), dtype=np.int64)
+    order = np.argsort(u, axis=1, kind="stable")
+    f = np.take_along_axis(fit, order, axis=1)
+    before = np.cumsum(f, axis=1) - f
+    n = np.minimum(f, np.maximum(counts[:, None] - before, 0))
+    short = np.flatnonzero(n.sum(axis=1) != counts)
+    if len(short):  # callers place counts the DP found to fit
+        bad = int(short[0])
+        raise RuntimeError(f"cannot place {int(counts[bad])} containers (fit counts "
+                           f"{fit[bad].tolist()})")
+    row, j = np.nonzero(n)
+    return row, order[row, j], n[row, j]
+
+
+PLACE_BLOCK = 64  # slots placed at once by ``plan_rows`` (bounds its (slots, servers) arrays)
+
+
+def _plan_rows_untyped(spec: JobSpec, options: np.ndarray, wprice: np.ndarray,
+                       pprice: np.ndarray, wfree: np.ndarray, pfree: np.ndarray) -> np.ndarray:
+    """``plan_rows`` without accelerator types: one ``greedy_fill`` per block of slots (workers,
+    then the need[k] PSs), once per (slot class, option) pair when the spec has slot classes."""
+    H = wprice.shape[1]
+    slots = np.flatnonzero(options)
+    rep, inv = slots, None
+    if spec.slot_class is not None and len(slots) > 1:
+        # slots of one class and option share a placement: place the first of each pair
+        _, first, inv = np.unique(spec.slot_class[slots] * (spec.N + 1) + options[slots],
+                                  return_index=True, return_inverse=True)
+        rep, inv = slots[first], inv.ravel()
+        if len(rep) == len(slots):
+            rep, inv = slots, None
+    kr = options[rep]
+    parts = []  # (rep index, global server, role, count)
+    for lo in range(0, len(rep), PLACE_BLOCK):
+        ts, kb = rep[lo:lo + PLACE_BLOCK], kr[lo:lo + PLACE_BLOCK]
+        for price, free, dem, counts, base, role in (
+                (wprice, wfree, spec.w, kb, 0, 0), (pprice, pfree, spec.s, spec.need[kb], H, 1)):
+            if not counts.any():
+                continue
+            at, server, n = greedy_fill(unit_prices(_take_slots(price, ts), dem),
+                                        fit_count(_take_slots(free, ts), dem, int(counts.max())),
+                                        counts)
+            parts.append(np.stack([lo + at, base + server, np.full(len(at), role), n], axis=1))
+    placed = np.concatenate(parts) if parts else np.zeros((0, 4), dtype=np.int64)
+    if inv is None:
+        slot = rep[placed[:, 0]]
+    else:  # expand: slot s gets the rows of its representative inv[s]
+        placed = placed[np.argsort(placed[:, 0], kind="stable")]
+        length = np.bincount(placed[:, 0], minlength=len(rep))
+        start = np.cumsum(length) - length
+        each = length[inv]
+        offset = np.repeat(start[inv] - (np.cumsum(each) - each), each) + np.arange(each.sum())
+        placed, slot = placed[offset], np.repeat(slots, each)
+    out = np.column_stack([np.full(len(slot), spec.job), slot, placed[:, 1:]]).astype(np.int64)
+    return out[np.lexsort((out[:, 2], out[:, 1]))]
+
+
 def plan_rows(spec: JobSpec, options: np.ndarray, wprice: np.ndarray, pprice: np.ndarray,
               wfree: np.ndarray, pfree: np.ndarray) -> np.ndarray:
     """Allocation rows of a plan with option ``options[t]`` in each slot (k workers without
     types), placed greedily (Theorem 1; within each type with types), sorted by (slot, global
     server); PS servers are numbered from H = wprice.shape[1]."""
+    if spec.types is None:
+        return _plan_rows_untyped(spec, options, wprice, pprice, wfree, pfree)
     H = wprice.shape[1]
     rows: list[tuple[int, int, int, int, int]] = []
     placed: dict[tuple[int, int], list[tuple[int, int, int]]] = {}  # (class, option) -> rows
@@ -425,7 +497,12 @@ class CompletionScan:
     Feed ``update(t, cost)`` with F_t(target) for t = a, a+1, ...; it keeps the first slot whose
     payoff f(t - a) - cost beats the best so far by more than the float margin, and returns True
     once no later slot can win: costs are >= ``lower_bound`` and f is non-increasing, so a later
-    t' has payoff <= f(t + 1 - a) - lower_bound. ``prune=False`` scans every slot (reference).
+    t' has payoff <= f(t + 1 - a) - lower_bound, and it wins only if its payoff exceeds
+    best + margin(best) (that threshold only rises as the best does). The stop test is that
+    inequality itself, evaluated in floats: rounding is monotone, so fl(f(t') - F_t') <=
+    fl(f(t + 1 - a) - lower_bound) and no later slot passes the update test. (A job whose plan
+    already costs the bound, e.g. a constant utility on an idle cluster, stops at once instead of
+    scanning to T.) ``prune=False`` scans every slot (reference).
     """
 
     def __init__(self, spec: JobSpec, lower_bound: float, prune: bool = True):
@@ -441,7 +518,7 @@ class CompletionScan:
             if payoff > self.best + payoff_margin(self.best):
                 self.best, self.cost, self.stop = payoff, cost, t
         return t >= self.horizon or (float(self.utility[t + 1]) - self.lower_bound
-                                      < self.best - payoff_margin(self.best))
+                                      <= self.best + payoff_margin(self.best))
 
 
 def cost_lower_bound(spec: JobSpec, wmin: np.ndarray, pmin: np.ndarray) -> float:
@@ -451,15 +528,27 @@ def cost_lower_bound(spec: JobSpec, wmin: np.ndarray, pmin: np.ndarray) -> float
     E N x) and >= rho W_i PS-slots (constraint (6)); each costs at least the smallest unit price.
     Used to stop the t_hat scan once f(t_hat - a) - bound cannot beat the best payoff.
     ``wmin`` / ``pmin`` (R,): smallest price of each resource over slots a..T and servers.
+
+    The scan compares the bound with costs the DP summed in floats, so it must stay below those
+    sums, not only below the exact costs: a DP cost is a sum of at most m positive terms (per
+    slot: N workers, need[N] PSs, the types of a span, the slot's own sum), each an R-term unit
+    price, so it is at least its exact value times 1 - (m + 2R) u (u = 2^-53, the standard
+    bound for sums of positive floats); the bound's own few operations (a dot product, products
+    and a quotient) err by at most (R + 8) u. The bound is lowered by twice their total share.
     """
     lw, lp = float(wmin @ spec.w), float(pmin @ spec.s)
+    R = len(spec.w)
+    per_slot = spec.N + int(spec.need.max()) + 2 + (0 if spec.types is None
+                                                    else len(spec.types.speed))
+    terms = per_slot * (spec.horizon - spec.arrival + 1) + 3 * R + 8
+    slack = 1.0 - terms * 2.0 ** -52
     if spec.types is None:
-        return max(0.0, spec.work * lw + spec.rho * spec.work * (1.0 - 1e-9) * lp)
+        return max(0.0, (spec.work * lw + spec.rho * spec.work * lp) * slack)
     # with types: each unit costs >= min_g (wmin . w_g) / s_g, and >= W / max_g s_g workers
     tp = spec.types
     per_unit = min(float(wmin @ tp.demand[g]) / int(tp.speed[g]) for g in tp.usable)
     workers = spec.work / int(tp.speed.max())
-    return max(0.0, (spec.work * per_unit + spec.rho * workers * lp) * (1.0 - 1e-9))
+    return max(0.0, (spec.work * per_unit + spec.rho * workers * lp) * slack)
 
 
 def backtrack(spec: JobSpec, choices: Any, stop: int) -> np.ndarray:

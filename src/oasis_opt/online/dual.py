@@ -98,7 +98,8 @@ from numpy.typing import ArrayLike
 
 from .._extras import require
 from ..model.numerics import ps_count
-from ._dp import GRANULARITIES, Plan, cost_lower_bound, job_arguments, job_spec, make_plan
+from ._dp import (GRANULARITIES, JobSpec, Plan, cost_lower_bound, job_arguments, job_spec,
+                  make_plan)
 
 if TYPE_CHECKING:
     from ..model import Instance
@@ -204,26 +205,43 @@ def best_schedule_arrays(worker_price: ArrayLike, ps_price: ArrayLike, worker_fr
     if granularity == "chunk":
         epochs = _integer("epochs", epochs, 1)
         chunk_time = _positive("chunk_time", chunk_time, " in chunk granularity")
-    if price_min is None:
-        mins = [_price_min(name, arr, a, R) for name, arr in (("worker_price", worker_price),
-                                                              ("ps_price", ps_price))]
-    else:
-        if len(price_min) != 2:
-            raise ValueError("price_min: expected (worker minimum, PS minimum)")
-        mins = [_vector("price_min", m, R) for m in price_min]
-    classes = None
-    if slot_class is not None:
-        classes = np.asarray(slot_class) if _numeric(slot_class) else None
-        if classes is None or classes.shape != (T + 1,) or classes.dtype.kind not in "iu":
-            raise ValueError(f"slot_class: expected shape {(T + 1,)} of integers, "
-                             f"got {np.shape(slot_class)}")
+    mins = _mins(price_min, worker_price, ps_price, a, R)
     spec = job_spec(job=_integer("job", job, 0), arrival=a, horizon=T, chunks=N, work=W,
-                    worker_demand=w, ps_demand=s, ps_need=need, utility=u, slot_class=classes,
-                    granularity=granularity, epochs=epochs, chunk_time=chunk_time, **types)
-    prices = tuple(np.asarray(x, dtype=float) for x in (worker_price, ps_price, worker_free,
-                                                          ps_free))
+                    worker_demand=w, ps_demand=s, ps_need=need, utility=u,
+                    slot_class=_slot_classes(slot_class, T), granularity=granularity,
+                    epochs=epochs, chunk_time=chunk_time, **types)
+    return _solve(spec, (worker_price, ps_price, worker_free, ps_free), mins, backend)
+
+
+def _mins(price_min: tuple[ArrayLike, ArrayLike] | None, worker_price: ArrayLike,
+          ps_price: ArrayLike, a: int, R: int) -> list[np.ndarray]:
+    """The checked ``price_min``, or the minima computed (and the prices checked) from the
+    arrays."""
+    if price_min is None:
+        return [_price_min(name, arr, a, R) for name, arr in (("worker_price", worker_price),
+                                                              ("ps_price", ps_price))]
+    if len(price_min) != 2:
+        raise ValueError("price_min: expected (worker minimum, PS minimum)")
+    return [_vector("price_min", m, R) for m in price_min]
+
+
+def _slot_classes(slot_class: ArrayLike | None, T: int) -> np.ndarray | None:
+    """The checked ``slot_class`` (T+1,) integers, or None."""
+    if slot_class is None:
+        return None
+    classes = np.asarray(slot_class) if _numeric(slot_class) else None
+    if classes is None or classes.shape != (T + 1,) or classes.dtype.kind not in "iu":
+        raise ValueError(f"slot_class: expected shape {(T + 1,)} of integers, "
+                         f"got {np.shape(slot_class)}")
+    return classes
+
+
+def _solve(spec: JobSpec, arrays: tuple[ArrayLike, ...], mins: list[np.ndarray], backend: str
+           ) -> Plan:
+    """The backend's plan for a checked job (``arrays``: prices and free capacities)."""
+    prices = tuple(np.asarray(x, dtype=float) for x in arrays)
     if spec.target == 0:  # nothing to train: complete on arrival at no cost
-        return make_plan(spec, np.zeros(T + 1, dtype=np.int64), 0.0, *prices)
+        return make_plan(spec, np.zeros(spec.horizon + 1, dtype=np.int64), 0.0, *prices)
     impl: Callable[..., Plan]
     if backend == "reference":
         from .dual_reference import best_schedule_reference as impl
@@ -252,16 +270,26 @@ def best_schedule(instance: Instance, job: int, worker_price: ArrayLike, ps_pric
     """The payoff-maximising schedule (21)/(27) of ``job`` of ``instance`` at the given prices:
     ``best_schedule_arrays`` with the job's parameters read from the instance (PS counts by
     its rule ceil(k b_i / B_i); its accelerator types, speeds and demands on a typed cluster).
-    Arrays as there, with T, H, K, R the instance's."""
+    Arrays as there, with T, H, K, R the instance's. The job's parameters were checked when the
+    instance was built (``model.instance``), so only the arrays, ``price_min`` and
+    ``slot_class`` are checked here (the per-job checks were a tenth of a Philly replay)."""
     T, H, K, R = instance.horizon, instance.H, instance.K, instance.R
+    check_backend(backend)
+    if granularity not in GRANULARITIES:
+        raise ValueError(f"granularity: expected one of {', '.join(GRANULARITIES)}, "
+                         f"got {granularity!r}")
+    if granularity == "chunk" and instance.typed:
+        raise ValueError("granularity: 'chunk' takes no accelerator types (server_type is given)")
     for name, arr, n in (("worker_price", worker_price, H), ("ps_price", ps_price, K),
                          ("worker_free", worker_free, H), ("ps_free", ps_free, K)):
         if np.shape(arr) != (T + 1, n, R):
             raise ValueError(f"{name}: expected shape {(T + 1, n, R)}, got {np.shape(arr)}")
-    return best_schedule_arrays(worker_price, ps_price, worker_free, ps_free,
-                                backend=backend, granularity=granularity, price_min=price_min,
-                                slot_class=slot_class,
-                                **job_arguments(instance, job))
+    job = _integer("job", job, 0, instance.I - 1)
+    args = job_arguments(instance, job)
+    mins = _mins(price_min, worker_price, ps_price, args["arrival"], R)
+    spec = job_spec(horizon=T, granularity=granularity, slot_class=_slot_classes(slot_class, T),
+                    **args)
+    return _solve(spec, (worker_price, ps_price, worker_free, ps_free), mins, backend)
 
 
 # ---- argument checks ----------------------------------------------------------------------------

@@ -152,16 +152,22 @@ class OasisPolicy(OnlinePolicy):
                  self.worker_min, 0),
                 (p, self.ps_used, self.ps_free, inst.ps_capacity,
                  lambda g, c, s: pricing.ps_prices(g, c), self.ps_price, self.ps_min, H)):
+            if not len(sel):
+                continue
             slot, server, count = sel[:, 1], sel[:, 2] - base, sel[:, 4]
             demand = inst.row_demand(sel[:, 0], sel[:, 2], sel[:, 3])  # a worker's: its type's
-            used[slot, server] += count[:, None] * demand
-            free[slot, server] = cap[server] - used[slot, server]
-            prices[slot, server] = price_fn(used[slot, server], cap[server], server)
-            touched = np.unique(slot)
+            g = used[slot, server] + count[:, None] * demand
+            used[slot, server] = g
+            c = cap[server]
+            free[slot, server] = c - g
+            prices[slot, server] = price_fn(g, c, server)
+            # rows are sorted by slot: the touched slots are where the slot changes
+            touched = slot[np.flatnonzero(np.diff(slot, prepend=-1))]
             mins[touched] = prices[touched].min(axis=1)
         self.slot_class[rows[:, 1]] = rows[:, 1]
-        for t in np.unique(rows[:, 1]).tolist():
-            self.rows_by_slot.setdefault(t, []).append(rows[rows[:, 1] == t])
+        # rows are sorted by slot: one part per run of equal slots
+        for part in np.split(rows, np.flatnonzero(np.diff(rows[:, 1])) + 1) if len(rows) else ():
+            self.rows_by_slot.setdefault(int(part[0, 1]), []).append(part)
 
     def plan(self, job: int) -> list[tuple[int, int, int, int]] | None:
         rows = [r for t in sorted(self.rows_by_slot) for r in self.rows_by_slot[t]

@@ -81,6 +81,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -157,15 +158,25 @@ class Pricing:
                       servers: np.ndarray | None = None) -> np.ndarray:
         """p_h^r = P_h^r(g): ``committed`` (..., H, R) g, ``capacity`` (H, R) c; ``servers``:
         the worker servers of the H axis when not all of them (their types pick U1_g)."""
-        U = self.U_worker
-        if self.U_worker_types is not None and self.server_type is not None:
+        U, (ratio, _, by_type) = self.U_worker, self._log_ratios
+        if by_type is not None and self.U_worker_types is not None \
+                and self.server_type is not None:
             types = self.server_type if servers is None else self.server_type[servers]
-            U = self.U_worker_types[types]
-        return price_function(committed, capacity, self.log_L_worker, U)
+            U, ratio = self.U_worker_types[types], by_type[types]
+        return price_function(committed, capacity, self.log_L_worker, U, ratio)
 
     def ps_prices(self, committed: np.ndarray, capacity: np.ndarray) -> np.ndarray:
         """q_k^r = Q_k^r(v): ``committed`` (..., K, R), ``capacity`` (K, R)."""
-        return price_function(committed, capacity, self.log_L_ps, self.U_ps)
+        return price_function(committed, capacity, self.log_L_ps, self.U_ps, self._log_ratios[1])
+
+    @cached_property
+    def _log_ratios(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """ln(U/L) of the worker pool, the PS pool and, with types, per type (G, R): computed
+        once, elementwise, so indexing them gives the floats ``price_function`` would compute."""
+        types = (None if self.U_worker_types is None
+                 else price_log_ratio(self.U_worker_types, self.log_L_worker))
+        return (price_log_ratio(self.U_worker, self.log_L_worker),
+                price_log_ratio(self.U_ps, self.log_L_ps), types)
 
     # ---- reporting -----------------------------------------------------------------------------
     def to_dict(self) -> dict:
@@ -199,9 +210,10 @@ class Pricing:
 
 
 def price_function(committed: np.ndarray, capacity: np.ndarray, log_L: float | np.ndarray,
-                   U: np.ndarray) -> np.ndarray:
+                   U: np.ndarray, log_ratio: np.ndarray | None = None) -> np.ndarray:
     """Eq. (22): L (U/L)^(g/c) = exp(ln L + (g/c) ln(U/L)), elementwise over (..., S, R);
-    ``log_L`` is one floor or one per resource, shape (R,).
+    ``log_L`` is one floor or one per resource, shape (R,); ``log_ratio``: ``log_ratio(U,
+    log_L)`` when the caller keeps it (the same floats).
 
     Where c = 0 (the server has none of r) or r is unpriced (U = nan) the price is L: nothing can
     be committed there, or nothing demands it.
@@ -210,8 +222,14 @@ def price_function(committed: np.ndarray, capacity: np.ndarray, log_L: float | n
     frac = np.divide(committed, cap, out=np.zeros(np.broadcast_shapes(np.shape(committed),
                                                                        cap.shape)),
                      where=cap > 0)
-    log_ratio = np.where(np.isnan(U), 0.0, np.log(np.where(np.isnan(U), 1.0, U)) - log_L)
+    if log_ratio is None:
+        log_ratio = price_log_ratio(U, log_L)
     return np.exp(log_L + frac * log_ratio)
+
+
+def price_log_ratio(U: np.ndarray, log_L: float | np.ndarray) -> np.ndarray:
+    """ln(U / L) of eq. (22), elementwise, as ``ln U - ln L``; 0 where r is unpriced (U = nan)."""
+    return np.where(np.isnan(U), 0.0, np.log(np.where(np.isnan(U), 1.0, U)) - log_L)
 
 
 # ---- the oracle (A6: the "100%" case, computed from the whole job trace) -------------------------

@@ -240,6 +240,13 @@ def philly_jobs(start: str = "2017-11-01", days: float = 30, *, source: str = "m
 
 
 # ---- clusters ------------------------------------------------------------------------------------
+PHILLY_FULL_SIZE = {"racks": 55, "servers_per_rack": 8, "ps_per_rack": 2}
+"""``philly_cluster`` / ``philly_instance`` arguments of a cluster of Philly's full size, about
+550 servers [choice: counted as H + K, as the OASiS grid counts servers]: 55 racks of 8 GPU
+servers and 2 PS servers, H = 440 (3,520 GPUs; Philly's real machines also had 2-GPU servers,
+about 2,500 GPUs in all) and K = 110. The default cluster (10 racks of 8 + 4) has 120."""
+
+
 def philly_cluster(racks: int = 10, servers_per_rack: int = 8, ps_per_rack: int = 4):
     """Worker and PS servers of a Philly-like cluster (module docstring), rack by rack."""
     racks = check_int("racks", racks, 1)
@@ -404,7 +411,9 @@ def philly_instance(start: str = "2017-11-01", days: float = 30, seed: int = 0, 
     """An instance of the Philly jobs submitted in [start, start + days) (module docstring).
 
     ``cluster``: "philly" (``philly_cluster(racks, servers_per_rack, ps_per_rack)``) or "pai"
-    (``pai_cluster(machines=pai_machines, seed=seed)``). ``clusters``: keep only these virtual
+    (``pai_cluster(machines=pai_machines, seed=seed)``); ``**PHILLY_FULL_SIZE`` gives Philly's
+    full size, 550 servers (a month there is over ``solve``'s default work limit: pass
+    ``max_work=math.inf``). ``clusters``: keep only these virtual
     clusters. ``max_jobs``: keep the first jobs only (quick runs). Entry point of
     ``oasis-opt generate --trace philly --start ... --days ...``.
     """
