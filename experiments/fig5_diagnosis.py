@@ -20,36 +20,17 @@ import sys
 from pathlib import Path
 
 from oasis_opt.experiments.fig5 import PRIORITIES, SERVERS
-from oasis_opt.experiments.fig5_diagnosis import (DIAGNOSIS_PRICINGS, binned, diagnose, markdown,
-                                                  overview, summarize, summary_entry)
+from oasis_opt.experiments.fig5_diagnosis import (binned, diagnose, markdown, overview,
+                                                  ratio_bars, summarize, summary_entry)
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def plot(summary: list[dict], stem: Path) -> list[Path]:
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(12, 4), layout="constrained")
-    a = fig.subplots()
     labels = [f"{s['servers']}\n[{s['priority_lo']:g},{s['priority_hi']:g}]" for s in summary]
-    width = 0.8 / len(DIAGNOSIS_PRICINGS)
-    for k, name in enumerate(DIAGNOSIS_PRICINGS):
-        pos = [n - 0.4 + width * (k + 0.5) for n in range(len(summary))]
-        mean = [s[name]["mean"][0] for s in summary]
-        err = [[m - s[name]["mean"][1] for m, s in zip(mean, summary)],
-               [s[name]["mean"][2] - m for m, s in zip(mean, summary)]]
-        a.bar(pos, mean, width, yerr=err, capsize=2, label=name)
-    a.axhspan(1.1, 1.5, color="grey", alpha=0.15, label="paper: 1.1-1.5")
-    a.axhline(1, color="grey", lw=0.6, ls=":")
-    a.set_xticks(range(len(summary)), labels, fontsize=7)
-    a.set(xlabel="servers, γ₁ range", ylabel="OPT / OASiS (mean, 95% bootstrap CI)",
-          title=f"Fig. 5 diagnosed: OASiS under four pricings, {summary[0]['seeds']} seed(s) "
-                "per group")
-    a.legend(fontsize=7, ncols=5)
-    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
-    fig.savefig(paths[0], dpi=150)
-    fig.savefig(paths[1], metadata={"CreationDate": None})
-    return paths
+    return ratio_bars(summary, labels, stem, xlabel="servers, γ₁ range",
+                      title=f"Fig. 5 diagnosed: OASiS under four pricings, "
+                            f"{summary[0]['seeds']} seed(s) per group")
 
 
 LOAD_EDGES = (0.0, 1.0, 1.5, 2.0, 3.0, math.inf)

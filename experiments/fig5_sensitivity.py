@@ -22,7 +22,8 @@ import sys
 from pathlib import Path
 
 from oasis_opt.experiments.fig5 import SERVERS
-from oasis_opt.experiments.fig5_diagnosis import DIAGNOSIS_PRICINGS, diagnose, summarize
+from oasis_opt.experiments.fig5_diagnosis import (DIAGNOSIS_PRICINGS, diagnose, ratio_bars,
+                                                  summarize)
 
 REPO = Path(__file__).resolve().parents[1]
 HORIZON = 10
@@ -63,31 +64,12 @@ def table(results: list[tuple[str, list[dict]]]) -> str:
 
 
 def plot(results: list[tuple[str, list[dict]]], stem: Path) -> list[Path]:
-    from matplotlib.figure import Figure
-
     pooled = [summarize([{**r, "servers": "all"} for r in rows])[0] for _, rows in results]
-    fig = Figure(figsize=(11, 4), layout="constrained")
-    a = fig.subplots()
-    width = 0.8 / len(DIAGNOSIS_PRICINGS)
-    for k, name in enumerate(DIAGNOSIS_PRICINGS):
-        pos = [n - 0.4 + width * (k + 0.5) for n in range(len(pooled))]
-        mean = [s[name]["mean"][0] for s in pooled]
-        err = [[m - s[name]["mean"][1] for m, s in zip(mean, pooled)],
-               [s[name]["mean"][2] - m for m, s in zip(mean, pooled)]]
-        a.bar(pos, mean, width, yerr=err, capsize=2, label=name)
-    a.axhspan(1.1, 1.5, color="grey", alpha=0.15, label="paper: 1.1-1.5")
-    a.axhline(1, color="grey", lw=0.6, ls=":")
-    a.set_xticks(range(len(pooled)), [f"{label}\nload {s['load']:.2f}"
-                                      for (label, _), s in zip(results, pooled)], fontsize=7)
-    a.set(ylabel="OPT / OASiS (mean, 95% bootstrap CI)",
-          title="Fig. 5 generator sensitivity: γ₁ in [1,100], servers "
-                f"{'/'.join(str(n) for n in sorted({r['servers'] for r in results[0][1]}))}, "
-                f"{pooled[0]['seeds']} instances per variant")
-    a.legend(fontsize=7, ncols=5)
-    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
-    fig.savefig(paths[0], dpi=150)
-    fig.savefig(paths[1], metadata={"CreationDate": None})
-    return paths
+    servers = "/".join(str(n) for n in sorted({r["servers"] for r in results[0][1]}))
+    return ratio_bars(pooled, [f"{label}\nload {s['load']:.2f}"
+                               for (label, _), s in zip(results, pooled)], stem, figsize=(11, 4),
+                      title=f"Fig. 5 generator sensitivity: γ₁ in [1,100], servers {servers}, "
+                            f"{pooled[0]['seeds']} instances per variant")
 
 
 def main(argv=None) -> int:

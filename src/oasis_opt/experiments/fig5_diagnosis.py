@@ -288,3 +288,30 @@ def overview(entries: list[dict], labels: Sequence[str], title: str = "instances
                f"{e['hindsight']['admitted']:.1f}", f"{e['load']:.2f}",
                f"{e['largest_container']:.2f}"]) + " |")
     return "\n".join(lines) + "\n"
+
+
+def ratio_bars(entries: list[dict], labels: Sequence[str], stem: Path, *,
+               figsize: tuple[float, float] = (12, 4), **axes: Any) -> list[Path]:
+    """Bars of the mean OPT / OASiS per pricing with their 95% intervals, one group of bars per
+    :func:`summary_entry` (``labels``), over the paper's 1.1-1.5 band; ``axes``: title and axis
+    labels (``Axes.set``). Writes ``stem``.png and .pdf; returns their paths."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize, layout="constrained")
+    a = fig.subplots()
+    width = 0.8 / len(DIAGNOSIS_PRICINGS)
+    for k, name in enumerate(DIAGNOSIS_PRICINGS):
+        pos = [n - 0.4 + width * (k + 0.5) for n in range(len(entries))]
+        mean = [s[name]["mean"][0] for s in entries]
+        err = [[m - s[name]["mean"][1] for m, s in zip(mean, entries)],
+               [s[name]["mean"][2] - m for m, s in zip(mean, entries)]]
+        a.bar(pos, mean, width, yerr=err, capsize=2, label=name)
+    a.axhspan(1.1, 1.5, color="grey", alpha=0.15, label="paper: 1.1-1.5")
+    a.axhline(1, color="grey", lw=0.6, ls=":")
+    a.set_xticks(range(len(entries)), list(labels), fontsize=7)
+    a.set(ylabel="OPT / OASiS (mean, 95% bootstrap CI)", **axes)
+    a.legend(fontsize=7, ncols=5)
+    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
+    fig.savefig(paths[0], dpi=150)
+    fig.savefig(paths[1], metadata={"CreationDate": None})
+    return paths
