@@ -126,6 +126,7 @@ def diagnose(cells: Sequence[tuple[int, tuple[float, float], int]], rows: Path, 
     missing ones. Each group's pricings and U are estimated once and cached beside the rows
     (``<rows>.groups.jsonl``, :func:`group_inputs`). ``workers`` > 1 computes rows in a process
     pool (each row is deterministic: the same rows in any order)."""
+    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     from tqdm import tqdm
@@ -153,7 +154,10 @@ def diagnose(cells: Sequence[tuple[int, tuple[float, float], int]], rows: Path, 
 
         args = [(key, (s, n, pr, *groups[(n, pr)], grid, options)) for key, (n, pr, s) in todo]
         if workers > 1 and len(args) > 1:
-            with ProcessPoolExecutor(max_workers=workers) as pool:
+            # spawned, not forked: a forked child inherits HiGHS's thread pool without its
+            # threads, and its solves then never return
+            with ProcessPoolExecutor(max_workers=workers,
+                                     mp_context=multiprocessing.get_context("spawn")) as pool:
                 futures = {pool.submit(diagnosis_row, *a): key for key, a in args}
                 for future in as_completed(futures):
                     keep(futures[future], future.result())
