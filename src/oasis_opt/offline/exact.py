@@ -139,6 +139,10 @@ class OfflinePolicy:
         """The program this policy solves (a subclass may add rows): ``build_milp``'s."""
         return build_milp(instance, deadline=deadline)
 
+    def initial_point(self, model: MilpModel, instance: Instance) -> np.ndarray:
+        """The solver's starting incumbent: the empty schedule (every job rejected)."""
+        return np.zeros(model.lp.n_cols)
+
     def program_size(self, instance: Instance) -> dict[str, int]:
         """The size of ``build``'s program without building it (``milp_size``)."""
         return milp_size(instance)
@@ -207,7 +211,7 @@ class OfflinePolicy:
             return self._unbuilt(instance, time_limit, size, time.perf_counter() - start, str(e))
         options: dict[str, Any] = {"backend": self.backend, "seed": self.seed,
                                    "mip_gap": self.mip_gap,
-                                   "initial": np.zeros(model.lp.n_cols), **self.limits}
+                                   "initial": self.initial_point(model, instance), **self.limits}
         res = solve_program(model.lp, deadline=deadline, **options)
         shift = model.constant
         found = res.incumbent == "solver" or res.status == "optimal"

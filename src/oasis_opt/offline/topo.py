@@ -65,10 +65,12 @@ import scipy.sparse as sp
 from ..model.instance import Instance
 from ..model.schedule import Schedule
 from .exact import OfflinePolicy
-from .milp_arrays import KINDS, X, Y, Z, MilpModel, build_milp, job_sets, milp_size
+from .milp_arrays import KINDS, U, X, Y, Z, MilpModel, build_milp, job_sets, milp_size
 from .solver import MIP_GAP, LinearProgram, solve_program
 
-LINK = len(KINDS)  # column kind of the link binaries (d, e), after milp_arrays' kinds
+# column kind of the link binaries, after milp_arrays' kinds; their ``server`` field is
+# 2 n + 0 for d (W_in > 0) and 2 n + 1 for e (P_in > 0) of oversubscribed link n
+LINK = len(KINDS)
 PROGRAM = "full-speed schedules (every slot at eta >= 1): a feasible schedule, a lower bound on OPT"
 
 
@@ -144,12 +146,12 @@ def build_full_speed_milp(instance: Instance, deadline: float | None = None) -> 
     upper = model.lp.upper.copy()
     ycols = np.flatnonzero(model.kind == Y)
     upper[ycols[slow[model.job[ycols], model.server[ycols]]]] = 0.0
-    if not len(ratio):
+    yz = np.flatnonzero((model.kind == Y) | (model.kind == Z))
+    if not len(ratio) or not len(yz):
         return replace(model, lp=replace(model.lp, upper=upper))
     t_start = time.perf_counter() - model.build_s
     H, allreduce = instance.H, _allreduce(instance)
     # the y / z columns of every (job, slot), grouped
-    yz = np.flatnonzero((model.kind == Y) | (model.kind == Z))
     order = np.lexsort((model.slot[yz], model.job[yz]))
     yz = yz[order]
     key = model.job[yz] * (instance.horizon + 1) + model.slot[yz]
@@ -167,11 +169,11 @@ def build_full_speed_milp(instance: Instance, deadline: float | None = None) -> 
         lo.append(-math.inf)
         up.append(bound)
 
-    def binary(i: int, t: int, n: int) -> int:
+    def binary(i: int, t: int, n: int, which: int) -> int:
         nonlocal n_cols
         new_job.append(i)
         new_slot.append(t)
-        new_link.append(n)
+        new_link.append(2 * n + which)
         n_cols += 1
         return n_cols - 1
 
@@ -192,18 +194,18 @@ def build_full_speed_milp(instance: Instance, deadline: float | None = None) -> 
             w_in, w_out = cols[worker & inside], cols[worker & ~inside]
             p_in, p_out = cols[~worker & inside], cols[~worker & ~inside]
             if allreduce:  # W_in > 0 => W_out = 0
-                d = binary(i, t, n)
+                d = binary(i, t, n, 0)
                 row(np.r_[w_in, d], np.r_[np.ones(len(w_in)), -k], 0.0)
                 row(np.r_[w_out, d], np.r_[np.ones(len(w_out)), k], k)
                 continue
             if need_a:  # W_in > 0 => (1 - r) P_out - r P_in <= 0
-                d = binary(i, t, n)
+                d = binary(i, t, n, 0)
                 row(np.r_[w_in, d], np.r_[np.ones(len(w_in)), -k], 0.0)
                 row(np.r_[p_out, p_in, d], np.r_[np.full(len(p_out), 1.0 - r),
                                                  np.full(len(p_in), -r), (1.0 - r) * k],
                     (1.0 - r) * k)
             if need_b:  # P_in > 0 => W_out - r (B/b) (P_in + P_out) <= 0
-                e = binary(i, t, n)
+                e = binary(i, t, n, 1)
                 c = r * float(B[i]) / float(b[i])
                 row(np.r_[p_in, e], np.r_[np.ones(len(p_in)), -k], 0.0)
                 row(np.r_[w_out, p_in, p_out, e],
@@ -228,6 +230,61 @@ def build_full_speed_milp(instance: Instance, deadline: float | None = None) -> 
                    build_s=time.perf_counter() - t_start)
 
 
+def full_speed_jobs(instance: Instance, schedule: Schedule) -> list[int]:
+    """The jobs ``schedule`` completes with every slot at full speed (placement-aware
+    worker-slots >= workers) and plain worker-slots covering their work: the part of it that is
+    a feasible point of the full-speed program."""
+    a = schedule.allocations
+    I, T = instance.I, instance.horizon
+    workers = a.workers_per_job_slot(I, T)
+    ok = np.array([c is not None for c in schedule.completion])
+    ok &= workers.sum(axis=1) >= instance.work
+    if instance.progress == "placement" and len(a):
+        from ..costmodel.placement import placement_worker_slots
+
+        gjob, gslot, got = placement_worker_slots(instance, a)
+        slow = got < workers[gjob, gslot] * (1.0 - 1e-12)
+        ok[gjob[slow]] = False
+        speed_ok = ~_slow_servers(instance)
+        w = (a.role == 0) & (a.count > 0)
+        ok[a.job[w][~speed_ok[a.job[w], a.server[w]]]] = False
+    return [int(i) for i in np.flatnonzero(ok)]
+
+
+def encode(model: MilpModel, instance: Instance, schedule: Schedule) -> np.ndarray:
+    """A feasible point of the program ``model`` (``build_full_speed_milp``'s) from
+    ``schedule``: its ``full_speed_jobs`` with their allocations, every other job rejected
+    (which only frees capacity), and the link binaries d = [W_in > 0], e = [P_in > 0]."""
+    point = np.zeros(model.lp.n_cols)
+    keep = set(full_speed_jobs(instance, schedule)) & set(model.job[model.kind == X].tolist())
+    if not keep:
+        return point
+    index = {key: n for n, key in enumerate(zip(model.kind.tolist(), model.job.tolist(),
+                                                model.slot.tolist(), model.server.tolist()))}
+    a = schedule.allocations
+    for i in sorted(keep):
+        cols, counts = [], []
+        for m in np.flatnonzero((a.job == i) & (a.count > 0)):
+            key = (Y if a.role[m] == 0 else Z, i, int(a.slot[m]), int(a.server[m]))
+            cols.append(index.get(key, -1))
+            counts.append(int(a.count[m]))
+        u = index.get((U, i, int(schedule.completion[i]), -1), -1)
+        if min(cols, default=-1) < 0 or u < 0 or any(
+                c > model.lp.upper[n] for n, c in zip(cols, counts)):
+            continue  # a container the program has no column for: leave the job out
+        point[index[(X, i, 0, -1)]] = 1.0
+        point[u] = 1.0
+        point[cols] = counts
+    ratio, member = oversubscribed_links(instance)
+    for n in np.flatnonzero(model.kind == LINK):
+        i, t, link, which = int(model.job[n]), int(model.slot[n]), *divmod(int(model.server[n]), 2)
+        if point[index[(X, i, 0, -1)]] == 0:
+            continue
+        role = (a.job == i) & (a.slot == t) & (a.role == which) & member[link, a.server]
+        point[n] = float(a.count[role].sum() > 0)
+    return point
+
+
 class TopoOfflinePolicy(OfflinePolicy):
     """The best schedule whose every slot runs at full speed under placement-aware progress
     (policy ``offline-topo``; module docstring): a feasible schedule and so a lower bound on the
@@ -244,6 +301,23 @@ class TopoOfflinePolicy(OfflinePolicy):
                          solution_limit=solution_limit, memory_budget_gb=memory_budget_gb,
                          isolate=isolate)
         self.name = "offline-topo"
+        self._start: Schedule | None = None
+
+    def initial_point(self, model: MilpModel, instance: Instance) -> np.ndarray:
+        if self._start is None:
+            return super().initial_point(model, instance)
+        return encode(model, instance, self._start)
+
+    def solve_from(self, instance: Instance, start: Schedule, *,
+                   time_limit: float | None = None, progress: bool = False) -> Schedule:
+        """``solve`` with the full-speed part of ``start`` (``full_speed_jobs``; e.g. a greedy
+        schedule with tree placement) as the solver's starting incumbent, so that a limit
+        returns at least that utility."""
+        self._start = start
+        try:
+            return self.solve(instance, time_limit=time_limit, progress=progress)
+        finally:
+            self._start = None
 
     def build(self, instance: Instance, deadline: float | None) -> MilpModel:
         return build_full_speed_milp(instance, deadline)
@@ -269,7 +343,9 @@ def placement_upper_bound(instance: Instance, *, time_limit: float | None = None
     use an accelerator of speed > 1; ``ValueError`` naming the server otherwise).
 
     Returns ``{"upper": bound or None (no bound proven), "status", "relax", "objective"}``
-    (``objective``: the topology-free incumbent, not a placement-aware schedule).
+    (``objective``: the topology-free incumbent, not a placement-aware schedule). ``upper`` is
+    HiGHS's dual bound, exact up to its tolerances (relative ``solver.MIP_GAP`` = 1e-6 on the
+    MILP; the tests allow that much).
     """
     if instance.progress == "placement":
         from ..costmodel.placement import context
@@ -286,9 +362,9 @@ def placement_upper_bound(instance: Instance, *, time_limit: float | None = None
     res = solve_program(model.lp, backend="highs", time_limit=time_limit, relax=relax,
                         node_limit=None if relax else node_limit)
     shift = model.constant
-    if res.status == "optimal" and res.objective is not None:
-        upper: float | None = res.objective + shift
-    else:
-        upper = None if res.bound is None else res.bound + shift
+    # the proven (dual) bound: an optimal MILP's incumbent may sit up to the MIP gap below it
+    found = [v for v in (res.bound, res.objective if res.status == "optimal" else None)
+             if v is not None]
+    upper = max(found) + shift if found else None
     return {"upper": upper, "status": res.status, "relax": relax,
             "objective": None if res.objective is None else res.objective + shift}
