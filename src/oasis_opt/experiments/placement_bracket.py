@@ -33,13 +33,18 @@ WINDOW = {"start": "2017-11-01", "days": 0.5, "racks": 4, "servers_per_rack": 4,
           "ps_per_rack": 2, "slot_s": 7200.0, "tail": 4}
 
 
-def bracket_instance(jobs: int, seed: int = 0, oversubscription: float = 4.0):
-    """The first ``jobs`` Philly jobs of the window ``WINDOW``, placement-aware progress."""
+def bracket_instance(jobs: int, seed: int = 0, oversubscription: float = 4.0,
+                     racks: int | None = None, servers_per_rack: int | None = None,
+                     ps_per_rack: int | None = None):
+    """The first ``jobs`` Philly jobs of the window ``WINDOW`` (its cluster unless given),
+    placement-aware progress."""
     from ..workloads.traces import philly_instance
 
     w = WINDOW
-    return philly_instance(w["start"], w["days"], seed, max_jobs=jobs, racks=w["racks"],
-                           servers_per_rack=w["servers_per_rack"], ps_per_rack=w["ps_per_rack"],
+    return philly_instance(w["start"], w["days"], seed, max_jobs=jobs,
+                           racks=racks or w["racks"],
+                           servers_per_rack=servers_per_rack or w["servers_per_rack"],
+                           ps_per_rack=ps_per_rack or w["ps_per_rack"],
                            slot_s=w["slot_s"], tail=w["tail"], oversubscription=oversubscription,
                            progress="placement")
 
@@ -68,17 +73,23 @@ def loss_breakdown(instance, schedule, reference) -> dict:
             "utility_at_earliest_of_done": float(earliest[done].sum())}
 
 
-def run_one(jobs: int, seed: int = 0, time_limit: float = 300.0,
-            oversubscription: float = 4.0) -> dict:
-    """Every policy and both bounds on one instance (module docstring)."""
+def run_one(jobs: int, seed: int = 0, time_limit: float | None = 300.0,
+            oversubscription: float = 4.0, racks: int | None = None,
+            servers_per_rack: int | None = None, ps_per_rack: int | None = None,
+            node_limit: int | None = None) -> dict:
+    """Every policy and both bounds on one instance (module docstring); ``time_limit`` and
+    ``node_limit`` (deterministic) bound each program's solve."""
     from ..model import assert_valid
     from ..offline.topo import TopoOfflinePolicy, full_speed_jobs, placement_upper_bound
     from ..policies import solve
 
-    inst = bracket_instance(jobs, seed, oversubscription)
+    inst = bracket_instance(jobs, seed, oversubscription, racks, servers_per_rack, ps_per_rack)
+    cluster = {"racks": racks or WINDOW["racks"],
+               "servers_per_rack": servers_per_rack or WINDOW["servers_per_rack"],
+               "ps_per_rack": ps_per_rack or WINDOW["ps_per_rack"]}
     rec: dict = {"format": SCHEMA, "jobs": inst.I, "seed": seed, "horizon": inst.horizon,
                  "servers": [inst.H, inst.K], "oversubscription": oversubscription,
-                 "time_limit": time_limit, "window": WINDOW, "policies": {}}
+                 "time_limit": time_limit, "window": {**WINDOW, **cluster}, "policies": {}}
     schedules = {}
     for name, policy, opts in (("greedy-tree", "greedy", {"placement": "tree"}),
                                ("oasis", "oasis", {}), ("oasis-topo", "oasis-topo", {})):
@@ -91,7 +102,8 @@ def run_one(jobs: int, seed: int = 0, time_limit: float = 300.0,
     greedy = schedules["greedy-tree"]
     start = full_speed_jobs(inst, greedy)
     t0 = time.perf_counter()
-    lower = TopoOfflinePolicy().solve_from(inst, greedy, time_limit=time_limit)
+    lower = TopoOfflinePolicy(node_limit=node_limit).solve_from(inst, greedy,
+                                                              time_limit=time_limit)
     assert_valid(inst, lower)
     schedules["offline-topo"] = lower
     st = lower.stats
@@ -102,7 +114,7 @@ def run_one(jobs: int, seed: int = 0, time_limit: float = 300.0,
                     "start_utility": float(sum(greedy.utility[i] for i in start)),
                     "message": st["message"]}
     t0 = time.perf_counter()
-    up = placement_upper_bound(inst, time_limit=time_limit)
+    up = placement_upper_bound(inst, time_limit=time_limit, node_limit=node_limit)
     rec["upper"] = {**up, "seconds": time.perf_counter() - t0}
     t0 = time.perf_counter()
     lp = placement_upper_bound(inst, relax=True)
@@ -123,16 +135,37 @@ def best_upper(rec: dict) -> float | None:
     return min(vals) if vals else None
 
 
-def markdown(records: Sequence[dict], command: str) -> str:
-    lines = ["# oasis-topo and greedy + tree against the placement-aware bracket", "",
-             "Philly jobs from 2017-11-01 (the first *n* of a 12-hour window), 4 racks x (4 "
-             "eight-GPU servers + 2 PS servers), rack uplinks 4:1, two-hour slots, "
-             "placement-aware progress (`costmodel.placement`, PS model). **lower**: "
-             "`offline-topo` (best full-speed schedule, started from greedy + tree's full-speed "
-             "part; a feasible schedule); **upper**: the topology-free MILP of (1) (proven bound "
-             "under the time limit) and its LP relaxation, whichever is smaller (valid since "
-             "eta <= 1 here). OPT lies in [lower, upper]. Every schedule validated. "
-             f"Generated by `{command}`.", "",
+PAGE_HEAD = ("# oasis-topo and greedy + tree against the placement-aware bracket\n\n"
+             "Philly jobs from 2017-11-01 (the first *n* of a 12-hour window), rack uplinks 4:1, "
+             "two-hour slots, placement-aware progress (`costmodel.placement`, PS model). "
+             "**lower**: `offline-topo` (best full-speed schedule, started from greedy + tree's "
+             "full-speed part; a feasible schedule); **upper**: the topology-free MILP of (1) "
+             "(proven bound under the time limit) and its LP relaxation, whichever is smaller "
+             "(valid since eta <= 1 here). OPT lies in [lower, upper]. oasis and oasis-topo with "
+             "the oracle pricing. Every schedule validated. Generated by "
+             "`experiments/placement_bracket.py` (command per section).\n\n")
+
+
+def _cluster_title(args) -> str:
+    return (f"## {args.racks} racks x ({args.servers_per_rack} eight-GPU servers + "
+            f"{args.ps_per_rack} PS servers), seed {args.seed}, time limit {args.time_limit:g} s")
+
+
+def _sections(text: str) -> dict[str, str]:
+    """The page's '## ' sections by title line (each with its body)."""
+    out: dict[str, str] = {}
+    title = None
+    for line in text.splitlines(keepends=True):
+        if line.startswith("## "):
+            title = line.rstrip("\n")
+            out[title] = ""
+        if title is not None:
+            out[title] += line
+    return out
+
+
+def markdown(records: Sequence[dict], command: str, title: str = "") -> str:
+    lines = [title, "", f"`{command}`", "",
              "| jobs | T | greedy + tree | oasis | oasis-topo | lower (status) | upper (MILP; LP) "
              "| greedy / upper | oasis-topo / lower |",
              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -149,7 +182,7 @@ def markdown(records: Sequence[dict], command: str) -> str:
             f"{r['upper_lp']['upper']:.1f} | "
             f"{ratio} | "
             f"{p['oasis-topo']['utility'] / lo['utility']:.3f} |")
-    lines += ["", "## Where oasis-topo loses against greedy + tree", "",
+    lines += ["", "Where oasis-topo loses against greedy + tree:", "",
               "| jobs | admitted (of n) | completed: oasis-topo / greedy | utility of jobs "
               "oasis-topo leaves unfinished (in greedy) | utility difference on jobs both "
               "finish | oasis-topo finishes late (jobs, mean slots) |",
@@ -169,6 +202,9 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", nargs="+", type=int, default=[30, 100])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--time-limit", type=float, default=300.0)
+    ap.add_argument("--racks", type=int, default=WINDOW["racks"])
+    ap.add_argument("--servers-per-rack", type=int, default=WINDOW["servers_per_rack"])
+    ap.add_argument("--ps-per-rack", type=int, default=WINDOW["ps_per_rack"])
     ap.add_argument("--results", default="results/placement-bracket")
     ap.add_argument("--out", default="paper_figs")
     args = ap.parse_args(argv)
@@ -179,19 +215,27 @@ def main(argv=None) -> int:
     results = Path(args.results)
     records = []
     for n in tqdm(args.jobs, desc="bracket instances", unit="instance"):
-        path = results / f"philly-n{n}-s{args.seed}-t{args.time_limit:g}.json"
+        path = results / (f"philly-n{n}-r{args.racks}x{args.servers_per_rack}+"
+                          f"{args.ps_per_rack}-s{args.seed}-t{args.time_limit:g}.json")
         if path.is_file():
             records.append(json.loads(path.read_text()))
             continue
-        rec = run_one(n, args.seed, args.time_limit)
+        rec = run_one(n, args.seed, args.time_limit, racks=args.racks,
+                      servers_per_rack=args.servers_per_rack, ps_per_rack=args.ps_per_rack)
         write_json_atomic(path, rec)
         records.append(rec)
     command = (".venv/bin/python experiments/placement_bracket.py --jobs "
                f"{' '.join(map(str, args.jobs))} --seed {args.seed} --time-limit "
-               f"{args.time_limit:g}")
+               f"{args.time_limit:g} --racks {args.racks} --servers-per-rack "
+               f"{args.servers_per_rack} --ps-per-rack {args.ps_per_rack}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "placement-bracket.md").write_text(markdown(records, command))
+    page = out / "placement-bracket.md"
+    # one section per cluster: a run for another cluster keeps the sections already there
+    sections = _sections(page.read_text()) if page.is_file() else {}
+    title = _cluster_title(args)
+    sections[title] = markdown(records, command, title) + "\n"
+    page.write_text(PAGE_HEAD + "".join(sections[k] for k in sorted(sections)))
     return 0
 
 

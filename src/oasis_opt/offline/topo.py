@@ -57,13 +57,14 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import replace
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..model.instance import Instance
-from ..model.schedule import Schedule
+from ..model.schedule import Schedule, ScheduleBuilder
+from ..model.validate import assert_valid
 from .exact import OfflinePolicy
 from .milp_arrays import KINDS, U, X, Y, Z, MilpModel, build_milp, job_sets, milp_size
 from .solver import MIP_GAP, LinearProgram, solve_program
@@ -98,7 +99,8 @@ def _slow_servers(instance: Instance) -> np.ndarray:
     return ctx.uses_gpu[:, None] & (ctx.speed[None, : instance.H] < 1.0)
 
 
-def _pairs(instance: Instance, ratio: np.ndarray, member: np.ndarray):
+def _pairs(instance: Instance, ratio: np.ndarray, member: np.ndarray
+           ) -> Iterator[tuple[int, int, bool, bool]]:
     """Per job with variables, the oversubscribed links that can split it: (job, link, rows
     needed (a), (b))."""
     sets = job_sets(instance)[0]
@@ -158,8 +160,14 @@ def build_full_speed_milp(instance: Instance, deadline: float | None = None) -> 
     starts = np.r_[0, np.flatnonzero(np.diff(key)) + 1, len(yz)]
     group = {int(key[s]): yz[s:e] for s, e in zip(starts[:-1], starts[1:])}
     sets = job_sets(instance)[0]
-    rows_r, rows_c, rows_v, lo, up = [], [], [], [], []
-    new_job, new_slot, new_link = [], [], []
+    rows_r: list[np.ndarray] = []
+    rows_c: list[np.ndarray] = []
+    rows_v: list[np.ndarray] = []
+    lo: list[float] = []
+    up: list[float] = []
+    new_job: list[int] = []
+    new_slot: list[int] = []
+    new_link: list[int] = []
     n_cols = model.lp.n_cols
 
     def row(cols: np.ndarray, vals: np.ndarray, bound: float) -> None:
@@ -251,6 +259,19 @@ def full_speed_jobs(instance: Instance, schedule: Schedule) -> list[int]:
     return [int(i) for i in np.flatnonzero(ok)]
 
 
+def full_speed_part(instance: Instance, schedule: Schedule, policy: str) -> Schedule:
+    """``schedule`` restricted to its ``full_speed_jobs`` (and zero-work jobs): a schedule of
+    the full-speed program, with the same utility on those jobs."""
+    keep = set(full_speed_jobs(instance, schedule))
+    builder = ScheduleBuilder(instance)
+    for i in sorted(keep | set(np.flatnonzero(instance.work == 0).tolist())):
+        builder.admit(int(i))
+    a = schedule.allocations
+    m = np.isin(a.job, sorted(keep))
+    builder.add_array(np.column_stack([a.job[m], a.slot[m], a.server[m], a.role[m], a.count[m]]))
+    return builder.build(policy, {})
+
+
 def encode(model: MilpModel, instance: Instance, schedule: Schedule) -> np.ndarray:
     """A feasible point of the program ``model`` (``build_full_speed_milp``'s) from
     ``schedule``: its ``full_speed_jobs`` with their allocations, every other job rejected
@@ -268,7 +289,9 @@ def encode(model: MilpModel, instance: Instance, schedule: Schedule) -> np.ndarr
             key = (Y if a.role[m] == 0 else Z, i, int(a.slot[m]), int(a.server[m]))
             cols.append(index.get(key, -1))
             counts.append(int(a.count[m]))
-        u = index.get((U, i, int(schedule.completion[i]), -1), -1)
+        completion = schedule.completion[i]
+        assert completion is not None  # full_speed_jobs keeps completed jobs only
+        u = index.get((U, i, int(completion), -1), -1)
         if min(cols, default=-1) < 0 or u < 0 or any(
                 c > model.lp.upper[n] for n, c in zip(cols, counts)):
             continue  # a container the program has no column for: leave the job out
@@ -310,14 +333,25 @@ class TopoOfflinePolicy(OfflinePolicy):
 
     def solve_from(self, instance: Instance, start: Schedule, *,
                    time_limit: float | None = None, progress: bool = False) -> Schedule:
-        """``solve`` with the full-speed part of ``start`` (``full_speed_jobs``; e.g. a greedy
-        schedule with tree placement) as the solver's starting incumbent, so that a limit
-        returns at least that utility."""
+        """``solve`` with the full-speed part of ``start`` (``full_speed_part``; e.g. a greedy
+        schedule with tree placement) as the solver's starting incumbent; a limit returns at
+        least that part (also when the solver is killed: then the part itself, with
+        ``stats["incumbent"] == "start"``)."""
         self._start = start
         try:
-            return self.solve(instance, time_limit=time_limit, progress=progress)
+            schedule = self.solve(instance, time_limit=time_limit, progress=progress)
         finally:
             self._start = None
+        part = full_speed_part(instance, start, self.name)
+        if part.total_utility > schedule.total_utility:
+            # the solver was stopped (or killed) before it returned the start: keep the start
+            assert_valid(instance, part)
+            part.stats.update({**schedule.stats, "incumbent": "start",
+                               "objective": part.total_utility,
+                               "message": schedule.stats.get("message", "") + "; returning the "
+                               "start's full-speed part, which is better"})
+            return part
+        return schedule
 
     def build(self, instance: Instance, deadline: float | None) -> MilpModel:
         return build_full_speed_milp(instance, deadline)

@@ -1,0 +1,200 @@
+"""OASiS with a topology-aware per-slot cost (policy ``oasis-topo``); the paper's stays ``oasis``.
+
+The paper's dual subroutine prices a slot of a plan as sum_h sum_r p_h^r(t) w^r y_h(t) (+ the
+PS term): where the workers land does not matter, because every worker-slot delivers one
+worker-slot of training. With the placement-aware cost model (``costmodel.placement``) a
+worker-slot delivers only eta_t = T_ref / T_actual of one when its job's containers straddle an
+oversubscribed uplink, so a resource-slot's real price per unit of training is p / eta. This
+variant changes OASiS in two places and leaves the subroutine itself (``online.dual``) untouched:
+
+1. **Steered prices (what the subroutine sees).** For a job i and a candidate *home* subtree v
+   (a rack), every server h outside v gets the price p_h^r(t) / eta_i(h, v), where
+   eta_i(h, v) = T_ref / (tau_i + (T_ref - tau_i) / r(h, v)) is job i's efficiency when one of
+   its workers sits on h and the rest in v (its gradients cross the links between h and v at
+   the share r(h, v) = min r_l over those links, as in the cost model), and eta = 1 inside v.
+   The greedy of Alg. 2 then fills v first and spills out only when v is full, and the DP trades
+   a later completion against spilling. Candidates: the racks that fit N_i workers and their PSs
+   in the job's first d_min slots, best fit first (``candidates`` of them), plus the paper's own
+   prices (no home).
+2. **Topology-aware payoff (admission).** Each candidate plan is scored with the cost model on
+   its actual rows: mu_topo = f_i(t_hat - a_i) - sum_t cost_t / eta_t, where cost_t is the
+   plan's slot-t cost at the *true* prices and eta_t = progress_t / k_t the placement's
+   efficiency in slot t. With ``instance.progress == "placement"`` a plan whose placement-aware
+   worker-slots fall short of W_i would not finish: it is re-planned (up to ``REPLANS`` times)
+   for the work target ceil(W_i / eta), eta = its placement-aware / plain worker-slots (the
+   array-level ``best_schedule_arrays`` with only ``work`` changed), and dropped if it still
+   falls short. The
+   best-scoring plan is admitted iff mu_topo > 0; committing it and raising prices (eq. 22) are
+   the paper's, with the true amounts. (The simulator completes the job as soon as its real
+   W_i is reached and OASiS skips the plan's remaining rows.)
+
+So with a non-blocking network (every eta = 1), ``oasis-topo`` makes the same decisions as
+``oasis``: the paper's prices are one of the candidates, steering changes no price, and every
+plan scores its paper payoff. Cost: up to (``candidates`` + 1) x (``REPLANS`` + 1)
+dual-subroutine calls per job.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from ..costmodel.placement import _progress_kernel, context
+from ..model.numerics import DONE_EPS, WORK_EPS, fit_count
+from ..model.schedule import WORKER
+from ..online.dual import best_schedule_arrays, job_arguments
+from ..online.oasis import OasisPolicy
+
+REPLANS = 2  # re-plans of a plan whose placement falls short of W_i (placement mode)
+
+
+class TopoOasisPolicy(OasisPolicy):
+    """OASiS whose prices and admission account for where workers land (module docstring)."""
+
+    name = "oasis-topo"
+
+    def __init__(self, backend: str = "numpy", pricing="oracle", u_scale: float = 1.0,
+                 granularity: str = "worker-slot", candidates: int = 2):
+        super().__init__(backend=backend, pricing=pricing, u_scale=u_scale,
+                         granularity=granularity)
+        if isinstance(candidates, bool) or int(candidates) != candidates or candidates < 0:
+            raise ValueError(f"candidates: must be an integer >= 0, got {candidates!r}")
+        self.candidates = int(candidates)
+
+    def start(self, instance, state) -> None:
+        instance.require_untyped(f"policy {self.name!r}")  # its cost model reads one demand
+        super().start(instance, state)
+        ctx = context(instance)
+        topo = instance.get_topology()
+        H = instance.H
+        racks = [n for n, k in topo.graph.nodes(data="kind") if k == "rack"]
+        self._racks = racks
+        member = np.zeros((len(racks), H + instance.K), dtype=bool)
+        ids = {s.id: n for n, s in enumerate(instance.servers)}
+        for v, rack in enumerate(racks):
+            member[v, [ids[s] for s in topo.servers_under(rack)]] = True
+        self._member_w, self._member_p = member[:, :H], member[:, H:]
+        # r(h, v): the smallest link share between server h and rack v (1 inside v)
+        links = [[ctx.link_nodes[x] for x in row if x >= 0] for row in ctx.links]
+        ratio = dict(zip(ctx.link_nodes, ctx.ratio.tolist()))
+        r = np.ones((H + instance.K, len(racks)))
+        for v, rack in enumerate(racks):
+            home = [rack] + [a for a in topo.path_to_root(rack)[1:-1]]
+            for s, path in enumerate(links):
+                if not member[v, s]:
+                    cross = (set(path) - set(home)) | (set(home) - set(path))
+                    r[s, v] = min((ratio[n] for n in cross), default=1.0)
+        self._share = r
+        self._ctx = ctx
+        self.topo_payoff = [None] * instance.I
+        self.home = [None] * instance.I
+
+    # ---- candidate homes and steered prices ------------------------------------------------------
+    def _home_candidates(self, job: int) -> list[int]:
+        if not self._racks or self.candidates == 0:
+            return []
+        inst = self.instance
+        a = int(inst.arrival[job])
+        window = slice(a, min(inst.horizon, a + int(inst.min_duration[job]) - 1) + 1)
+        need_w, need_p = int(inst.chunks[job]), int(inst.ps_needed(job, int(inst.chunks[job])))
+        fw = fit_count(self.worker_free[window], inst.worker_demand[job]).min(axis=0)  # (H,)
+        fp = fit_count(self.ps_free[window], inst.ps_demand[job]).min(axis=0)
+        rw, rp = self._member_w @ fw, self._member_p @ fp  # free containers per rack
+        fits = (rw >= need_w) & (rp >= need_p)
+        left = (rw - need_w) + (rp - need_p)
+        order = np.lexsort((np.arange(len(rw)), -(rw + rp), np.where(fits, left, np.inf), ~fits))
+        return [int(v) for v in order[: self.candidates] if rw[v] > 0 and rp[v] > 0]
+
+    def _efficiency(self, job: int, share: np.ndarray) -> np.ndarray:
+        """eta_i for one worker across links of the given share (module docstring)."""
+        ctx, inst = self._ctx, self.instance
+        tau, S = ctx.compute_s[job], ctx.model_mb[job]
+        comm = 2.0 * S * 8.0 / 1000.0 / inst.worker_bw[job]  # 2 e_i / b_i (constraint (6))
+        t_ref = tau + comm
+        return t_ref / (tau + comm / share) if t_ref > 0 else np.ones_like(share)
+
+    def _steered(self, job: int, home: int):
+        eta = self._efficiency(job, self._share[:, home])
+        H = self.instance.H
+        return (self.worker_price / eta[None, :H, None], self.ps_price / eta[None, H:, None])
+
+    # ---- topology-aware payoff of a plan ---------------------------------------------------------
+    def _score(self, job: int, plan) -> tuple[float, bool, float]:
+        """(mu_topo, whether the plan finishes, overall efficiency sum progress / sum k)."""
+        inst = self.instance
+        rows = plan.rows
+        if not len(rows):
+            return plan.utility, True, 1.0
+        slots, group = np.unique(rows[:, 1], return_inverse=True)
+        progress = _progress_kernel(inst, self._ctx, group, len(slots),
+                                    np.full(len(slots), job, dtype=np.int64), rows[:, 2],
+                                    rows[:, 3], rows[:, 4])
+        k = np.bincount(group, weights=np.where(rows[:, 3] == WORKER, rows[:, 4], 0),
+                        minlength=len(slots))
+        H = inst.H
+        w = rows[:, 3] == WORKER
+        unit = np.where(w, (self.worker_price[rows[:, 1], np.minimum(rows[:, 2], H - 1)]
+                            @ inst.worker_demand[job]),
+                        (self.ps_price[rows[:, 1], np.maximum(rows[:, 2] - H, 0)]
+                         @ inst.ps_demand[job]))
+        cost = np.bincount(group, weights=unit * rows[:, 4], minlength=len(slots))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            eta = np.where(k > 0, progress / np.maximum(k, 1), 1.0)
+            topo_cost = float(np.sum(np.where(eta > 0, cost / eta, np.inf)))
+        finishes = True
+        if inst.progress == "placement":
+            remaining = float(inst.work[job])
+            for g in progress.tolist():
+                remaining -= g
+            finishes = remaining <= DONE_EPS
+        eta_all = float(progress.sum() / k.sum()) if k.sum() > 0 else 1.0
+        return plan.utility - topo_cost, finishes, eta_all
+
+    def _plan(self, job: int, wp, pp):
+        """The dual subroutine at prices (wp, pp); in placement mode, a plan whose placement
+        delivers less than W_i is re-planned (at most ``REPLANS`` times) for the larger target
+        ceil(W_i / eta), eta = its placement-aware worker-slots / its worker-slots, so that
+        spilling over racks is paid for with more worker-slots instead of failing."""
+        inst = self.instance
+        args = job_arguments(inst, job)
+        for attempt in range(REPLANS + 1):
+            plan = best_schedule_arrays(wp, pp, self.worker_free, self.ps_free,
+                                        backend=self.backend, granularity=self.granularity,
+                                        **args)
+            if not plan.feasible:
+                return plan, -math.inf, False
+            score, finishes, eta = self._score(job, plan)
+            if finishes or inst.progress != "placement" or attempt == REPLANS or eta <= 0:
+                return plan, score, finishes
+            work = args["work"]
+            args = {**args, "work": max(work + 1, math.ceil(work / eta - WORK_EPS))}
+        return plan, score, finishes
+
+    # ---- Alg. 1 with the topology-aware choice ---------------------------------------------------
+    def on_arrival(self, job: int, t: int, state) -> bool:
+        t0 = time.perf_counter()
+        best, best_score, best_home = None, -math.inf, None
+        for home in [None] + self._home_candidates(job):
+            wp, pp = ((self.worker_price, self.ps_price) if home is None
+                      else self._steered(job, home))
+            plan, score, finishes = self._plan(job, wp, pp)
+            if plan.feasible and finishes and score > best_score:
+                best, best_score, best_home = plan, score, home
+        admit = best is not None and best_score > 0
+        if admit:
+            self._commit(best)
+        self.decision_s[job] = time.perf_counter() - t0
+        self.payoff[job] = best.payoff if best is not None else None
+        self.topo_payoff[job] = best_score if best is not None else None
+        self.planned[job] = best.completion if best is not None else None
+        self.home[job] = None if best_home is None else self._racks[best_home]
+        return admit
+
+    def stats(self) -> dict:
+        out = super().stats()
+        out["job_topo_payoff"] = self.topo_payoff
+        out["job_home"] = self.home
+        homes = [h for h in self.home if h is not None]
+        out["steered_admissions"] = len(homes)
+        return out
