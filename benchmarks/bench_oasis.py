@@ -17,6 +17,11 @@ readable O(T W N) Python loop: about 0.3 s per job there, minutes per literal-ca
 
     .venv/bin/python benchmarks/bench_oasis.py --quick      # T in {100, 300}, H+K in {80, 800}
     .venv/bin/python benchmarks/bench_oasis.py              # the full grid (long)
+    .venv/bin/python benchmarks/bench_oasis.py --jax-platform auto   # JAX on its default device
+
+JAX runs on the CPU unless ``--jax-platform`` says otherwise (``auto``: JAX's own choice, i.e. an
+accelerator when one is installed; ``gpu``/``tpu``: that one or an error). The device every JAX
+time was taken on is written in the table's header.
 
 Writes the table to benchmarks/results/oasis.md (and the raw numbers to oasis.json).
 """
@@ -32,8 +37,6 @@ import time
 import tracemalloc
 from datetime import datetime, timezone
 from pathlib import Path
-
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import numpy as np  # noqa: E402
 from tqdm import tqdm  # noqa: E402
@@ -146,6 +149,14 @@ def whole_runs(seed: int, calibrations) -> list[dict]:
     return out
 
 
+def jax_device() -> str:
+    """The device JAX computes on, e.g. ``cpu (TFRT_CPU_0)`` or ``gpu (NVIDIA H200)``."""
+    import jax
+
+    d = jax.devices()[0]
+    return f"{d.platform} ({d.device_kind})"
+
+
 def _fmt(d) -> str:
     return f"{d['median_ms']:.2f} / {d['p95_ms']:.2f}"
 
@@ -156,7 +167,8 @@ def table(cells: list[dict], runs: list[dict], args) -> str:
         "",
         f"Written {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC on {platform.machine()}, "
         f"{os.cpu_count()} CPUs (shared), Python {platform.python_version()}, "
-        f"numpy {np.__version__}, jax {__import__('jax').__version__} (CPU, float64). "
+        f"numpy {np.__version__}, jax {__import__('jax').__version__} (float64; JAX device: "
+        f"{args.jax_device}). "
         "Cells measured by: " + "; ".join(f"`python {c}`" for c in args.commands) + ".",
         "",
         "Per cell: one paper-sim instance (H = K = (H+K)/2, seed "
@@ -215,10 +227,14 @@ def main(argv=None) -> int:
     ap.add_argument("--table-only", action="store_true",
                     help="only re-render OUT from OUT's .json")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--jax-platform", default="cpu", choices=("cpu", "gpu", "tpu", "auto"),
+                    help="where JAX runs (default cpu; auto: JAX's default device)")
     ap.add_argument("--out", default=str(RESULTS / "oasis.md"))
     ap.add_argument("--merge", action="store_true",
                     help="add to the cells already in OUT's .json (run the grid in pieces)")
     args = ap.parse_args(argv)
+    if args.jax_platform != "auto":  # before jax is first imported (dual_jax imports it lazily)
+        os.environ["JAX_PLATFORMS"] = args.jax_platform
     horizons = [int(x) for x in (args.horizons or ("100,300" if args.quick else
                                                    "100,300,1000")).split(",")]
     servers = [int(x) for x in (args.servers or ("80,800" if args.quick else
@@ -228,9 +244,12 @@ def main(argv=None) -> int:
     if args.table_only:  # re-render the markdown from the .json of earlier runs
         old = json.loads(Path(args.out).with_suffix(".json").read_text())
         args.commands = old.get("commands", [])
+        args.jax_device = old.get("jax_device", "cpu (not recorded)")
         Path(args.out).write_text(table(old["cells"], old.get("whole_runs", []), args))
         print(Path(args.out).read_text())
         return 0
+    args.jax_device = jax_device()
+    print(f"JAX device: {args.jax_device}", flush=True)
     cells = []
     for calibration in ([] if args.whole_runs_only else calibrations):
         for T in horizons:
@@ -249,6 +268,9 @@ def main(argv=None) -> int:
         cells = [c for c in old["cells"] if key(c) not in mine] + cells
         cells.sort(key=lambda c: (c["calibration"], c["T"], c["servers"]))
         runs = runs or old.get("whole_runs", [])
+        if old.get("jax_device", args.jax_device) != args.jax_device:
+            raise SystemExit(f"--merge: {out} was measured with JAX on "
+                             f"{old['jax_device']}, this run on {args.jax_device}")
         args.commands = old.get("commands", []) + [" ".join(sys.argv)]
     else:
         args.commands = [" ".join(sys.argv)]
@@ -257,7 +279,8 @@ def main(argv=None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
     out.with_suffix(".json").write_text(json.dumps({"cells": cells, "whole_runs": runs,
-                                                    "commands": args.commands}, indent=1))
+                                                    "commands": args.commands,
+                                                    "jax_device": args.jax_device}, indent=1))
     return 0
 
 
