@@ -60,3 +60,22 @@ def test_bad_option():
     with pytest.raises(ValueError, match="candidates"):
         get_policy("oasis-topo", candidates=-1)
     assert get_policy("oasis-topo", candidates=0).candidates == 0
+
+
+def test_confined_homes_keep_jobs_at_full_speed_on_a_philly_window():
+    """On the 30-job Philly window at 4:1 the exponential prices span ten orders of magnitude
+    (an empty server's worker at 2.4e-85, a lightly used one at 3.6e-75), so steering by 1/eta
+    alone left 14 jobs with a worker and its PS in different racks (eta 0.30-0.37), re-planned
+    to finish up to 3 slots late. With confined homes every slot runs at full speed."""
+    from oasis_opt.costmodel.placement import placement_worker_slots
+    from oasis_opt.experiments.placement_bracket import bracket_instance
+
+    inst = bracket_instance(30)
+    topo = get_policy("oasis-topo").solve(inst)
+    assert validate(inst, topo).ok
+    gjob, gslot, got = placement_worker_slots(inst, topo.allocations)
+    workers = topo.allocations.workers_per_job_slot(inst.I, inst.horizon)[gjob, gslot]
+    assert (got >= workers).all()
+    late = [i for i, c in enumerate(topo.completion)
+            if c is None or c - inst.arrival[i] + 1 > inst.min_duration[i]]
+    assert late == []

@@ -64,7 +64,7 @@ def test_every_registered_policy_splits_its_options_cleanly():
             assert runs == {"time_limit", "progress"}, name
             offline.add(name)
         assert not runs & keyword_names(factory), name
-    assert offline == {"offline", "offline-cpsat", "offline-colgen"}
+    assert offline == {"offline", "offline-cpsat", "offline-colgen", "offline-topo"}
 
 
 @pytest.mark.parametrize("policy, option", [("offline-cpsat", "node_limit"),

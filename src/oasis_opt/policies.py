@@ -58,6 +58,9 @@ _REGISTRY: dict[str, tuple[str, str]] = {
                 "exact offline optimum of (1): linearised MILP solved by HiGHS"),
     "offline-cpsat": ("oasis_opt.offline.exact:CpsatPolicy",
                       "exact offline optimum of (1): the same MILP solved by OR-Tools CP-SAT"),
+    "offline-topo": ("oasis_opt.offline.topo:TopoOfflinePolicy",
+                     "placement-aware progress: best full-speed schedule (MILP + link rows), a "
+                     "lower bound on OPT"),
     "offline-colgen": ("oasis_opt.offline.colgen:ColgenPolicy",
                        "column generation on (14)-(18): integer schedule + [lower, upper] bracket"),
 }

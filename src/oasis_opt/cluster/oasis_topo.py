@@ -15,7 +15,12 @@ variant changes OASiS in two places and leaves the subroutine itself (``online.d
    The greedy of Alg. 2 then fills v first and spills out only when v is full, and the DP trades
    a later completion against spilling. Candidates: the racks that fit N_i workers and their PSs
    in the job's first d_min slots, best fit first (``candidates`` of them), plus the paper's own
-   prices (no home).
+   prices (no home). On a topology with an oversubscribed link, each home is also tried
+   **confined**: every server outside it removed
+   (its free capacity zeroed), at the true prices. The exponential prices (22) span many orders
+   of magnitude (on the Philly window of ``experiments.placement_bracket`` an empty server's
+   worker costs 2.4e-85 and a lightly used one 3.6e-75), so dividing by eta (a factor of at most
+   o) rarely moves a plan, while confining it keeps a job whose home has room at full speed.
 2. **Topology-aware payoff (admission).** Each candidate plan is scored with the cost model on
    its actual rows: mu_topo = f_i(t_hat - a_i) - sum_t cost_t / eta_t, where cost_t is the
    plan's slot-t cost at the *true* prices and eta_t = progress_t / k_t the placement's
@@ -24,13 +29,14 @@ variant changes OASiS in two places and leaves the subroutine itself (``online.d
    for the work target ceil(W_i / eta), eta = its placement-aware / plain worker-slots (the
    array-level ``best_schedule_arrays`` with only ``work`` changed), and dropped if it still
    falls short. The
-   best-scoring plan is admitted iff mu_topo > 0; committing it and raising prices (eq. 22) are
+   best-scoring plan (ties: the fewest worker-slots, then the first tried) is admitted iff
+   mu_topo > 0; committing it and raising prices (eq. 22) are
    the paper's, with the true amounts. (The simulator completes the job as soon as its real
    W_i is reached and OASiS skips the plan's remaining rows.)
 
 So with a non-blocking network (every eta = 1), ``oasis-topo`` makes the same decisions as
 ``oasis``: the paper's prices are one of the candidates, steering changes no price, and every
-plan scores its paper payoff. Cost: up to (``candidates`` + 1) x (``REPLANS`` + 1)
+plan scores its paper payoff. Cost: up to (2 ``candidates`` + 1) x (``REPLANS`` + 1)
 dual-subroutine calls per job.
 """
 from __future__ import annotations
@@ -86,6 +92,7 @@ class TopoOasisPolicy(OasisPolicy):
                     cross = (set(path) - set(home)) | (set(home) - set(path))
                     r[s, v] = min((ratio[n] for n in cross), default=1.0)
         self._share = r
+        self._blocking = bool((ctx.ratio < 1.0).any())  # an oversubscribed link exists
         self._ctx = ctx
         self.topo_payoff = [None] * instance.I
         self.home = [None] * instance.I
@@ -151,15 +158,21 @@ class TopoOasisPolicy(OasisPolicy):
         eta_all = float(progress.sum() / k.sum()) if k.sum() > 0 else 1.0
         return plan.utility - topo_cost, finishes, eta_all
 
-    def _plan(self, job: int, wp, pp):
+    def _confined(self, home: int):
+        """Free capacities with every server outside rack ``home`` emptied."""
+        return (self.worker_free * self._member_w[home][None, :, None],
+                self.ps_free * self._member_p[home][None, :, None])
+
+    def _plan(self, job: int, wp, pp, free=None):
         """The dual subroutine at prices (wp, pp); in placement mode, a plan whose placement
         delivers less than W_i is re-planned (at most ``REPLANS`` times) for the larger target
         ceil(W_i / eta), eta = its placement-aware worker-slots / its worker-slots, so that
         spilling over racks is paid for with more worker-slots instead of failing."""
         inst = self.instance
         args = job_arguments(inst, job)
+        worker_free, ps_free = (self.worker_free, self.ps_free) if free is None else free
         for attempt in range(REPLANS + 1):
-            plan = best_schedule_arrays(wp, pp, self.worker_free, self.ps_free,
+            plan = best_schedule_arrays(wp, pp, worker_free, ps_free,
                                         backend=self.backend, granularity=self.granularity,
                                         **args)
             if not plan.feasible:
@@ -174,13 +187,23 @@ class TopoOasisPolicy(OasisPolicy):
     # ---- Alg. 1 with the topology-aware choice ---------------------------------------------------
     def on_arrival(self, job: int, t: int, state) -> bool:
         t0 = time.perf_counter()
-        best, best_score, best_home = None, -math.inf, None
+        best, best_key, best_home = None, (-math.inf, 0), None
         for home in [None] + self._home_candidates(job):
-            wp, pp = ((self.worker_price, self.ps_price) if home is None
-                      else self._steered(job, home))
-            plan, score, finishes = self._plan(job, wp, pp)
-            if plan.feasible and finishes and score > best_score:
-                best, best_score, best_home = plan, score, home
+            for confine in (False, True) if home is not None and self._blocking else (False,):
+                if confine:  # inside its home the steered prices are the true ones
+                    plan, score, finishes = self._plan(job, self.worker_price, self.ps_price,
+                                                       self._confined(home))
+                else:
+                    wp, pp = ((self.worker_price, self.ps_price) if home is None
+                              else self._steered(job, home))
+                    plan, score, finishes = self._plan(job, wp, pp)
+                if not (plan.feasible and finishes):
+                    continue
+                # equal scores (prices negligible against utility): fewer worker-slots first
+                key = (score, -int(plan.rows[plan.rows[:, 3] == WORKER, 4].sum()))
+                if key > best_key:
+                    best, best_key, best_home = plan, key, home
+        best_score = best_key[0]
         admit = best is not None and best_score > 0
         if admit:
             self._commit(best)

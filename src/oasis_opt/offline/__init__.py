@@ -11,6 +11,9 @@ loads neither Pyomo nor OR-Tools; the HiGHS paths need only the core install):
 * its LP relaxation: ``lp_bound(instance) -> float``, an upper bound on the optimum;
 * column generation on (14)-(18): ``bracket(instance, time_limit=...) -> Bracket`` (an integer
   schedule and ``lower <= OPT <= upper``), policy ``ColgenPolicy``;
+* placement-aware progress (``"progress": "placement"``): ``TopoOfflinePolicy`` (policy
+  ``offline-topo``, the best full-speed schedule: a lower bound on OPT) and
+  ``placement_upper_bound(instance) -> dict`` (the topology-free MILP or LP: an upper bound);
 * the solver layer: ``LinearProgram`` (c, A, row and column bounds, integrality),
   ``solve_program(lp, backend="highs" | "cpsat", ...) -> SolverResult``, ``MIP_GAP``;
 * the readable Pyomo model (the reference the array model is tested against; needs the
@@ -19,7 +22,8 @@ loads neither Pyomo nor OR-Tools; the HiGHS paths need only the core install):
 Modules: :mod:`.solver` (HiGHS via highspy arrays, CP-SAT with documented integer scaling, LP
 duals), :mod:`.milp_arrays` / :mod:`.milp_pyomo` (the MILP as arrays / as Pyomo), :mod:`.exact`
 (policies ``offline``, ``offline-cpsat`` and ``lp_bound``), :mod:`.colgen` (column generation
-and policy ``offline-colgen``).
+and policy ``offline-colgen``), :mod:`.topo` (policy ``offline-topo`` and the placement-aware
+bracket).
 
 Example (HiGHS, core install)::
 
@@ -38,6 +42,7 @@ _EXPORTS = {
     "Bracket": ".colgen", "bracket": ".colgen", "ColgenPolicy": ".colgen",
     "LinearProgram": ".solver", "SolverResult": ".solver", "solve_program": ".solver",
     "MIP_GAP": ".solver",
+    "TopoOfflinePolicy": ".topo", "placement_upper_bound": ".topo",
     "build_pyomo": ".milp_pyomo", "solve_pyomo": ".milp_pyomo",
 }
 __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
@@ -48,5 +53,6 @@ if TYPE_CHECKING:
     from .milp_arrays import MilpModel, build_milp, decode
     from .milp_pyomo import build_pyomo, solve_pyomo
     from .solver import MIP_GAP, LinearProgram, SolverResult, solve_program
+    from .topo import TopoOfflinePolicy, placement_upper_bound
 
 __all__ = list(_EXPORTS)

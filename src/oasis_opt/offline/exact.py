@@ -48,7 +48,7 @@ from ..model import Instance
 from ..model.schedule import Schedule, ScheduleBuilder
 from ..model.validate import assert_valid
 from ..sizing import physical_memory
-from .milp_arrays import DeadlineReached, build_milp, decode, milp_size
+from .milp_arrays import DeadlineReached, MilpModel, build_milp, decode, milp_size
 from .solver import MIP_GAP, STOPPED, SolverResult, check_limits, run_in_child, solve_program
 
 # Peak resident memory (bytes) = base + per nonzero x the nonzeros ``milp_size`` counts, per
@@ -135,10 +135,22 @@ class OfflinePolicy:
                                  else float(memory_budget_gb))
         self.name = "offline" if backend == "highs" else "offline-cpsat"
 
+    def build(self, instance: Instance, deadline: float | None) -> MilpModel:
+        """The program this policy solves (a subclass may add rows): ``build_milp``'s."""
+        return build_milp(instance, deadline=deadline)
+
+    def initial_point(self, model: MilpModel, instance: Instance) -> np.ndarray:
+        """The solver's starting incumbent: the empty schedule (every job rejected)."""
+        return np.zeros(model.lp.n_cols)
+
+    def program_size(self, instance: Instance) -> dict[str, int]:
+        """The size of ``build``'s program without building it (``milp_size``)."""
+        return milp_size(instance)
+
     def check_size(self, instance: Instance) -> dict[str, Any]:
         """The MILP's size (``milp_size``) and estimated memory; ``ModelTooLarge`` above the
         budget."""
-        size = milp_size(instance)
+        size = self.program_size(instance)
         need = memory_estimate(size, self.backend) / 1e9
         if self.memory_budget_gb is not None and need > self.memory_budget_gb:
             raise ModelTooLarge(
@@ -194,12 +206,12 @@ class OfflinePolicy:
         validated)."""
         start = time.perf_counter()
         try:
-            model = build_milp(instance, deadline=deadline)
+            model = self.build(instance, deadline)
         except DeadlineReached as e:
             return self._unbuilt(instance, time_limit, size, time.perf_counter() - start, str(e))
         options: dict[str, Any] = {"backend": self.backend, "seed": self.seed,
                                    "mip_gap": self.mip_gap,
-                                   "initial": np.zeros(model.lp.n_cols), **self.limits}
+                                   "initial": self.initial_point(model, instance), **self.limits}
         res = solve_program(model.lp, deadline=deadline, **options)
         shift = model.constant
         found = res.incumbent == "solver" or res.status == "optimal"
