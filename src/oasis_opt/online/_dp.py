@@ -529,6 +529,34 @@ def greedy_fill(u: np.ndarray, fit: np.ndarray, counts: np.ndarray
     return row, order[row, j], n[row, j]
 
 
+def place_containers(price: np.ndarray, free: np.ndarray, demand: np.ndarray,
+                     counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``greedy_fill`` of the servers' unit prices and fit counts (``price``, ``free``: (S, H,
+    R)), the same placements, with fit counts read only for the servers whose unit price is at
+    most the k-th smallest of their row (k = counts.max()): where those hold a row's count, the
+    greedy order (unit price, then index) fills them before any other server. Otherwise every
+    server's fit count is read."""
+    u = unit_prices(price, demand)
+    S, H = u.shape
+    k = int(counts.max())
+    if 0 < k < H:
+        cand = u <= np.partition(u, k - 1, axis=1)[:, k - 1:k]
+        row, col = np.nonzero(cand)  # row-major: each row's candidates in index order
+        length = np.bincount(row, minlength=S)
+        if length.max() <= H // 2:
+            pos = np.arange(len(row)) - np.repeat(np.cumsum(length) - length, length)
+            cols = np.zeros((S, int(length.max())), dtype=np.int64)
+            cols[row, pos] = col
+            uc = np.full(cols.shape, np.inf)
+            uc[row, pos] = u[row, col]
+            fit = np.zeros(cols.shape, dtype=np.int64)
+            fit[row, pos] = fit_count(free[row, col], demand, k)
+            if (fit.sum(axis=1) >= counts).all():
+                at, j, n = greedy_fill(uc, fit, counts)
+                return at, cols[at, j], n
+    return greedy_fill(u, fit_count(free, demand, k), counts)
+
+
 PLACE_BLOCK = 64  # slots placed at once by ``plan_rows`` (bounds its (slots, servers) arrays)
 
 
@@ -558,9 +586,8 @@ def _plan_rows_untyped(spec: JobSpec, options: np.ndarray, wprice: np.ndarray,
             most = int(counts.max())
             cols = (None if spec.touched is None
                     else candidate_columns(spec, pool, ts, price, free, dem, most))
-            at, server, n = greedy_fill(unit_prices(_take_slots(price, ts, cols), dem),
-                                        fit_count(_take_slots(free, ts, cols), dem, most),
-                                        counts)
+            at, server, n = place_containers(_take_slots(price, ts, cols),
+                                             _take_slots(free, ts, cols), dem, counts)
             if cols is not None:
                 server = cols[server]
             parts.append(np.stack([lo + at, base + server, np.full(len(at), role), n], axis=1))
