@@ -4,8 +4,7 @@
   admissions, completions, planned completions and decision-time payoffs written by
   ``tests/oasis_golden.py``; the other OASiS backends reproduce numpy's digests.
 * OASiS's shortcuts (``price_min``: its kept minimum prices; ``slot_class``: untouched slots
-  share one cost curve and one placement; ``touched``: untouched servers are read only as
-  candidates; resource-major arrays) return, at every decision of
+  share one cost curve and one placement; resource-major arrays) return, at every decision of
   random runs and on every backend, the plan the plain call on the same arrays returns.
 """
 from __future__ import annotations
@@ -56,13 +55,12 @@ def test_stored_results_other_backends_slow(backend, name):
 
 class PlainToo(OasisPolicy):
     """OASiS that, at every decision, also asks each backend for the plan by the plain call (no
-    ``price_min`` / ``slot_class`` / ``touched``, C-ordered copies of the arrays): the same
-    plan."""
+    ``price_min`` / ``slot_class``, C-ordered copies of the arrays): the same plan."""
 
     def on_arrival(self, job, t, state):
         a = int(self.instance.arrival[job])
         fast = {"price_min": (self.worker_min[a:].min(axis=0), self.ps_min[a:].min(axis=0)),
-                "slot_class": self.slot_class, "touched": self.touched}
+                "slot_class": self.slot_class}
         arrays = (self.worker_price, self.ps_price, self.worker_free, self.ps_free)
         plain = tuple(np.ascontiguousarray(x) for x in arrays)
         for b in BACKENDS:

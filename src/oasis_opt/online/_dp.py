@@ -12,7 +12,7 @@ The tie rule these pieces implement is stated in ``dual``'s module docstring.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -69,12 +69,6 @@ class JobSpec:
     # (T+1,) or None: slots of one class hold the same prices and free capacities (the
     # caller's promise), so their cost curves are built once (``range_costs``)
     slot_class: np.ndarray | None = None
-    # ((T+1, H), (T+1, K)) bool or None: where False, the server holds in that slot the prices
-    # and free capacity of row 0 (the caller's promise), so only a few of them can matter
-    # (``candidate_columns``)
-    touched: tuple[np.ndarray, np.ndarray] | None = None
-    # per-call memo of ``untouched_groups`` (not part of the job's data)
-    memo: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def options(self) -> int:
@@ -131,8 +125,7 @@ def job_spec(*, job: int, arrival: int, horizon: int, chunks: int, work: int,
              granularity: str = "worker-slot", epochs: int | None = None,
              chunk_time: float | None = None, server_type: np.ndarray | None = None,
              type_speed: np.ndarray | None = None, type_demand: np.ndarray | None = None,
-             span_types: bool = False, slot_class: np.ndarray | None = None,
-             touched: tuple[np.ndarray, np.ndarray] | None = None) -> JobSpec:
+             span_types: bool = False, slot_class: np.ndarray | None = None) -> JobSpec:
     """The job's arrays; arguments are already checked (``dual.best_schedule_arrays``).
 
     Worker-slot granularity: target = W_i work units, delta(k) = k. Chunk granularity: target =
@@ -163,7 +156,7 @@ def job_spec(*, job: int, arrival: int, horizon: int, chunks: int, work: int,
     return JobSpec(int(job), int(arrival), int(horizon), N,
                    np.asarray(worker_demand, dtype=float), np.asarray(ps_demand, dtype=float),
                    need, ok, delta, target, int(work), rho, np.asarray(utility, dtype=float),
-                   granularity, types, slot_class, touched)
+                   granularity, types, slot_class)
 
 
 def job_arguments(instance: Any, job: int) -> dict[str, Any]:
@@ -264,106 +257,27 @@ def range_costs(spec: JobSpec, lo: int, hi: int, wprice: np.ndarray, pprice: np.
                 wfree: np.ndarray, pfree: np.ndarray) -> np.ndarray:
     """``slot_costs`` of slots lo..hi-1 from the whole (T+1, ...) arrays. With
     ``spec.slot_class``, one row is built per class (its first slot in the range) and copied to
-    the others: rows depend on their slot's data only, so the floats are the same. With
-    ``spec.touched`` (no accelerator types), only the servers of ``candidate_columns`` are read:
-    the others hold no container a curve's first N (or need[N]) marginals can need, and the
-    marginals are values of a sorted multiset, so the floats are the same."""
-    rep: np.ndarray | slice
+    the others: rows depend on their slot's data only, so the floats are the same."""
     if spec.slot_class is None:
-        rep, first, inverse = slice(lo, hi), None, None
-    else:
-        _, first, inverse = np.unique(spec.slot_class[lo:hi], return_index=True,
-                                      return_inverse=True)
-        rep = lo + np.sort(first)
-        if rep[-1] - rep[0] == len(rep) - 1:  # consecutive slots: views, no copies
-            rep = slice(int(rep[0]), int(rep[-1]) + 1)
-    C = slot_costs(spec, *_slot_arrays(spec, rep, (wprice, pprice, wfree, pfree)))
-    if first is None or len(first) == hi - lo:
-        return C
+        return slot_costs(spec, wprice[lo:hi], pprice[lo:hi], wfree[lo:hi], pfree[lo:hi])
+    _, first, inverse = np.unique(spec.slot_class[lo:hi], return_index=True,
+                                  return_inverse=True)
+    if len(first) == hi - lo:
+        return slot_costs(spec, wprice[lo:hi], pprice[lo:hi], wfree[lo:hi], pfree[lo:hi])
+    rep = lo + np.sort(first)
+    C = slot_costs(spec, *(_take_slots(x, rep) for x in (wprice, pprice, wfree, pfree)))
     order = np.argsort(first)  # class (sorted by value) -> row of C (sorted by first slot)
     where = np.empty_like(order)
     where[order] = np.arange(len(order))
     return C[where[inverse.ravel()]]
 
 
-def _slot_arrays(spec: JobSpec, slots: np.ndarray | slice, arrays: tuple[np.ndarray, ...]
-                 ) -> tuple[np.ndarray, ...]:
-    """(wprice, pprice, wfree, pfree) of the given slots, each restricted to the servers that
-    can hold the slots' cheapest containers (``candidate_columns``; all of them without
-    ``spec.touched`` or with accelerator types)."""
-    wprice, pprice, wfree, pfree = arrays
-    wcols = pcols = None
-    if spec.touched is not None and spec.types is None:
-        ok = spec.need <= np.arange(spec.N + 1)
-        wcols = candidate_columns(spec, 0, slots, wprice, wfree, spec.w, spec.N)
-        pcols = candidate_columns(spec, 1, slots, pprice, pfree, spec.s,
-                                  int(spec.need[ok].max()) if ok.any() else 0)
-    return (_take_slots(wprice, slots, wcols), _take_slots(pprice, slots, pcols),
-            _take_slots(wfree, slots, wcols), _take_slots(pfree, slots, pcols))
-
-
-CANDIDATE_SHARE = 0.5  # read all servers once the candidates are more than this share of them
-
-
-def untouched_groups(spec: JobSpec, pool: int, price: np.ndarray, free: np.ndarray,
-                     demand: np.ndarray) -> list[np.ndarray]:
-    """The servers of the pool (0: workers, 1: PSs) that hold at least one container in row 0's
-    state, grouped by their unit price there, each group's indices ascending (memoised in
-    ``spec.memo``: the same for every slot)."""
-    key = ("groups", pool)
-    if key not in spec.memo:
-        u0 = unit_prices(price[0], demand)
-        usable = np.flatnonzero(fit_count(free[0], demand, 1) > 0)
-        values, inverse = np.unique(u0[usable], return_inverse=True)
-        order = np.argsort(inverse.ravel(), kind="stable")
-        bounds = np.searchsorted(inverse.ravel()[order], np.arange(len(values) + 1))
-        spec.memo[key] = [usable[order[bounds[g]:bounds[g + 1]]] for g in range(len(values))]
-    return spec.memo[key]
-
-
-def candidate_columns(spec: JobSpec, pool: int, slots: np.ndarray | slice, price: np.ndarray,
-                      free: np.ndarray, demand: np.ndarray, need: int) -> np.ndarray | None:
-    """Servers (ascending) among which the ``need`` cheapest containers of each given slot can
-    be chosen, ties by the lowest server index (Theorem 1's greedy), using the promise of
-    ``spec.touched``; None: all of them.
-
-    A server untouched in slot t holds row 0's state, so its unit price and fit count are those
-    of row 0. Within one group of equal row-0 unit price, the first need + |touched in t|
-    usable servers of the group include ``need`` untouched ones, each holding >= 1 container of
-    that price at a lower index than any later untouched server of the group: a later one is
-    never reached, by the cost curve (a sorted multiset of prices) nor by the placement. The
-    candidates are the servers touched in any given slot and those group prefixes."""
-    assert spec.touched is not None
-    touched = spec.touched[pool][slots]
-    n_servers = touched.shape[1]
-    groups = untouched_groups(spec, pool, price, free, demand)
-    most = need + (int(touched.sum(axis=1).max()) if len(touched) else 0)
-    size = int(np.count_nonzero(touched.any(axis=0))) + sum(min(most, len(g)) for g in groups)
-    if size > CANDIDATE_SHARE * n_servers:
-        return None
-    return np.union1d(np.flatnonzero(touched.any(axis=0)),
-                      np.concatenate([g[:most] for g in groups] or [np.zeros(0, np.int64)]))
-
-
-def _take_slots(x: np.ndarray, slots: np.ndarray | slice, columns: np.ndarray | None = None
-                ) -> np.ndarray:
-    """x[slots] (x[slots][:, columns] when given) of an (S, H, R) array, resource-major in
-    memory when ``x`` is (so that one resource of every server stays contiguous); a view for a
-    slice of slots and all columns."""
-    if isinstance(slots, slice):
-        if columns is None:
-            return x[slots]
-        slots = np.arange(x.shape[0])[slots]
-    major = x.strides[1] < x.strides[2]
-    if major:
-        x = x.transpose(0, 2, 1)
-    if columns is None:
-        out = np.take(x, slots, axis=0)
-    elif major:  # one gather of (slot, resource, server)
-        out = x[np.ix_(slots, np.arange(x.shape[1]), columns)]
-    else:
-        out = x[np.ix_(slots, columns, np.arange(x.shape[2]))]
-    return out.transpose(0, 2, 1) if major else out
+def _take_slots(x: np.ndarray, slots: np.ndarray) -> np.ndarray:
+    """x[slots] of an (S, H, R) array, resource-major in memory when ``x`` is (so that one
+    resource of every server stays contiguous)."""
+    if x.strides[1] < x.strides[2]:
+        return np.take(x.transpose(0, 2, 1), slots, axis=0).transpose(0, 2, 1)
+    return np.take(x, slots, axis=0)
 
 
 def ps_costs(spec: JobSpec, pprice: np.ndarray, pfree: np.ndarray) -> np.ndarray:
@@ -529,34 +443,6 @@ def greedy_fill(u: np.ndarray, fit: np.ndarray, counts: np.ndarray
     return row, order[row, j], n[row, j]
 
 
-def place_containers(price: np.ndarray, free: np.ndarray, demand: np.ndarray,
-                     counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``greedy_fill`` of the servers' unit prices and fit counts (``price``, ``free``: (S, H,
-    R)), the same placements, with fit counts read only for the servers whose unit price is at
-    most the k-th smallest of their row (k = counts.max()): where those hold a row's count, the
-    greedy order (unit price, then index) fills them before any other server. Otherwise every
-    server's fit count is read."""
-    u = unit_prices(price, demand)
-    S, H = u.shape
-    k = int(counts.max())
-    if 0 < k < H:
-        cand = u <= np.partition(u, k - 1, axis=1)[:, k - 1:k]
-        row, col = np.nonzero(cand)  # row-major: each row's candidates in index order
-        length = np.bincount(row, minlength=S)
-        if length.max() <= H // 2:
-            pos = np.arange(len(row)) - np.repeat(np.cumsum(length) - length, length)
-            cols = np.zeros((S, int(length.max())), dtype=np.int64)
-            cols[row, pos] = col
-            uc = np.full(cols.shape, np.inf)
-            uc[row, pos] = u[row, col]
-            fit = np.zeros(cols.shape, dtype=np.int64)
-            fit[row, pos] = fit_count(free[row, col], demand, k)
-            if (fit.sum(axis=1) >= counts).all():
-                at, j, n = greedy_fill(uc, fit, counts)
-                return at, cols[at, j], n
-    return greedy_fill(u, fit_count(free, demand, k), counts)
-
-
 PLACE_BLOCK = 64  # slots placed at once by ``plan_rows`` (bounds its (slots, servers) arrays)
 
 
@@ -578,18 +464,13 @@ def _plan_rows_untyped(spec: JobSpec, options: np.ndarray, wprice: np.ndarray,
     parts = []  # (rep index, global server, role, count)
     for lo in range(0, len(rep), PLACE_BLOCK):
         ts, kb = rep[lo:lo + PLACE_BLOCK], kr[lo:lo + PLACE_BLOCK]
-        for pool, price, free, dem, counts, base, role in (
-                (0, wprice, wfree, spec.w, kb, 0, 0),
-                (1, pprice, pfree, spec.s, spec.need[kb], H, 1)):
+        for price, free, dem, counts, base, role in (
+                (wprice, wfree, spec.w, kb, 0, 0), (pprice, pfree, spec.s, spec.need[kb], H, 1)):
             if not counts.any():
                 continue
-            most = int(counts.max())
-            cols = (None if spec.touched is None
-                    else candidate_columns(spec, pool, ts, price, free, dem, most))
-            at, server, n = place_containers(_take_slots(price, ts, cols),
-                                             _take_slots(free, ts, cols), dem, counts)
-            if cols is not None:
-                server = cols[server]
+            at, server, n = greedy_fill(unit_prices(_take_slots(price, ts), dem),
+                                        fit_count(_take_slots(free, ts), dem, int(counts.max())),
+                                        counts)
             parts.append(np.stack([lo + at, base + server, np.full(len(at), role), n], axis=1))
     placed = np.concatenate(parts) if parts else np.zeros((0, 4), dtype=np.int64)
     if inv is None:

@@ -129,8 +129,7 @@ def best_schedule_arrays(worker_price: ArrayLike, ps_price: ArrayLike, worker_fr
                          type_demand: ArrayLike | None = None, span_types: bool = False,
                          backend: str = "numpy", granularity: str = "worker-slot",
                          price_min: tuple[ArrayLike, ArrayLike] | None = None,
-                         slot_class: ArrayLike | None = None,
-                         touched: tuple[ArrayLike, ArrayLike] | None = None) -> Plan:
+                         slot_class: ArrayLike | None = None) -> Plan:
     """The payoff-maximising schedule (21)/(27) of one job at the given prices, from arrays.
 
     Cluster, T slots, H worker servers, K PS servers, R resources (row 0 of the slot axis is
@@ -165,10 +164,6 @@ def best_schedule_arrays(worker_price: ArrayLike, ps_price: ArrayLike, worker_fr
     * ``slot_class`` (T+1,) integers (a caller that knows which slots it left alone): slots of
       one class hold the same prices and free capacities, so their cost curves are built once
       (e.g. every untouched slot in class 0); the plan is the same as without it.
-    * ``touched`` ((T+1, H), (T+1, K)) bools (a caller that knows which servers it left alone):
-      where False, the worker / PS server holds in that slot the prices and free capacity of
-      row 0 of the arrays, so without accelerator types only a few of those servers are read
-      per slot (``_dp.candidate_columns``); the plan is the same as without it.
 
     Returns a ``Plan``: the best plan over completion slots a_i..T under the tie rule of the
     module docstring (it may have a negative payoff); an infeasible job gives completion None
@@ -213,8 +208,7 @@ def best_schedule_arrays(worker_price: ArrayLike, ps_price: ArrayLike, worker_fr
     mins = _mins(price_min, worker_price, ps_price, a, R)
     spec = job_spec(job=_integer("job", job, 0), arrival=a, horizon=T, chunks=N, work=W,
                     worker_demand=w, ps_demand=s, ps_need=need, utility=u,
-                    slot_class=_slot_classes(slot_class, T),
-                    touched=_touched(touched, T, H, K), granularity=granularity,
+                    slot_class=_slot_classes(slot_class, T), granularity=granularity,
                     epochs=epochs, chunk_time=chunk_time, **types)
     return _solve(spec, (worker_price, ps_price, worker_free, ps_free), mins, backend)
 
@@ -240,21 +234,6 @@ def _slot_classes(slot_class: ArrayLike | None, T: int) -> np.ndarray | None:
         raise ValueError(f"slot_class: expected shape {(T + 1,)} of integers, "
                          f"got {np.shape(slot_class)}")
     return classes
-
-
-def _touched(touched: tuple[ArrayLike, ArrayLike] | None, T: int, H: int, K: int
-             ) -> tuple[np.ndarray, np.ndarray] | None:
-    """The checked ``touched`` masks ((T+1, H), (T+1, K) bools), or None."""
-    if touched is None:
-        return None
-    if len(touched) != 2:
-        raise ValueError("touched: expected (worker mask, PS mask)")
-    out = tuple(np.asarray(m) for m in touched)
-    for m, n in zip(out, (H, K)):
-        if m.shape != (T + 1, n) or m.dtype != bool:
-            raise ValueError(f"touched: expected bool masks of shapes {(T + 1, H)} and "
-                             f"{(T + 1, K)}, got {m.shape} of {m.dtype}")
-    return out[0], out[1]
 
 
 def _solve(spec: JobSpec, arrays: tuple[ArrayLike, ...], mins: list[np.ndarray], backend: str
@@ -287,14 +266,13 @@ def best_schedule(instance: Instance, job: int, worker_price: ArrayLike, ps_pric
                   worker_free: ArrayLike, ps_free: ArrayLike, *, backend: str = "numpy",
                   granularity: str = "worker-slot",
                   price_min: tuple[ArrayLike, ArrayLike] | None = None,
-                  slot_class: ArrayLike | None = None,
-                  touched: tuple[ArrayLike, ArrayLike] | None = None) -> Plan:
+                  slot_class: ArrayLike | None = None) -> Plan:
     """The payoff-maximising schedule (21)/(27) of ``job`` of ``instance`` at the given prices:
     ``best_schedule_arrays`` with the job's parameters read from the instance (PS counts by
     its rule ceil(k b_i / B_i); its accelerator types, speeds and demands on a typed cluster).
     Arrays as there, with T, H, K, R the instance's. The job's parameters were checked when the
-    instance was built (``model.instance``), so only the arrays, ``price_min``, ``slot_class``
-    and ``touched`` are checked here (the per-job checks were a tenth of a Philly replay)."""
+    instance was built (``model.instance``), so only the arrays, ``price_min`` and
+    ``slot_class`` are checked here (the per-job checks were a tenth of a Philly replay)."""
     T, H, K, R = instance.horizon, instance.H, instance.K, instance.R
     check_backend(backend)
     if granularity not in GRANULARITIES:
@@ -310,7 +288,7 @@ def best_schedule(instance: Instance, job: int, worker_price: ArrayLike, ps_pric
     args = job_arguments(instance, job)
     mins = _mins(price_min, worker_price, ps_price, args["arrival"], R)
     spec = job_spec(horizon=T, granularity=granularity, slot_class=_slot_classes(slot_class, T),
-                    touched=_touched(touched, T, H, K), **args)
+                    **args)
     return _solve(spec, (worker_price, ps_price, worker_free, ps_free), mins, backend)
 
 

@@ -17,7 +17,6 @@ on one type, or P units from a mix of types), each doing delta units of work.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 
 from ._dp import CompletionScan, JobSpec, Plan, range_costs, scan_result, tie_costs
@@ -27,8 +26,6 @@ INF = math.inf
 
 def best_schedule_reference(spec: JobSpec, wprice, pprice, wfree, pfree,
                             lower_bound: float = 0.0) -> Plan:
-    # every server is read: the reference does not rely on the caller's ``touched`` promise
-    spec = dataclasses.replace(spec, touched=None, memo={})
     a, T, target = spec.arrival, spec.horizon, spec.target
     delta = [int(d) for d in spec.delta]
     C = range_costs(spec, a, T + 1, wprice, pprice, wfree, pfree)

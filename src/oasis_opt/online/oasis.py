@@ -104,9 +104,6 @@ class OasisPolicy(OnlinePolicy):
             self.ps_min = self.ps_price.min(axis=1)
         # 0: nothing committed in the slot yet (all such slots are alike), else the slot itself
         self.slot_class = np.zeros(T + 1, dtype=np.int64)
-        # servers with something committed per slot; the others hold row 0's (never committed:
-        # slots are 1..T) prices and free capacity, which lets the dual read few of them
-        self.touched = (np.zeros((T + 1, H), dtype=bool), np.zeros((T + 1, K), dtype=bool))
         self.rows_by_slot: dict[int, list[np.ndarray]] = {}
         I = instance.I
         # best payoff at decision time (None: undecided / infeasible)
@@ -122,7 +119,7 @@ class OasisPolicy(OnlinePolicy):
                              granularity=self.granularity,
                              price_min=(self.worker_min[a:].min(axis=0),
                                         self.ps_min[a:].min(axis=0)),
-                             slot_class=self.slot_class, touched=self.touched)
+                             slot_class=self.slot_class)
         admit = plan.payoff > 0
         if admit:
             self._commit(plan)
@@ -149,13 +146,12 @@ class OasisPolicy(OnlinePolicy):
         w = rows[rows[:, 3] == WORKER]
         p = rows[rows[:, 3] != WORKER]
         # (slot, server) pairs are unique within one plan, so plain fancy-index updates are exact
-        for sel, used, free, cap, price_fn, prices, mins, touched, base in (
+        for sel, used, free, cap, price_fn, prices, mins, base in (
                 (w, self.worker_used, self.worker_free, inst.worker_capacity,
                  lambda g, c, s: pricing.worker_prices(g, c, s), self.worker_price,
-                 self.worker_min, self.touched[0], 0),
+                 self.worker_min, 0),
                 (p, self.ps_used, self.ps_free, inst.ps_capacity,
-                 lambda g, c, s: pricing.ps_prices(g, c), self.ps_price, self.ps_min,
-                 self.touched[1], H)):
+                 lambda g, c, s: pricing.ps_prices(g, c), self.ps_price, self.ps_min, H)):
             if not len(sel):
                 continue
             slot, server, count = sel[:, 1], sel[:, 2] - base, sel[:, 4]
@@ -165,7 +161,6 @@ class OasisPolicy(OnlinePolicy):
             c = cap[server]
             free[slot, server] = c - g
             prices[slot, server] = price_fn(g, c, server)
-            touched[slot, server] = True
             # rows are sorted by slot: the touched slots are where the slot changes
             touched = slot[np.flatnonzero(np.diff(slot, prepend=-1))]
             mins[touched] = prices[touched].min(axis=1)
