@@ -202,30 +202,6 @@ def cheapest_marginals(u: np.ndarray, fit: np.ndarray, n: int) -> np.ndarray:
     return np.where(inside, np.take_along_axis(u, np.minimum(pos, m - 1), axis=1), np.inf)
 
 
-def container_marginals(price: np.ndarray, free: np.ndarray, demand: np.ndarray, n: int
-                        ) -> np.ndarray:
-    """``cheapest_marginals`` of the servers' unit prices and fit counts (``price``, ``free``:
-    (S, H, R)), the same floats, with fit counts read only for the n cheapest servers by unit
-    price where those hold >= n containers: the servers left out then have unit prices >= all
-    of theirs, so the first n of the sorted container prices (a multiset) are among theirs.
-    Rows where they hold fewer read every server's fit count."""
-    u = unit_prices(price, demand)
-    S, H = u.shape
-    if n == 0 or H <= n:
-        return cheapest_marginals(u, fit_count(free, demand, n), n)
-    part = np.argpartition(u, n - 1, axis=1)[:, :n]
-    fit = fit_count(free[np.arange(S)[:, None], part], demand, n)
-    enough = fit.sum(axis=1) >= n
-    if enough.all():
-        return cheapest_marginals(np.take_along_axis(u, part, axis=1), fit, n)
-    out = np.empty((S, n))
-    out[enough] = cheapest_marginals(np.take_along_axis(u[enough], part[enough], axis=1),
-                                     fit[enough], n)
-    short = ~enough
-    out[short] = cheapest_marginals(u[short], fit_count(free[short], demand, n), n)
-    return out
-
-
 def slot_costs(spec: JobSpec, wprice: np.ndarray, pprice: np.ndarray, wfree: np.ndarray,
                pfree: np.ndarray) -> np.ndarray:
     """C[t, k]: cheapest cost of k workers plus need[k] PSs in each given slot (inf if they do
@@ -236,7 +212,7 @@ def slot_costs(spec: JobSpec, wprice: np.ndarray, pprice: np.ndarray, wfree: np.
     N = spec.N
     ps = ps_costs(spec, pprice, pfree)
     if spec.types is None:
-        mw = container_marginals(wprice, wfree, spec.w, N)
+        mw = cheapest_marginals(unit_prices(wprice, spec.w), fit_count(wfree, spec.w, N), N)
         cw = np.concatenate([np.zeros((S, 1)), np.cumsum(mw, axis=1)], axis=1)
         return cw + ps
     tp = spec.types
@@ -286,7 +262,7 @@ def ps_costs(spec: JobSpec, pprice: np.ndarray, pfree: np.ndarray) -> np.ndarray
     S = pprice.shape[0]
     ok = spec.need <= np.arange(spec.N + 1)  # (7)
     M = int(spec.need[ok].max()) if ok.any() else 0
-    mp = container_marginals(pprice, pfree, spec.s, M)
+    mp = cheapest_marginals(unit_prices(pprice, spec.s), fit_count(pfree, spec.s, M), M)
     cp = np.concatenate([np.zeros((S, 1)), np.cumsum(mp, axis=1)], axis=1)
     out = cp[:, np.minimum(spec.need, M)]
     out[:, ~ok] = np.inf
@@ -309,7 +285,7 @@ def type_costs(spec: JobSpec, wprice: np.ndarray, wfree: np.ndarray) -> dict[int
     for g in spec.types.usable:
         idx = type_servers(spec, g)
         w = spec.types.demand[g]
-        mw = container_marginals(wprice[:, idx], wfree[:, idx], w, N)
+        mw = cheapest_marginals(unit_prices(wprice[:, idx], w), fit_count(wfree[:, idx], w, N), N)
         out[g] = np.concatenate([np.zeros((S, 1)), np.cumsum(mw, axis=1)], axis=1)
     return out
 
