@@ -18,7 +18,7 @@ shared machine is inflated by the other processes) and the setup (``start``: pri
     nice -n 10 .venv/bin/python benchmarks/bench_speed.py            # baseline: main
     nice -n 10 .venv/bin/python benchmarks/bench_speed.py --baseline 56cf220 --quick
     nice -n 10 .venv/bin/python benchmarks/bench_speed.py --cells 1000:8000 --max-jobs 0 \
-        --first 2000 --repeats 1 --out benchmarks/results/oasis_scale.md
+        --first 800 --repeats 1 --out benchmarks/results/speed_scale.md
 
 Writes benchmarks/results/speed.md (and the raw numbers to speed.json).
 """
