@@ -6,7 +6,7 @@ started from the full-speed part of the greedy + tree schedule; a feasible sched
 bound) and the **topology-free** MILP of (1) (its proven bound, and its LP relaxation: upper
 bounds because a worker-slot never credits more than one worker-slot on these servers). Every
 schedule is validated. Against the bracket we measure greedy (admit all, up to N_i workers per
-job per slot, tree placement), the paper's OASiS and ``oasis-topo`` (oracle pricing), and
+job per slot, tree placement), the paper's OASiS and ``oasis-topo`` (oracle and plug-in pricing), and
 explain ``oasis-topo``'s loss: utility of the jobs it rejects, of the admitted jobs it finishes
 later than their earliest slot, and of the jobs it admits that finish later than greedy's.
 
@@ -28,7 +28,9 @@ from typing import Sequence
 
 import numpy as np
 
-SCHEMA = "oasis-opt/placement-bracket@1"
+from .calibration import HISTORY_SEEDS
+
+SCHEMA = "oasis-opt/placement-bracket@2"
 WINDOW = {"start": "2017-11-01", "days": 0.5, "racks": 4, "servers_per_rack": 4,
           "ps_per_rack": 2, "slot_s": 7200.0, "tail": 4}
 
@@ -73,12 +75,35 @@ def loss_breakdown(instance, schedule, reference) -> dict:
             "utility_at_earliest_of_done": float(earliest[done].sum())}
 
 
+POLICIES = (("greedy-tree", "greedy", {"placement": "tree"}, None),
+            ("oasis", "oasis", {}, "oracle"), ("oasis-topo", "oasis-topo", {}, "oracle"),
+            ("oasis plugin", "oasis", {}, "plugin"),
+            ("oasis-topo plugin", "oasis-topo", {}, "plugin"))
+
+
+def history_pricing(jobs: int, oversubscription: float = 4.0, racks: int | None = None,
+                    servers_per_rack: int | None = None, ps_per_rack: int | None = None,
+                    seeds: Sequence[int] = HISTORY_SEEDS):
+    """The plug-in pricing (``online.plugin.plugin_pricing``, eqs. (23)-(26)) estimated on the
+    same window and cluster drawn with the history ``seeds`` (other utilities and model sizes;
+    the Philly month file starts on 2017-11-01, so no earlier window exists): fixed before the
+    evaluated instance (seed < 1000) is seen."""
+    from ..online.plugin import plugin_pricing
+
+    return plugin_pricing([bracket_instance(jobs, s, oversubscription, racks, servers_per_rack,
+                                            ps_per_rack) for s in seeds])
+
+
 def run_one(jobs: int, seed: int = 0, time_limit: float | None = 300.0,
             oversubscription: float = 4.0, racks: int | None = None,
             servers_per_rack: int | None = None, ps_per_rack: int | None = None,
-            node_limit: int | None = None) -> dict:
+            node_limit: int | None = None, stored: dict | None = None,
+            history_seeds: Sequence[int] = HISTORY_SEEDS) -> dict:
     """Every policy and both bounds on one instance (module docstring); ``time_limit`` and
-    ``node_limit`` (deterministic) bound each program's solve."""
+    ``node_limit`` (deterministic) bound each program's solve. ``stored``: an earlier record of
+    the same instance and limits whose bounds (``lower``, ``upper``, ``upper_lp``) are reused
+    (they do not depend on OASiS; greedy, the lower bound's start, is deterministic); the
+    policies are rerun."""
     from ..model import assert_valid
     from ..offline.topo import TopoOfflinePolicy, full_speed_jobs, placement_upper_bound
     from ..policies import solve
@@ -87,46 +112,57 @@ def run_one(jobs: int, seed: int = 0, time_limit: float | None = 300.0,
     cluster = {"racks": racks or WINDOW["racks"],
                "servers_per_rack": servers_per_rack or WINDOW["servers_per_rack"],
                "ps_per_rack": ps_per_rack or WINDOW["ps_per_rack"]}
+    plugin = history_pricing(jobs, oversubscription, racks, servers_per_rack, ps_per_rack,
+                             history_seeds)
     rec: dict = {"format": SCHEMA, "jobs": inst.I, "seed": seed, "horizon": inst.horizon,
                  "servers": [inst.H, inst.K], "oversubscription": oversubscription,
-                 "time_limit": time_limit, "window": {**WINDOW, **cluster}, "policies": {}}
+                 "time_limit": time_limit, "window": {**WINDOW, **cluster}, "policies": {},
+                 "plugin": {"history_seeds": list(history_seeds), "document": dict(plugin),
+                            "alpha": plugin.details["alpha"]}}
     schedules = {}
-    for name, policy, opts in (("greedy-tree", "greedy", {"placement": "tree"}),
-                               ("oasis", "oasis", {}), ("oasis-topo", "oasis-topo", {})):
+    for name, policy, opts, pricing in POLICIES:
+        if pricing is not None:
+            opts = {**opts, "pricing": plugin if pricing == "plugin" else pricing}
         t0 = time.perf_counter()
         sched = solve(inst, policy, **opts)
         assert_valid(inst, sched)
         schedules[name] = sched
         rec["policies"][name] = {"utility": float(sched.total_utility),
                                  "seconds": time.perf_counter() - t0}
+        if pricing is not None:
+            rec["policies"][name]["alpha"] = float(sched.stats["pricing"]["alpha"])
     greedy = schedules["greedy-tree"]
-    start = full_speed_jobs(inst, greedy)
-    t0 = time.perf_counter()
-    lower = TopoOfflinePolicy(node_limit=node_limit).solve_from(inst, greedy,
-                                                              time_limit=time_limit)
-    assert_valid(inst, lower)
-    schedules["offline-topo"] = lower
-    st = lower.stats
-    rec["lower"] = {"utility": float(lower.total_utility), "status": st["status"],
-                    "program_bound": st["bound"], "gap": st["gap"],
-                    "seconds": time.perf_counter() - t0, "columns": st.get("columns"),
-                    "start_jobs": len(start),
-                    "start_utility": float(sum(greedy.utility[i] for i in start)),
-                    "message": st["message"]}
-    t0 = time.perf_counter()
-    up = placement_upper_bound(inst, time_limit=time_limit, node_limit=node_limit)
-    rec["upper"] = {**up, "seconds": time.perf_counter() - t0}
-    t0 = time.perf_counter()
-    lp = placement_upper_bound(inst, relax=True)
-    rec["upper_lp"] = {**lp, "seconds": time.perf_counter() - t0}
+    if stored is not None:
+        for key in ("lower", "upper", "upper_lp"):
+            rec[key] = stored[key]
+    else:
+        start = full_speed_jobs(inst, greedy)
+        t0 = time.perf_counter()
+        lower = TopoOfflinePolicy(node_limit=node_limit).solve_from(inst, greedy,
+                                                                  time_limit=time_limit)
+        assert_valid(inst, lower)
+        st = lower.stats
+        rec["lower"] = {"utility": float(lower.total_utility), "status": st["status"],
+                        "program_bound": st["bound"], "gap": st["gap"],
+                        "seconds": time.perf_counter() - t0, "columns": st.get("columns"),
+                        "start_jobs": len(start),
+                        "start_utility": float(sum(greedy.utility[i] for i in start)),
+                        "message": st["message"]}
+        t0 = time.perf_counter()
+        up = placement_upper_bound(inst, time_limit=time_limit, node_limit=node_limit)
+        rec["upper"] = {**up, "seconds": time.perf_counter() - t0}
+        t0 = time.perf_counter()
+        lp = placement_upper_bound(inst, relax=True)
+        rec["upper_lp"] = {**lp, "seconds": time.perf_counter() - t0}
     rec["loss"] = {name: loss_breakdown(inst, schedules[name], greedy)
-                   for name in ("oasis", "oasis-topo", "offline-topo")}
-    topo = schedules["oasis-topo"]
-    rejected = [i for i in range(inst.I) if not topo.admitted[i]]
-    rec["oasis_topo"] = {"rejected": len(rejected),
-                         "rejected_utility_in_greedy": float(sum(greedy.utility[i]
-                                                                 for i in rejected)),
-                         "steered_admissions": topo.stats.get("steered_admissions")}
+                   for name in ("oasis", "oasis-topo", "oasis-topo plugin")}
+    for name in ("oasis-topo", "oasis-topo plugin"):
+        topo = schedules[name]
+        rejected = [i for i in range(inst.I) if not topo.admitted[i]]
+        rec["policies"][name].update({
+            "rejected": len(rejected),
+            "rejected_utility_in_greedy": float(sum(greedy.utility[i] for i in rejected)),
+            "steered_admissions": topo.stats.get("steered_admissions")})
     return rec
 
 
@@ -188,7 +224,11 @@ PAGE_HEAD = ("# oasis-topo and greedy + tree against the placement-aware bracket
              "full-speed part; a feasible schedule); **upper**: the topology-free MILP of (1) "
              "(proven bound under the time limit) and its LP relaxation, whichever is smaller "
              "(valid since eta <= 1 here). OPT lies in [lower, upper]. oasis and oasis-topo with "
-             "the oracle pricing. Every schedule validated. Generated by "
+             "the oracle pricing and with the plug-in pricing (`estimate-pricing --method "
+             "plugin`, eqs. (23)-(26)) estimated on the same window and cluster at seeds "
+             "1000-1002 (other utilities and model sizes; the trace file starts on the "
+             "window's day, so no earlier window exists), fixed before the evaluated seed; "
+             "alpha of Theorem 4 for each. Every schedule validated. Generated by "
              "`experiments/placement_bracket.py` (command per section).\n\n")
 
 
@@ -212,34 +252,38 @@ def _sections(text: str) -> dict[str, str]:
 
 def markdown(records: Sequence[dict], command: str, title: str = "") -> str:
     lines = [title, "", f"`{command}`", "",
-             "| jobs | T | greedy + tree | oasis | oasis-topo | lower (status) | upper (MILP; LP) "
-             "| greedy / upper | oasis-topo / lower |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| jobs | T | greedy + tree | oasis: oracle; plug-in | oasis-topo: oracle; plug-in "
+             "| alpha: oracle; plug-in | lower (status) | upper (MILP; LP) | greedy / upper "
+             "| oasis-topo / lower: oracle; plug-in |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in records:
         p, lo, up = r["policies"], r["lower"], best_upper(r)
         milp_up = r["upper"]["upper"]
         greedy = p["greedy-tree"]["utility"]
         ratio = "—" if up is None else f"{greedy / up:.3f}"
         lines.append(
-            f"| {r['jobs']} | {r['horizon']} | {p['greedy-tree']['utility']:.1f} | "
-            f"{p['oasis']['utility']:.1f} | {p['oasis-topo']['utility']:.1f} | "
+            f"| {r['jobs']} | {r['horizon']} | {greedy:.1f} | "
+            f"{p['oasis']['utility']:.1f}; {p['oasis plugin']['utility']:.1f} | "
+            f"{p['oasis-topo']['utility']:.1f}; {p['oasis-topo plugin']['utility']:.1f} | "
+            f"{p['oasis-topo']['alpha']:.1f}; {p['oasis-topo plugin']['alpha']:.1f} | "
             f"{lo['utility']:.1f} ({lo['status']}) | "
             f"{'—' if milp_up is None else f'{milp_up:.1f}'} ({r['upper']['status']}); "
-            f"{r['upper_lp']['upper']:.1f} | "
-            f"{ratio} | "
-            f"{p['oasis-topo']['utility'] / lo['utility']:.3f} |")
+            f"{r['upper_lp']['upper']:.1f} | {ratio} | "
+            f"{p['oasis-topo']['utility'] / lo['utility']:.3f}; "
+            f"{p['oasis-topo plugin']['utility'] / lo['utility']:.3f} |")
     lines += ["", "Where oasis-topo loses against greedy + tree:", "",
-              "| jobs | admitted (of n) | completed: oasis-topo / greedy | utility of jobs "
-              "oasis-topo leaves unfinished (in greedy) | utility difference on jobs both "
+              "| jobs | pricing | admitted (of n) | completed: oasis-topo / greedy | utility of "
+              "jobs oasis-topo leaves unfinished (in greedy) | utility difference on jobs both "
               "finish | oasis-topo finishes late (jobs, mean slots) |",
-              "|---:|---:|---:|---:|---:|---:|"]
+              "|---:|---|---:|---:|---:|---:|---:|"]
     for r in records:
-        lt = r["loss"]["oasis-topo"]
-        greedy_done = lt["both_done"] + lt["not_done_but_reference_done"]
-        lines.append(f"| {r['jobs']} | {lt['admitted']} | {lt['completed']} / {greedy_done} | "
-                     f"{lt['utility_of_those_in_reference']:.1f} | "
-                     f"{lt['utility_diff_on_both_done']:+.1f} | {lt['late_jobs']}, "
-                     f"{lt['mean_slots_late']:.2f} |")
+        for name, label in (("oasis-topo", "oracle"), ("oasis-topo plugin", "plug-in")):
+            lt = r["loss"][name]
+            greedy_done = lt["both_done"] + lt["not_done_but_reference_done"]
+            lines.append(f"| {r['jobs']} | {label} | {lt['admitted']} | {lt['completed']} / "
+                         f"{greedy_done} | {lt['utility_of_those_in_reference']:.1f} | "
+                         f"{lt['utility_diff_on_both_done']:+.1f} | {lt['late_jobs']}, "
+                         f"{lt['mean_slots_late']:.2f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -253,6 +297,8 @@ def main(argv=None) -> int:
     ap.add_argument("--ps-per-rack", type=int, default=WINDOW["ps_per_rack"])
     ap.add_argument("--two-days", action="store_true",
                     help="instead: greedy + tree and oasis-topo on the two-day window")
+    ap.add_argument("--rerun-policies", action="store_true",
+                    help="rerun the policies on stored instances (their bounds are reused)")
     ap.add_argument("--results", default="results/placement-bracket")
     ap.add_argument("--out", default="paper_figs")
     args = ap.parse_args(argv)
@@ -278,11 +324,13 @@ def main(argv=None) -> int:
     for n in tqdm(args.jobs, desc="bracket instances", unit="instance"):
         path = results / (f"philly-n{n}-r{args.racks}x{args.servers_per_rack}+"
                           f"{args.ps_per_rack}-s{args.seed}-t{args.time_limit:g}.json")
-        if path.is_file():
-            records.append(json.loads(path.read_text()))
+        stored = json.loads(path.read_text()) if path.is_file() else None
+        if stored is not None and stored.get("format") == SCHEMA and not args.rerun_policies:
+            records.append(stored)
             continue
         rec = run_one(n, args.seed, args.time_limit, racks=args.racks,
-                      servers_per_rack=args.servers_per_rack, ps_per_rack=args.ps_per_rack)
+                      servers_per_rack=args.servers_per_rack, ps_per_rack=args.ps_per_rack,
+                      stored=stored)
         write_json_atomic(path, rec)
         records.append(rec)
     command = (".venv/bin/python experiments/placement_bracket.py --jobs "
