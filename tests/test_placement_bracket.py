@@ -15,6 +15,9 @@ def test_policies_fall_inside_the_bracket_and_the_report_renders():
     top = min(tops) * (1 + MIP_GAP) + 1e-9
     assert lower["utility"] <= top
     assert lower["utility"] >= lower["start_utility"]  # never below the start
+    feasible = [lower["utility"]] + [p["utility"] for p in rec["policies"].values()]
+    assert rec["best_known"]["utility"] == max(feasible)
+    assert rec["best_known"]["utility"] <= top
     assert set(rec["policies"]) == {name for name, *_ in POLICIES}
     for name, p in rec["policies"].items():  # validated schedules: none beats OPT <= upper
         assert p["utility"] <= top, name
