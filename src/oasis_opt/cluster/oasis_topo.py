@@ -21,10 +21,11 @@ variant changes OASiS in two places and leaves the subroutine itself (``online.d
    the 100-job Philly window on 2 racks with one PS server each, 73 of 240 (job, slot) groups
    ran below full speed and oasis-topo earned 2533 against greedy's 3238.) On a topology with
    an oversubscribed link, each home is also tried **confined**: every server outside it
-   removed (its free capacity zeroed), at the true prices. The exponential prices (22) span many orders
-   of magnitude (on the Philly window of ``experiments.placement_bracket`` an empty server's
-   worker costs 2.4e-85 and a lightly used one 3.6e-75), so dividing by eta (a factor of at most
-   o) rarely moves a plan, while confining it keeps a job whose home has room at full speed.
+   removed (its free capacity zeroed), at the true prices. The exponential prices (22) span
+   many orders of magnitude (on the Philly window of ``experiments.placement_bracket`` an empty
+   server's worker costs 2.4e-85 and a lightly used one 3.6e-75), so dividing by eta (a factor
+   of at most o) rarely moves a plan, while confining it keeps a job whose home has room at
+   full speed.
 2. **Topology-aware payoff (admission).** Each candidate plan is scored with the cost model on
    its actual rows: mu_topo = f_i(t_hat - a_i) - sum_t cost_t / eta_t, where cost_t is the
    plan's slot-t cost at the *true* prices and eta_t = progress_t / k_t the placement's
