@@ -41,3 +41,15 @@ def test_a_stored_record_keeps_its_bounds_and_reruns_the_same_policies():
     assert again["lower"]["status"] == "stored"  # reused, not re-solved
     assert {k: p["utility"] for k, p in again["policies"].items()} == \
         {k: p["utility"] for k, p in rec["policies"].items()}
+
+
+def test_floor_sweep_accounts_for_every_lost_unit_of_utility():
+    from oasis_opt.experiments.placement_bracket import floor_sweep, sweep_markdown
+
+    rec = floor_sweep(6, **TINY, floors=(1e-3,), history_seeds=(1000,))
+    assert [r["pricing"] for r in rec["rows"]] == ["oracle", "plug-in", "L = 0.001"]
+    for r in rec["rows"]:  # no schedule beats every job at its earliest slot
+        assert r["lost_urgent"] >= -1e-9 and r["lost_other"] >= -1e-9
+        assert r["utility"] == pytest.approx(rec["best_case"] - r["lost_urgent"]
+                                             - r["lost_other"])
+    assert "| L = 0.001 |" in sweep_markdown(rec, "cmd")

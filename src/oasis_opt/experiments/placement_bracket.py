@@ -180,6 +180,65 @@ def run_one(jobs: int, seed: int = 0, time_limit: float | None = 300.0,
     return rec
 
 
+SWEEP_FLOORS = (1e-6, 1e-4, 1e-3, 1e-2, 1e-1)
+URGENT_DELAY = 4  # a job is urgent if finishing this many slots after its earliest halves f
+
+
+def floor_sweep(jobs: int, seed: int = 0, racks: int | None = None,
+                servers_per_rack: int | None = None, ps_per_rack: int | None = None,
+                floors: Sequence[float] = SWEEP_FLOORS,
+                history_seeds: Sequence[int] = HISTORY_SEEDS) -> dict:
+    """A diagnostic, not a pricing rule: ``oasis-topo`` on the evaluated instance with U of
+    eqs. (23)-(24) from the history seeds and the floor L1 = L2 fixed at each of ``floors``
+    (hindsight: the floors are compared on the instance itself), against the oracle and plug-in
+    pricings. Per run the utility lost against every job finishing at its earliest slot
+    a_i + d_i - 1, split into *urgent* jobs (f_i falls below half within ``URGENT_DELAY`` slots
+    of that) and the others."""
+    from ..model import assert_valid
+    from ..online.estimate import history_u, pricing_document
+    from ..policies import solve
+
+    inst = bracket_instance(jobs, seed, 4.0, racks, servers_per_rack, ps_per_rack)
+    history = [bracket_instance(jobs, s, 4.0, racks, servers_per_rack, ps_per_rack)
+               for s in history_seeds]
+    u = history_u(history)
+    T = inst.horizon
+    earliest = [min(T, int(inst.arrival[i] + inst.min_duration[i]) - 1) for i in range(inst.I)]
+    best = np.array([inst.utility_of(i, e) for i, e in enumerate(earliest)])
+    later = np.array([inst.utility_of(i, min(T, e + URGENT_DELAY))
+                      for i, e in enumerate(earliest)])
+    urgent = later < 0.5 * best
+    runs = [("oracle", "oracle"), ("plug-in", history_pricing(jobs, 4.0, racks, servers_per_rack,
+                                                               ps_per_rack, history_seeds))]
+    runs += [(f"L = {L:g}", pricing_document(u, L)) for L in floors]
+    rows = []
+    for label, pricing in runs:
+        sched = solve(inst, "oasis-topo", pricing=pricing)
+        assert_valid(inst, sched)
+        got = np.asarray(sched.utility)
+        rows.append({"pricing": label, "utility": float(sched.total_utility),
+                     "admitted": int(np.sum(sched.admitted)),
+                     "alpha": float(sched.stats["pricing"]["alpha"]),
+                     "lost_urgent": float((best - got)[urgent].sum()),
+                     "lost_other": float((best - got)[~urgent].sum())})
+    return {"jobs": inst.I, "urgent": int(urgent.sum()), "best_case": float(best.sum()),
+            "best_case_urgent": float(best[urgent].sum()), "rows": rows}
+
+
+def sweep_markdown(rec: dict, what: str) -> str:
+    lines = [f"Diagnosis (hindsight, not a pricing rule; `--floor-sweep`), {what}: every job "
+             "at its earliest "
+             f"slot would earn {rec['best_case']:.1f} ({rec['urgent']} urgent jobs, whose utility "
+             f"halves within {URGENT_DELAY} slots: {rec['best_case_urgent']:.1f}). oasis-topo "
+             "with U from the history and a fixed floor L:", "",
+             "| pricing | alpha | oasis-topo | admitted | lost on urgent jobs | lost on others |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for r in rec["rows"]:
+        lines.append(f"| {r['pricing']} | {r['alpha']:.1f} | {r['utility']:.1f} | "
+                     f"{r['admitted']} | {r['lost_urgent']:.1f} | {r['lost_other']:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
 def run_two_days(seed: int = 0) -> dict:
     """greedy + tree and oasis-topo on the placement experiment's two-day Philly window at 4:1
     (``placement.make_instance("philly-month", seed, 4.0, quick=True)``: too big for the
@@ -313,6 +372,8 @@ def main(argv=None) -> int:
     ap.add_argument("--ps-per-rack", type=int, default=WINDOW["ps_per_rack"])
     ap.add_argument("--two-days", action="store_true",
                     help="instead: greedy + tree and oasis-topo on the two-day window")
+    ap.add_argument("--floor-sweep", action="store_true",
+                    help="also the hindsight diagnostic floor_sweep on each instance")
     ap.add_argument("--rerun-policies", action="store_true",
                     help="rerun the policies on stored instances (their bounds are reused)")
     ap.add_argument("--results", default="results/placement-bracket")
@@ -352,9 +413,19 @@ def main(argv=None) -> int:
     command = (".venv/bin/python experiments/placement_bracket.py --jobs "
                f"{' '.join(map(str, args.jobs))} --seed {args.seed} --time-limit "
                f"{args.time_limit:g} --racks {args.racks} --servers-per-rack "
-               f"{args.servers_per_rack} --ps-per-rack {args.ps_per_rack}")
+               f"{args.servers_per_rack} --ps-per-rack {args.ps_per_rack}"
+               + (" --floor-sweep" if args.floor_sweep else ""))
     title = _cluster_title(args)
-    sections[title] = markdown(records, command, title) + "\n"
+    text = markdown(records, command, title) + "\n"
+    if args.floor_sweep:
+        for n in args.jobs:
+            path = results / (f"floor-sweep-n{n}-r{args.racks}x{args.servers_per_rack}+"
+                              f"{args.ps_per_rack}-s{args.seed}.json")
+            rec = json.loads(path.read_text()) if path.is_file() else floor_sweep(
+                n, args.seed, args.racks, args.servers_per_rack, args.ps_per_rack)
+            write_json_atomic(path, rec)
+            text += sweep_markdown(rec, f"{n} jobs") + "\n"
+    sections[title] = text
     page.write_text(PAGE_HEAD + "".join(sections[k] for k in sorted(sections)))
     return 0
 
