@@ -346,7 +346,7 @@ def markdown(records: Sequence[dict], command: str, title: str = "") -> str:
             f"{r['upper_lp']['upper']:.1f} | {ratio} | "
             f"{p['oasis-topo']['utility'] / known['utility']:.3f}; "
             f"{p['oasis-topo plugin']['utility'] / known['utility']:.3f} |")
-    lines += ["", "Where oasis-topo loses against greedy + tree:", "",
+    lines += ["", "oasis-topo against greedy + tree:", "",
               "| jobs | pricing | admitted (of n) | completed: oasis-topo / greedy | utility of "
               "jobs oasis-topo leaves unfinished (in greedy) | utility difference on jobs both "
               "finish | oasis-topo finishes late (jobs, mean slots) |",
