@@ -9,10 +9,11 @@ from hypothesis import given, settings
 
 from oasis_opt.model import DEFAULT_RESOURCES, Instance, Server, validate
 from oasis_opt.model.io import dumps, result_to_dict
-from oasis_opt.offline.colgen import (ColumnPool, CGState, RestrictedMaster, bracket,
-                                      column_generation, columns_of, lagrangian_bound,
-                                      price_jobs)
+from oasis_opt.offline.colgen import (SEED_POLICIES, ColumnPool, CGState, RestrictedMaster,
+                                      bracket, column_generation, columns_of, lagrangian_bound,
+                                      policy_schedules, price_jobs)
 from oasis_opt.offline.exact import OfflinePolicy, lp_bound
+from oasis_opt.online.estimate import history_u, pricing_document
 from oasis_opt.policies import get_policy, solve
 from test_offline_milp import tiny, tiny_typed
 
@@ -49,6 +50,45 @@ def bound_chain(inst):
     assert br.seed_utility == pytest.approx(oasis.total_utility)
     assert br.lower == pytest.approx(br.schedule.total_utility)
     assert 0 <= br.gap <= 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(tiny)
+def test_seeded_bracket_contains_the_optimum_and_beats_every_seed(inst):
+    """Seeded with every baseline's schedule (and OASiS at a second floor price): the bracket
+    still contains the MILP optimum, and its lower end is at least every seed's utility."""
+    opt = OfflinePolicy().solve(inst).total_utility
+    low = pricing_document(history_u([inst]), 1e-6)
+    seeds = policy_schedules(inst, SEED_POLICIES, {"oasis-low": low})
+    assert set(seeds) == set(SEED_POLICIES) | {"oasis-low"}
+    br = bracket(inst, time_limit=None, seeds=seeds)
+    assert validate(inst, br.schedule).ok
+    assert close_le(br.lower, opt) and close_le(opt, br.upper)
+    assert br.lower == pytest.approx(br.schedule.total_utility)
+    assert close_le(br.upper, lp_bound(inst))
+    for name, s in seeds.items():
+        assert close_le(br.candidates[name], br.lower)
+        assert close_le(s.total_utility, br.lower), name
+    assert br.source in set(br.candidates) | {"mip"}
+
+
+def test_seeds_are_checked():
+    inst = _fig5()
+    good = get_policy("fifo").solve(inst)
+    with pytest.raises(ValueError, match="seeds: name 'lp-greedy' is taken"):
+        bracket(inst, seeds={"lp-greedy": good})
+    bad = get_policy("oasis").solve(_fig5(seed=2))  # another instance's: overfills this one
+    with pytest.raises(ValueError, match=r"seeds\['other'\]: not a valid schedule"):
+        bracket(inst, seeds={"other": bad})
+    with pytest.raises(ValueError, match="cg_gap"):
+        bracket(inst, cg_gap=1.0)
+
+
+def test_a_loose_cg_gap_still_gives_a_valid_bracket():
+    inst = _fig5(servers=12, seed=0)
+    opt = OfflinePolicy().solve(inst).total_utility
+    br = bracket(inst, time_limit=None, cg_gap=0.05, seeds=policy_schedules(inst))
+    assert br.lower <= opt + TOL and br.upper >= opt - TOL and validate(inst, br.schedule).ok
 
 
 def _fig5(servers=3, seed=1):

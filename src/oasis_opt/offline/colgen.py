@@ -56,7 +56,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import numpy as np
 import scipy.sparse as sp
@@ -81,6 +81,8 @@ CANDIDATE_X = 1e-3
 SMOOTHING = 0.5
 # a phase stops once (best bound - master value) / master value is at most this
 CG_GAP = 1e-7
+# baselines whose schedules ``policy_schedules`` seeds the master with by default
+SEED_POLICIES = ("fifo", "drf", "rrh", "dorm", "greedy")
 
 
 @dataclass(frozen=True)
@@ -496,10 +498,13 @@ def integer_program(pool: ColumnPool, candidates: list[int]) -> LinearProgram:
 class Bracket:
     """Bounds on OPT(1) from column generation: ``lower <= OPT <= upper``.
 
-    ``lower``: utility of ``schedule`` (>= ``seed_utility``, the seed policy's utility).
-    ``upper``: the best Lagrangian bound (= LP(14) when ``converged``, i.e. phase 2 ended with
-    no improving column). ``lp_value``: the last master LP value (a bound only if converged).
-    ``gap`` = (upper - lower) / upper. ``source``: which candidate gave ``schedule``.
+    ``lower``: utility of ``schedule`` (>= ``seed_utility``, the seed policy's utility, and
+    >= every value in ``candidates``).
+    ``upper``: the best Lagrangian bound (= LP(14) when ``converged`` with ``cg_gap`` 0, i.e.
+    phase 2 ended with no improving column). ``lp_value``: the last master LP value (a bound
+    only if converged). ``gap`` = (upper - lower) / upper. ``source``: which candidate gave
+    ``schedule``. ``candidates``: utility of each integer schedule tried before the integer
+    master (each seed schedule as columns, "lp-greedy", "<best seed>+lp-greedy").
     """
 
     lower: float
@@ -520,6 +525,7 @@ class Bracket:
     mip_s: float
     seed_s: float
     history: list[dict] = field(default_factory=list)
+    candidates: dict[str, float] = field(default_factory=dict)
 
     def stats(self) -> dict:
         return {"lower": self.lower, "upper": self.upper, "gap": self.gap,
@@ -528,20 +534,31 @@ class Bracket:
                 "columns": self.columns, "seed_utility": self.seed_utility,
                 "greedy_utility": self.greedy_utility, "seed_policy": self.seed_policy,
                 "source": self.source, "mip_status": self.mip_status, "cg_s": self.cg_s,
-                "mip_s": self.mip_s, "seed_s": self.seed_s}
+                "mip_s": self.mip_s, "seed_s": self.seed_s, "candidates": dict(self.candidates)}
 
 
 def bracket(instance: Instance, *, time_limit: float | None = 600.0,
             max_iterations: int | None = None, node_limit: int | None = None,
-            seed_policy: str = "oasis", backend: str = "numpy", cg_share: float = CG_SHARE,
+            seed_policy: str = "oasis", seeds: Mapping[str, Schedule] | None = None,
+            backend: str = "numpy", cg_share: float = CG_SHARE,
             pooled_share: float = POOLED_SHARE, smoothing: float = SMOOTHING,
-            lp_solver: str = "ipm", seed: int = 0, progress: bool = False,
-            policy_name: str = "offline-colgen") -> Bracket:
-    """[lower, upper] on OPT(1) by column generation, seeded with ``seed_policy``'s schedule.
+            cg_gap: float = CG_GAP, lp_solver: str = "ipm", seed: int = 0,
+            progress: bool = False, policy_name: str = "offline-colgen") -> Bracket:
+    """[lower, upper] on OPT(1) by column generation, seeded with ``seed_policy``'s schedule
+    and the schedules ``seeds`` (name -> a valid schedule of ``instance``, e.g. from
+    ``policy_schedules``: every policy that runs at that size).
+
+    Every completed job of every seed schedule enters the pool as a column, so the masters start
+    from them; each seed schedule is also an integer candidate, as is the best of them completed
+    by the LP-guided greedy ("<name>+lp-greedy"), and the best candidate starts the integer master.
+    Hence ``lower`` >= every seed schedule's utility.
 
     ``time_limit`` (seconds, None = no limit) covers everything: the seed policy, phase 1 (up
     to ``pooled_share`` of the column-generation time), phase 2 (until ``cg_share`` of the
     limit, or convergence) and the integer schedule (the rest; skipped when no time is left).
+    ``cg_gap``: a phase ends once (best bound - master value) / master value <= ``cg_gap``
+    (the default ends at the LP optimum; e.g. 0.005 leaves the integer master more time at
+    the cost of an upper end up to 0.5 % above LP(14); still a valid bound).
     Deterministic limits: ``max_iterations`` caps the pricing rounds of both phases together,
     ``node_limit`` the branch-and-bound nodes of the integer master (HiGHS). Stopped early,
     ``upper`` is still a valid bound. ``lp_solver``: "ipm" (HiGHS interior point, no
@@ -551,6 +568,7 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0,
     ``lower`` by at most ``model.numerics.BOUND_RTOL`` (relative), and then ``upper = lower``.
     A larger inversion raises ``RuntimeError`` naming both numbers (a bug, never hidden).
     """
+    from ..model.validate import validate
     from ..policies import get_policy
 
     if time_limit is not None and not time_limit > 0:
@@ -558,13 +576,24 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0,
     for name, v in (("cg_share", cg_share), ("pooled_share", pooled_share)):
         if not 0 < v <= 1:
             raise ValueError(f"{name}: must be in (0, 1], got {v}")
+    if not 0 <= cg_gap < 1:
+        raise ValueError(f"cg_gap: must be in [0, 1), got {cg_gap}")
     if lp_solver not in ("ipm", "simplex"):
         raise ValueError(f"lp_solver: expected 'ipm' or 'simplex', got {lp_solver!r}")
+    seeds = dict(seeds or {})
+    for name, s in seeds.items():
+        if name in (seed_policy, "lp-greedy", "mip") or name.endswith("+lp-greedy"):
+            raise ValueError(f"seeds: name {name!r} is taken (seed policy or a candidate)")
+        report = validate(instance, s)
+        if not report.ok:  # an invalid seed would make the lower end no bound
+            raise ValueError(f"seeds[{name!r}]: not a valid schedule of the instance: {report}")
     start = time.perf_counter()
     seed_schedule = get_policy(seed_policy).solve(instance)
     seed_s = time.perf_counter() - start
     pool = ColumnPool(instance)
-    seed_cols = pool.add(columns_of(instance, seed_schedule))
+    seed_cols = {name: pool.add(columns_of(instance, s))
+                 for name, s in {seed_policy: seed_schedule, **seeds}.items()}
+    seeded = {n for cols in seed_cols.values() for n in cols}
 
     t_cg = time.perf_counter()
     cg_end = None if time_limit is None else start + cg_share * time_limit
@@ -573,32 +602,38 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0,
     pooled = RestrictedMaster(pool, pooled=True)
     pooled.sync()
     one = column_generation(pool, pooled, state, deadline=phase1_end,
-                            max_iterations=max_iterations, backend=backend,
+                            max_iterations=max_iterations, backend=backend, gap_tol=cg_gap,
                             spread=None if instance.typed else "only",
                             phase="(pooled)", progress=progress)
-    candidates = set(seed_cols) | set(state.last_x)
+    candidates = seeded | set(state.last_x)
     # interior-point duals without crossover: faster on the big per-server master, and centred
     # duals stabilise column generation (any prices give a valid bound)
     ipm: dict[str, Any] = {"solver": "ipm", "run_crossover": "off"} if lp_solver == "ipm" else {}
     full = RestrictedMaster(pool, **ipm)
-    full.sync(sorted(candidates))  # the pooled LP's support: a small, good start
+    # warm start: the pooled LP's support and the seeds' columns (a small, good start), priced
+    # from the pooled phase's best prices (``state.center``, the smoothing centre)
+    full.sync(sorted(candidates))
     two = column_generation(pool, full, state, deadline=cg_end, max_iterations=max_iterations,
-                            backend=backend, smoothing=smoothing,
+                            backend=backend, smoothing=smoothing, gap_tol=cg_gap,
                             spread=None if instance.typed else "both",
                             phase="(per server)", progress=progress)
     candidates |= {n for n, v in state.last_x.items() if v >= CANDIDATE_X}
     cg_s = time.perf_counter() - t_cg
 
-    # integer schedule: seed, LP-guided greedy, then the MILP over the candidates
+    # integer schedule: the seeds, LP-guided greedy (alone and completing the best seed), then
+    # the MILP over the candidates started from the best of these
     t_mip = time.perf_counter()
-    by_value = sorted(state.last_x, key=lambda n: (-state.last_x[n], -pool.columns[n].utility))
-    greedy = fits_greedily(pool, by_value + sorted(range(len(pool)),
-                                                    key=lambda n: -pool.columns[n].utility))
     value_of = {n: pool.columns[n].utility for n in range(len(pool))}
-    greedy_value = sum(value_of[n] for n in greedy)
-    seed_value = sum(value_of[n] for n in seed_cols)
-    best, source = (greedy, "greedy") if greedy_value > seed_value else (seed_cols, seed_policy)
-    cand = sorted(candidates | set(greedy))
+    by_value = sorted(state.last_x, key=lambda n: (-state.last_x[n], -pool.columns[n].utility))
+    order = by_value + sorted(range(len(pool)), key=lambda n: -pool.columns[n].utility)
+    found: dict[str, list[int]] = {**seed_cols, "lp-greedy": fits_greedily(pool, order)}
+    greedy_value = sum(value_of[n] for n in found["lp-greedy"])
+    top = max(seed_cols, key=lambda k: sum(value_of[n] for n in seed_cols[k]))
+    found[f"{top}+lp-greedy"] = fits_greedily(pool, order, start=seed_cols[top])
+    worth = {k: float(sum(value_of[n] for n in cols)) for k, cols in found.items()}
+    source = max(worth, key=lambda k: worth[k])  # ties: the first (the seed policy)
+    best = found[source]
+    cand = sorted(candidates | {n for cols in found.values() for n in cols})
     lp = integer_program(pool, cand)
     initial = np.isin(cand, best).astype(float)
     res = solve_program(lp, backend="highs", seed=seed, initial=initial, node_limit=node_limit,
@@ -621,7 +656,8 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0,
     gap = 0.0 if upper <= 0 else (upper - lower) / upper
     out = Bracket(lower, upper, gap, two["value"], two["converged"], one["converged"],
                   state.iterations, len(pool), seed_schedule.total_utility, greedy_value,
-                  seed_policy, schedule, source, res.status, cg_s, mip_s, seed_s, state.history)
+                  seed_policy, schedule, source, res.status, cg_s, mip_s, seed_s, state.history,
+                  worth)
     closed = gap <= 1e-6
     # what stopped the search short of convergence: phase 2's limit, else the integer master's
     stopped = ({"time": "time_limit", "iterations": "iteration_limit"}.get(two["stopped"])
@@ -633,6 +669,22 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0,
                            "message": ("optimal (bracket closed)" if gap <= 1e-6 else
                                        f"bracket [{lower:.6g}, {upper:.6g}], gap {gap:.3%}: "
                                        "NOT proven optimal")})
+    return out
+
+
+def policy_schedules(instance: Instance, policies: Iterable[str] = SEED_POLICIES,
+                     oasis_pricings: Mapping[str, Any] | None = None) -> dict[str, Schedule]:
+    """Seeds for ``bracket``: each policy's schedule of ``instance`` and OASiS's under each
+    pricing (name -> pricing document, e.g. the figures' estimated and plug-in pricing), every
+    one validated (``AssertionError`` otherwise)."""
+    from ..online.oasis import OasisPolicy
+    from ..policies import get_policy
+
+    out = {name: get_policy(name).solve(instance) for name in policies}
+    for name, pricing in (oasis_pricings or {}).items():
+        out[name] = OasisPolicy(pricing=pricing).solve(instance)
+    for s in out.values():
+        assert_valid(instance, s)
     return out
 
 
