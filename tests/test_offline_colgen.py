@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from oasis_opt.model import DEFAULT_RESOURCES, Instance, Server, validate
 from oasis_opt.model.io import dumps, result_to_dict
 from oasis_opt.offline.colgen import (SEED_POLICIES, ColumnPool, CGState, RestrictedMaster,
-                                      bracket, column_generation, columns_of, lagrangian_bound,
-                                      policy_schedules, price_jobs)
+                                      bracket, column_generation, columns_of, fill_residual,
+                                      fits_greedily, lagrangian_bound, policy_schedules,
+                                      price_jobs)
 from oasis_opt.offline.exact import OfflinePolicy, lp_bound
 from oasis_opt.online.estimate import history_u, pricing_document
 from oasis_opt.policies import get_policy, solve
@@ -72,9 +73,36 @@ def test_seeded_bracket_contains_the_optimum_and_beats_every_seed(inst):
     assert br.source in set(br.candidates) | {"mip"}
 
 
+@settings(max_examples=60, deadline=None)
+@given(tiny)
+def test_fill_residual_is_feasible_and_keeps_what_it_was_given(inst):
+    """Filled from OASiS's columns (and from nothing), at zero and at random prices: one column
+    per job, the given ones kept, the schedule valid, and the independent capacity check of
+    ``fits_greedily`` accepts every column in the same order."""
+    from oasis_opt.model.schedule import ScheduleBuilder
+
+    pool = ColumnPool(inst)
+    seed = pool.add(columns_of(inst, get_policy("oasis").solve(inst)))
+    rng = np.random.default_rng(inst.I)
+    for start in (seed, []):
+        for prices in (np.zeros(pool.shape), rng.uniform(0, 1, pool.shape)):
+            filled = fill_residual(pool, list(start), prices, range(inst.I))
+            assert filled[:len(start)] == list(start)
+            jobs = [pool.columns[n].job for n in filled]
+            assert len(set(jobs)) == len(jobs)
+            assert fits_greedily(pool, filled) == filled
+            b = ScheduleBuilder(inst)
+            for n in filled:
+                b.admit(pool.columns[n].job)
+                b.add_array(pool.columns[n].rows)
+            assert validate(inst, b.build("fill", {})).ok
+
+
 def test_seeds_are_checked():
     inst = _fig5()
     good = get_policy("fifo").solve(inst)
+    with pytest.raises(ValueError, match="seeds: name 'oasis\\+fill' is taken"):
+        bracket(inst, seeds={"oasis+fill": good})
     with pytest.raises(ValueError, match="seeds: name 'lp-greedy' is taken"):
         bracket(inst, seeds={"lp-greedy": good})
     bad = get_policy("oasis").solve(_fig5(seed=2))  # another instance's: overfills this one

@@ -43,12 +43,17 @@ use each worker's type demand, and a column completes its job when its work unit
 The ``spread`` re-placement, which moves workers across servers, is not used there (it would
 move them across types).
 
-**Integer schedule.** A feasible schedule from the pool: the best of the seed policy's own
-schedule (OASiS by default: each of its completed jobs is a column), an LP-guided greedy rounding
-(columns by decreasing LP value, each taken if its job is free and it fits), and the restricted
-master as a MILP (x_l binary) over the candidate columns (seed, greedy, and every column with a
-positive LP value), started from the better of the first two. Its utility is the lower end of the
-bracket [lower, upper] on OPT(1), and lower >= the seed policy's utility by construction.
+**Integer schedule.** A feasible schedule from the pool. Candidates: the seed policy's own
+schedule (OASiS by default) and every extra seed schedule (``seeds``, e.g. every baseline and
+OASiS under the figures' pricings: each completed job is a column, so the masters start from
+them too); an LP-guided greedy rounding (columns by decreasing LP value, each taken if its job
+is free and it fits), alone and completing the best seed; the best of these completed by
+``fill_residual`` (each job left out gets its best plan in the room left, at the best bound's
+prices and at zero prices: new columns, feasible by construction); then the restricted master
+as a MILP (x_l binary) over the candidate columns (all of the above and every column with a
+positive LP value), started from the best candidate, its result completed by ``fill_residual``
+too. The best is validated; its utility is the lower end of the bracket [lower, upper] on
+OPT(1), so lower >= every seed schedule's utility by construction.
 """
 from __future__ import annotations
 
@@ -463,6 +468,43 @@ def fits_greedily(pool: ColumnPool, order: Iterable[int], start: Iterable[int] =
     return taken
 
 
+def fill_residual(pool: ColumnPool, taken: list[int], prices: np.ndarray, order: Iterable[int],
+                  *, backend: str = "numpy") -> list[int]:
+    """``taken`` completed with new columns: each job of ``order`` not in ``taken`` gets, in
+    turn, its best plan (eq. (21)) at ``prices`` (T+1, H+K, R) within the capacity that the
+    columns taken so far leave free, kept (and added to the pool) when it completes the job.
+
+    Feasible by construction: the dual subroutine only places containers in the free room, so
+    the columns returned use at most the capacities, one per job.
+    """
+    from ..online.dual import best_schedule
+
+    inst = pool.instance
+    H = inst.H
+    free = pool.cap.copy()
+    for n in taken:
+        free[pool.keys[n]] -= pool.amounts[n]
+    np.maximum(free, 0.0, out=free)
+    room = free.reshape(pool.shape)
+    busy = {pool.columns[n].job for n in taken}
+    p, q = np.ascontiguousarray(prices[:, :H]), np.ascontiguousarray(prices[:, H:])
+    out = list(taken)
+    for job in order:
+        if job in busy:
+            continue
+        plan = best_schedule(inst, job, p, q, room[:, :H], room[:, H:], backend=backend)
+        col = (None if plan.completion is None
+               else column_from_rows(inst, job, np.asarray(plan.rows)))
+        if col is None:
+            continue
+        n = pool.add([col])[0]
+        free[pool.keys[n]] -= pool.amounts[n]
+        np.maximum(free, 0.0, out=free)  # float noise only: the plan fits the room
+        out.append(n)
+        busy.add(job)
+    return out
+
+
 def integer_program(pool: ColumnPool, candidates: list[int]) -> LinearProgram:
     """The restricted master over ``candidates`` with x_l binary, keeping every capacity row
     that some choice of columns (at most one per job) could overfill."""
@@ -582,8 +624,9 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0,
         raise ValueError(f"lp_solver: expected 'ipm' or 'simplex', got {lp_solver!r}")
     seeds = dict(seeds or {})
     for name, s in seeds.items():
-        if name in (seed_policy, "lp-greedy", "mip") or name.endswith("+lp-greedy"):
-            raise ValueError(f"seeds: name {name!r} is taken (seed policy or a candidate)")
+        if name in (seed_policy, "lp-greedy", "mip", "mip+fill") or "+" in name:
+            raise ValueError(f"seeds: name {name!r} is taken (seed policy or a candidate; "
+                             "no '+' in seed names)")
         report = validate(instance, s)
         if not report.ok:  # an invalid seed would make the lower end no bound
             raise ValueError(f"seeds[{name!r}]: not a valid schedule of the instance: {report}")
@@ -623,24 +666,45 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0,
     # integer schedule: the seeds, LP-guided greedy (alone and completing the best seed), then
     # the MILP over the candidates started from the best of these
     t_mip = time.perf_counter()
-    value_of = {n: pool.columns[n].utility for n in range(len(pool))}
     by_value = sorted(state.last_x, key=lambda n: (-state.last_x[n], -pool.columns[n].utility))
     order = by_value + sorted(range(len(pool)), key=lambda n: -pool.columns[n].utility)
     found: dict[str, list[int]] = {**seed_cols, "lp-greedy": fits_greedily(pool, order)}
-    greedy_value = sum(value_of[n] for n in found["lp-greedy"])
-    top = max(seed_cols, key=lambda k: sum(value_of[n] for n in seed_cols[k]))
+
+    def worth(cols: list[int]) -> float:
+        return float(sum(pool.columns[n].utility for n in cols))
+
+    greedy_value = worth(found["lp-greedy"])
+    top = max(seed_cols, key=lambda k: worth(seed_cols[k]))
     found[f"{top}+lp-greedy"] = fits_greedily(pool, order, start=seed_cols[top])
-    worth = {k: float(sum(value_of[n] for n in cols)) for k, cols in found.items()}
-    source = max(worth, key=lambda k: worth[k])  # ties: the first (the seed policy)
+    # the best so far, completed by new plans in the room it leaves: jobs by LP mass, then by
+    # best utility, planned at the best bound's prices (steering them to uncontended room)
+    # and at zero prices (earliest completion)
+    mass = np.zeros(instance.I)
+    for n, v in state.last_x.items():
+        mass[pool.columns[n].job] += v
+    jobs = sorted(range(instance.I), key=lambda i: (-mass[i],
+                                                    -instance.utility_of(i, instance.arrival[i])))
+    base = max(found, key=lambda k: worth(found[k]))
+    deadline = None if time_limit is None else start + time_limit
+    for label, prices in (("prices", state.center), ("0", np.zeros(pool.shape))):
+        if prices is not None and (deadline is None or time.perf_counter() < deadline):
+            found[f"{base}+fill@{label}"] = fill_residual(pool, found[base], prices, jobs,
+                                                          backend=backend)
+    values = {k: worth(cols) for k, cols in found.items()}
+    source = max(values, key=lambda k: values[k])  # ties: the first (the seed policy)
     best = found[source]
     cand = sorted(candidates | {n for cols in found.values() for n in cols})
     lp = integer_program(pool, cand)
     initial = np.isin(cand, best).astype(float)
     res = solve_program(lp, backend="highs", seed=seed, initial=initial, node_limit=node_limit,
-                        deadline=None if time_limit is None else start + time_limit)
+                        deadline=deadline)
     if res.incumbent == "solver" and res.x is not None and res.objective is not None \
             and res.objective > float(lp.c @ initial) + 1e-9:
         best, source = [cand[k] for k in np.flatnonzero(res.x > 0.5)], "mip"
+        filled = fill_residual(pool, best, state.center if state.center is not None
+                               else np.zeros(pool.shape), jobs, backend=backend)
+        if worth(filled) > worth(best) + 1e-9:
+            best, source = filled, "mip+fill"
     mip_s = time.perf_counter() - t_mip
 
     builder = ScheduleBuilder(instance)
@@ -648,6 +712,7 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0,
         builder.admit(pool.columns[n].job)
         builder.add_array(pool.columns[n].rows)
     schedule = builder.build(policy_name, {})
+    assert_valid(instance, schedule)  # the lower end is a bound only for a valid schedule
     lower = schedule.total_utility
     # every job at its best utility f_i(0) also bounds OPT: the bound before any pricing round
     trivial = float(sum(instance.utility_table[i, instance.arrival[i]] for i in range(instance.I)))
@@ -657,7 +722,7 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0,
     out = Bracket(lower, upper, gap, two["value"], two["converged"], one["converged"],
                   state.iterations, len(pool), seed_schedule.total_utility, greedy_value,
                   seed_policy, schedule, source, res.status, cg_s, mip_s, seed_s, state.history,
-                  worth)
+                  values)
     closed = gap <= 1e-6
     # what stopped the search short of convergence: phase 2's limit, else the integer master's
     stopped = ({"time": "time_limit", "iterations": "iteration_limit"}.get(two["stopped"])
