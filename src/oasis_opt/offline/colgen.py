@@ -49,7 +49,9 @@ OASiS under the figures' pricings: each completed job is a column, so the master
 them too); an LP-guided greedy rounding (columns by decreasing LP value, each taken if its job
 is free and it fits), alone and completing the best seed; the best of these completed by
 ``fill_residual`` (each job left out gets its best plan in the room left, at the best bound's
-prices and at zero prices: new columns, feasible by construction); then the restricted master
+prices and at zero prices: new columns, feasible by construction), then improved by
+``ruin_and_recreate`` (re-plan every job of a random time window and the jobs left out, keep
+the result when it earns no less); then the restricted master
 as a MILP (x_l binary) over the candidate columns (all of the above and every column with a
 positive LP value), started from the best candidate, its result completed by ``fill_residual``
 too. The best is validated; its utility is the lower end of the bracket [lower, upper] on
@@ -61,7 +63,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -86,6 +88,13 @@ CANDIDATE_X = 1e-3
 SMOOTHING = 0.5
 # a phase stops once (best bound - master value) / master value is at most this
 CG_GAP = 1e-7
+# ruin-and-recreate: share of the horizon whose jobs a round re-plans, and the score noise
+LNS_WINDOW = 0.1
+LNS_NOISE = 0.5
+# share of the integer phase's time for ruin-and-recreate (the rest: the integer master), and
+# its rounds when there is no time limit
+LNS_SHARE = 0.5
+LNS_ROUNDS = 20
 # baselines whose schedules ``policy_schedules`` seeds the master with by default
 SEED_POLICIES = ("fifo", "drf", "rrh", "dorm", "greedy")
 
@@ -505,6 +514,49 @@ def fill_residual(pool: ColumnPool, taken: list[int], prices: np.ndarray, order:
     return out
 
 
+def ruin_and_recreate(pool: ColumnPool, start: list[int], prices: Sequence[np.ndarray],
+                      score: np.ndarray, *, rounds: int | None = None,
+                      deadline: float | None = None, window: float = LNS_WINDOW,
+                      noise: float = LNS_NOISE, seed: int = 0, backend: str = "numpy"
+                      ) -> tuple[list[int], int]:
+    """Large-neighbourhood search on an integer schedule (a list of pool columns): each round
+    removes the columns of every job running in a random window of ``window`` x T slots, then
+    ``fill_residual`` re-plans the removed and the left-out jobs, in the order of ``score``
+    (larger first) plus uniform noise in [0, ``noise``), at the round's prices (``prices`` in
+    turn); the result replaces the current schedule when it earns at least as much. Stops
+    after ``rounds`` rounds or at ``deadline`` (``perf_counter``), whichever comes first (at
+    least one of them must be given). Returns (the best schedule, rounds run). Every schedule
+    it keeps is ``fill_residual``'s, feasible by construction; ``seed`` fixes the windows and
+    the noise.
+    """
+    if rounds is None and deadline is None:
+        raise ValueError("rounds or deadline: one of them must be given")
+    inst = pool.instance
+    rng = np.random.default_rng(seed)
+    T = inst.horizon
+    width = max(1, int(round(window * T)))
+    best = list(start)
+
+    def worth(cols: list[int]) -> float:
+        return float(sum(pool.columns[n].utility for n in cols))
+
+    value, done = worth(best), 0
+    while (rounds is None or done < rounds) and (deadline is None
+                                                 or time.perf_counter() < deadline):
+        t0 = int(rng.integers(1, max(2, T - width + 2)))
+        keep = [n for n in best
+                if not ((pool.columns[n].rows[:, 1] >= t0)
+                        & (pool.columns[n].rows[:, 1] < t0 + width)).any()]
+        order = np.argsort(-(score + rng.uniform(0.0, noise, len(score))), kind="stable")
+        trial = fill_residual(pool, keep, prices[done % len(prices)], order.tolist(),
+                              backend=backend)
+        done += 1
+        v = worth(trial)
+        if v >= value - 1e-9:
+            best, value = trial, v
+    return best, done
+
+
 def integer_program(pool: ColumnPool, candidates: list[int]) -> LinearProgram:
     """The restricted master over ``candidates`` with x_l binary, keeping every capacity row
     that some choice of columns (at most one per job) could overfill."""
@@ -568,6 +620,7 @@ class Bracket:
     seed_s: float
     history: list[dict] = field(default_factory=list)
     candidates: dict[str, float] = field(default_factory=dict)
+    lns_rounds: int = 0
 
     def stats(self) -> dict:
         return {"lower": self.lower, "upper": self.upper, "gap": self.gap,
@@ -576,7 +629,8 @@ class Bracket:
                 "columns": self.columns, "seed_utility": self.seed_utility,
                 "greedy_utility": self.greedy_utility, "seed_policy": self.seed_policy,
                 "source": self.source, "mip_status": self.mip_status, "cg_s": self.cg_s,
-                "mip_s": self.mip_s, "seed_s": self.seed_s, "candidates": dict(self.candidates)}
+                "mip_s": self.mip_s, "seed_s": self.seed_s, "candidates": dict(self.candidates),
+                "lns_rounds": self.lns_rounds}
 
 
 def bracket(instance: Instance, *, time_limit: float | None = 600.0,
@@ -584,7 +638,8 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0,
             seed_policy: str = "oasis", seeds: Mapping[str, Schedule] | None = None,
             backend: str = "numpy", cg_share: float = CG_SHARE,
             pooled_share: float = POOLED_SHARE, smoothing: float = SMOOTHING,
-            cg_gap: float = CG_GAP, lp_solver: str = "ipm", seed: int = 0,
+            cg_gap: float = CG_GAP, lns_rounds: int | None = None,
+            lns_share: float = LNS_SHARE, lp_solver: str = "ipm", seed: int = 0,
             progress: bool = False, policy_name: str = "offline-colgen") -> Bracket:
     """[lower, upper] on OPT(1) by column generation, seeded with ``seed_policy``'s schedule
     and the schedules ``seeds`` (name -> a valid schedule of ``instance``, e.g. from
@@ -598,6 +653,9 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0,
     ``time_limit`` (seconds, None = no limit) covers everything: the seed policy, phase 1 (up
     to ``pooled_share`` of the column-generation time), phase 2 (until ``cg_share`` of the
     limit, or convergence) and the integer schedule (the rest; skipped when no time is left).
+    ``lns_rounds``: rounds of ``ruin_and_recreate`` on the best candidate before the integer
+    master (0: none; None: until ``lns_share`` of the integer phase's time, or ``LNS_ROUNDS``
+    without a time limit).
     ``cg_gap``: a phase ends once (best bound - master value) / master value <= ``cg_gap``
     (the default ends at the LP optimum; e.g. 0.005 leaves the integer master more time at
     the cost of an upper end up to 0.5 % above LP(14); still a valid bound).
@@ -615,7 +673,10 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0,
 
     if time_limit is not None and not time_limit > 0:
         raise ValueError(f"time_limit: must be > 0 seconds, got {time_limit}")
-    for name, v in (("cg_share", cg_share), ("pooled_share", pooled_share)):
+    if lns_rounds is not None and not (isinstance(lns_rounds, int) and lns_rounds >= 0):
+        raise ValueError(f"lns_rounds: must be an integer >= 0 or None, got {lns_rounds!r}")
+    for name, v in (("cg_share", cg_share), ("pooled_share", pooled_share),
+                    ("lns_share", lns_share)):
         if not 0 < v <= 1:
             raise ValueError(f"{name}: must be in (0, 1], got {v}")
     if not 0 <= cg_gap < 1:
@@ -682,8 +743,9 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0,
     mass = np.zeros(instance.I)
     for n, v in state.last_x.items():
         mass[pool.columns[n].job] += v
-    jobs = sorted(range(instance.I), key=lambda i: (-mass[i],
-                                                    -instance.utility_of(i, instance.arrival[i])))
+    top_utility = np.array([instance.utility_of(i, instance.arrival[i])
+                            for i in range(instance.I)])
+    jobs = sorted(range(instance.I), key=lambda i: (-mass[i], -top_utility[i]))
     base = max(found, key=lambda k: worth(found[k]))
     deadline = None if time_limit is None else start + time_limit
     for label, prices in (("prices", state.center), ("0", np.zeros(pool.shape))):
@@ -693,6 +755,20 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0,
     values = {k: worth(cols) for k, cols in found.items()}
     source = max(values, key=lambda k: values[k])  # ties: the first (the seed policy)
     best = found[source]
+    # ruin and recreate from the best candidate: jobs the LP likes, then valuable ones, first
+    lns_done = 0
+    now = time.perf_counter()
+    if lns_rounds != 0 and (deadline is None or now < deadline):
+        score = mass + 0.5 * top_utility / max(1e-12, float(top_utility.max(initial=0.0)))
+        prices = [p for p in (state.center, np.zeros(pool.shape)) if p is not None]
+        improved, lns_done = ruin_and_recreate(
+            pool, best, prices, score, seed=seed, backend=backend,
+            rounds=LNS_ROUNDS if lns_rounds is None and deadline is None else lns_rounds,
+            deadline=None if deadline is None else now + lns_share * (deadline - now))
+        if worth(improved) > values[source] + 1e-9:
+            source = f"{source}+lns"
+            found[source], values[source] = improved, worth(improved)
+            best = improved
     cand = sorted(candidates | {n for cols in found.values() for n in cols})
     lp = integer_program(pool, cand)
     initial = np.isin(cand, best).astype(float)
@@ -722,7 +798,7 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0,
     out = Bracket(lower, upper, gap, two["value"], two["converged"], one["converged"],
                   state.iterations, len(pool), seed_schedule.total_utility, greedy_value,
                   seed_policy, schedule, source, res.status, cg_s, mip_s, seed_s, state.history,
-                  values)
+                  values, lns_done)
     closed = gap <= 1e-6
     # what stopped the search short of convergence: phase 2's limit, else the integer master's
     stopped = ({"time": "time_limit", "iterations": "iteration_limit"}.get(two["stopped"])
@@ -758,7 +834,9 @@ class ColgenPolicy:
 
     Options: ``seed_policy`` ("oasis"), ``backend`` of the dual subroutine ("numpy"),
     ``max_iterations`` and ``node_limit`` (deterministic limits, see ``bracket``), ``cg_share``,
-    ``pooled_share``, ``smoothing``, ``lp_solver``, ``seed``. ``solve(instance,
+    ``pooled_share``, ``smoothing``, ``cg_gap``, ``lns_rounds``, ``lp_solver``, ``seed``;
+    ``seed_with``: baselines whose schedules seed the master too (``policy_schedules``, e.g.
+    ``SEED_POLICIES``; default none). ``solve(instance,
     time_limit=None)`` runs to convergence (and an unlimited integer master) when no limit is
     given. ``stats``: the bracket (``lower``, ``upper``, ``gap`` ...) and, as for the exact
     policies, ``status`` ("optimal" when the bracket closed, else "bracket"), ``stopped_by``
@@ -771,14 +849,20 @@ class ColgenPolicy:
     def __init__(self, seed_policy: str = "oasis", backend: str = "numpy",
                  max_iterations: int | None = None, node_limit: int | None = None,
                  cg_share: float = CG_SHARE, pooled_share: float = POOLED_SHARE,
-                 smoothing: float = SMOOTHING, lp_solver: str = "ipm", seed: int = 0):
+                 smoothing: float = SMOOTHING, cg_gap: float = CG_GAP,
+                 lns_rounds: int | None = None, lp_solver: str = "ipm", seed: int = 0,
+                 seed_with: Sequence[str] = ()):
         self.options: dict[str, Any] = {
             "seed_policy": seed_policy, "backend": backend, "max_iterations": max_iterations,
             "node_limit": node_limit, "cg_share": cg_share, "pooled_share": pooled_share,
-            "smoothing": smoothing, "lp_solver": lp_solver, "seed": seed}
+            "smoothing": smoothing, "cg_gap": cg_gap, "lns_rounds": lns_rounds,
+            "lp_solver": lp_solver, "seed": seed}
+        self.seed_with = tuple(seed_with)
 
     def solve(self, instance: Instance, *, time_limit: float | None = None,
               progress: bool = False) -> Schedule:
-        result = bracket(instance, time_limit=time_limit, progress=progress, **self.options)
+        seeds = policy_schedules(instance, self.seed_with) if self.seed_with else None
+        result = bracket(instance, time_limit=time_limit, progress=progress, seeds=seeds,
+                         **self.options)
         assert_valid(instance, result.schedule)
         return result.schedule
