@@ -64,10 +64,20 @@ def pricings(jobs: int, store: dict, path: Path) -> dict:
                   "plugin": dict(plugin_pricing(history)),
                   "seconds": time.perf_counter() - t0}
         store["calibrations"][est.key] = cached
-        path.write_text(json.dumps(store, indent=1, default=float) + "\n")
+        save(store, path)
         print(f"{jobs} jobs: estimated L = {cached['chosen_L']:.2g} "
               f"({cached['seconds']:.0f} s)", flush=True)
     return cached
+
+
+def save(store: dict, path: Path) -> None:
+    """Write ``store``, merged with what another run wrote to ``path`` meanwhile."""
+    if path.is_file():
+        disk = json.loads(path.read_text())
+        for part in ("calibrations", "rows"):
+            store[part] = {**disk.get(part, {}), **store.get(part, {})}
+    path.write_text(json.dumps(store, indent=1, default=float) + "\n")
+    (path.parent / "colgen_bracket.md").write_text(write_markdown(store))
 
 
 def bench_one(jobs: int, seed: int, budget: float, cg_gap: float, store: dict,
@@ -126,14 +136,15 @@ def write_markdown(store: dict) -> str:
            "## Bracket", "",
            "| jobs | seed | load | OASiS (figures), L | lower (source) | upper | gap | "
            "OPT / OASiS (figures) | LP master / upper | rounds pooled + per server | "
-           "CG / integer master / wall s | integer master |", "|" + "---|" * 12]
+           "LNS rounds | CG / integer phase / wall s | integer master |", "|" + "---|" * 13]
     for r in rows:
         out.append(
             f"| {r['jobs']} | {r['seed']} | {r['load_at_start']:.1f} | "
             f"{r['figures_oasis']:.1f}, {r['chosen_L']:.2g} | {r['lower']:.1f} ({r['source']}) "
             f"| {r['upper']:.1f} | {100 * r['gap']:.2f} % | [{r['ratio_lower']:.3f}, "
             f"{r['ratio_upper']:.3f}] | {r['lp_value'] / r['upper']:.4f} | "
-            f"{r['rounds_pooled']} + {r['rounds_per_server']} | {r['cg_s']:.0f} / "
+            f"{r['rounds_pooled']} + {r['rounds_per_server']} | {r.get('lns_rounds', 0)} | "
+            f"{r['cg_s']:.0f} / "
             f"{r['mip_s']:.0f} / {r['wall_s']:.0f} | {r['mip_status']} |")
     out += ["", "## Every policy's utility (admitted jobs, seconds)", "",
             "| jobs | seed | " + " | ".join(names) + " | lower end |",
@@ -170,8 +181,7 @@ def main(argv=None) -> int:
         for jobs in args.jobs:
             row = bench_one(jobs, seed, args.budget, args.cg_gap, store, path)
             store["rows"][f"{jobs}-{seed}"] = row
-            path.write_text(json.dumps(store, indent=1, default=float) + "\n")
-            (RESULTS / "colgen_bracket.md").write_text(write_markdown(store))
+            save(store, path)
             print(f"{jobs} jobs, seed {seed}: [{row['lower']:.1f} ({row['source']}), "
                   f"{row['upper']:.1f}], gap {100 * row['gap']:.2f} %, OPT/OASiS in "
                   f"[{row['ratio_lower']:.3f}, {row['ratio_upper']:.3f}]", flush=True)
