@@ -818,12 +818,11 @@ def policy_schedules(instance: Instance, policies: Iterable[str] = SEED_POLICIES
     """Seeds for ``bracket``: each policy's schedule of ``instance`` and OASiS's under each
     pricing (name -> pricing document, e.g. the figures' estimated and plug-in pricing), every
     one validated (``AssertionError`` otherwise)."""
-    from ..online.oasis import OasisPolicy
     from ..policies import get_policy
 
     out = {name: get_policy(name).solve(instance) for name in policies}
     for name, pricing in (oasis_pricings or {}).items():
-        out[name] = OasisPolicy(pricing=pricing).solve(instance)
+        out[name] = get_policy("oasis", pricing=pricing).solve(instance)
     for s in out.values():
         assert_valid(instance, s)
     return out
