@@ -80,7 +80,7 @@ def save(store: dict, path: Path) -> None:
     (path.parent / "colgen_bracket.md").write_text(write_markdown(store))
 
 
-def bench_one(jobs: int, seed: int, budget: float, cg_gap: float, store: dict,
+def bench_one(jobs: int, seed: int, budget: float, shares: dict, store: dict,
               path: Path) -> dict:
     cal = pricings(jobs, store, path)
     inst = paper_sim(**fig3.sim_params(jobs, seed, quick=False))
@@ -102,15 +102,15 @@ def bench_one(jobs: int, seed: int, budget: float, cg_gap: float, store: dict,
     policies_s = time.perf_counter() - t0
     # the bracket's own seed policy is OASiS (oracle); the others enter as seeds
     seeds = {k: v for k, v in schedules.items() if k != "oasis-oracle"}
-    br = bracket(inst, time_limit=max(budget - policies_s, 1.0), seeds=seeds, cg_gap=cg_gap,
-                 progress=True)
+    br = bracket(inst, time_limit=max(budget - policies_s, 1.0), seeds=seeds, progress=True,
+                 **shares)
     assert_valid(inst, br.schedule)
     wall = time.perf_counter() - t0
     ref = runs[FIGURES_OASIS]["utility"]
     phases = {p: sum(1 for h in br.history if h["phase"] == p)
               for p in ("(pooled)", "(per server)")}
     return {"jobs": jobs, "seed": seed, "horizon": inst.horizon, "budget_s": budget,
-            "cg_gap": cg_gap, "load_at_start": load, "when": datetime.now(timezone.utc)
+            **shares, "load_at_start": load, "when": datetime.now(timezone.utc)
             .strftime("%Y-%m-%d %H:%M UTC"), "chosen_L": cal["chosen_L"], "policies": runs,
             "policies_s": policies_s, "figures_oasis": ref, **br.stats(),
             "admitted": int(sum(br.schedule.admitted)),
@@ -121,7 +121,7 @@ def bench_one(jobs: int, seed: int, budget: float, cg_gap: float, store: dict,
 
 
 def write_markdown(store: dict) -> str:
-    rows = sorted(store["rows"].values(), key=lambda r: (r["seed"], r["jobs"]))
+    rows = sorted(store["rows"].values(), key=lambda r: (r["seed"], r["jobs"], -r["cg_share"]))
     names = list(SEED_POLICIES) + [FIGURES_OASIS, "oasis-plugin", "oasis-oracle"]
     out = ["# Column-generation bracket on OPT, 100-400 jobs, against the figures' OASiS", "",
            f"Machine: {store.get('machine', '?')}, 2 cores shared with other jobs (load average "
@@ -134,13 +134,14 @@ def write_markdown(store: dict) -> str:
            "found (source), its upper end the best Lagrangian bound (a valid bound at any "
            "prices). Budget per instance: the policies' runs plus the bracket.", "",
            "## Bracket", "",
-           "| jobs | seed | load | OASiS (figures), L | lower (source) | upper | gap | "
+           "| jobs | seed | load | CG share / LNS share / CG gap | OASiS (figures), L | "
+           "lower (source) | upper | gap | "
            "OPT / OASiS (figures) | LP master / upper | rounds pooled + per server | "
-           "LNS rounds | CG / integer phase / wall s | integer master |", "|" + "---|" * 13]
+           "LNS rounds | CG / integer phase / wall s | integer master |", "|" + "---|" * 14]
     for r in rows:
         out.append(
             f"| {r['jobs']} | {r['seed']} | {r['load_at_start']:.1f} | "
-            f"{r['figures_oasis']:.1f}, {r['chosen_L']:.2g} | {r['lower']:.1f} ({r['source']}) "
+            f"{r['cg_share']} / {r['lns_share']} / {r['cg_gap']} | {r['figures_oasis']:.1f}, {r['chosen_L']:.2g} | {r['lower']:.1f} ({r['source']}) "
             f"| {r['upper']:.1f} | {100 * r['gap']:.2f} % | [{r['ratio_lower']:.3f}, "
             f"{r['ratio_upper']:.3f}] | {r['lp_value'] / r['upper']:.4f} | "
             f"{r['rounds_pooled']} + {r['rounds_per_server']} | {r.get('lns_rounds', 0)} | "
@@ -169,8 +170,12 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--budget", type=float, default=600.0,
                     help="seconds per instance: policies + bracket (default 600)")
-    ap.add_argument("--cg-gap", type=float, default=0.005,
+    ap.add_argument("--cg-gap", type=float, default=0.001,
                     help="column generation stops within this relative gap of the master LP")
+    ap.add_argument("--cg-share", type=float, default=0.35,
+                    help="share of the bracket's time for column generation (both phases)")
+    ap.add_argument("--lns-share", type=float, default=0.85,
+                    help="share of the integer phase for ruin-and-recreate (rest: the MILP)")
     args = ap.parse_args(argv)
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / "colgen_bracket.json"
@@ -179,7 +184,9 @@ def main(argv=None) -> int:
     store.setdefault("rows", {})
     for seed in args.seeds:
         for jobs in args.jobs:
-            row = bench_one(jobs, seed, args.budget, args.cg_gap, store, path)
+            shares = {"cg_gap": args.cg_gap, "cg_share": args.cg_share,
+                      "lns_share": args.lns_share}
+            row = bench_one(jobs, seed, args.budget, shares, store, path)
             store["rows"][f"{jobs}-{seed}"] = row
             save(store, path)
             print(f"{jobs} jobs, seed {seed}: [{row['lower']:.1f} ({row['source']}), "

@@ -777,6 +777,7 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0,
     if res.incumbent == "solver" and res.x is not None and res.objective is not None \
             and res.objective > float(lp.c @ initial) + 1e-9:
         best, source = [cand[k] for k in np.flatnonzero(res.x > 0.5)], "mip"
+    if source == "mip" and (deadline is None or time.perf_counter() < deadline):
         filled = fill_residual(pool, best, state.center if state.center is not None
                                else np.zeros(pool.shape), jobs, backend=backend)
         if worth(filled) > worth(best) + 1e-9:
