@@ -152,7 +152,8 @@ def write_markdown(store: dict) -> str:
     for r in rows:
         out.append(
             f"| {r['jobs']} | {r['seed']} | {r['load_at_start']:.1f} | "
-            f"{r['cg_share']} / {r['lns_share']} / {r['cg_gap']} | {r['figures_oasis']:.1f}, {r['chosen_L']:.2g} | {r['lower']:.1f} ({r['source']}) "
+            f"{r['cg_share']} / {r['lns_share']} / {r['cg_gap']}"
+            f"{' (' + r['label'] + ')' if r.get('label') else ''} | {r['figures_oasis']:.1f}, {r['chosen_L']:.2g} | {r['lower']:.1f} ({r['source']}) "
             f"| {r['upper']:.1f} | {100 * r['gap']:.2f} % | [{r['ratio_lower']:.3f}, "
             f"{r['ratio_upper']:.3f}] | {r['lp_value'] / r['upper']:.4f} | "
             f"{r['rounds_pooled']} + {r['rounds_per_server']} | {r.get('lns_rounds', 0)} | "
@@ -187,6 +188,8 @@ def main(argv=None) -> int:
                     help="share of the bracket's time for column generation (both phases)")
     ap.add_argument("--lns-share", type=float, default=0.85,
                     help="share of the integer phase for ruin-and-recreate (rest: the MILP)")
+    ap.add_argument("--label", default="",
+                    help="keep these rows beside the unlabelled ones (e.g. a code variant)")
     args = ap.parse_args(argv)
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / "colgen_bracket.json"
@@ -198,7 +201,8 @@ def main(argv=None) -> int:
             shares = {"cg_gap": args.cg_gap, "cg_share": args.cg_share,
                       "lns_share": args.lns_share}
             row = bench_one(jobs, seed, args.budget, shares, store, path)
-            store["rows"][f"{jobs}-{seed}"] = row
+            row["label"] = args.label
+            store["rows"][f"{jobs}-{seed}" + (f"-{args.label}" if args.label else "")] = row
             save(store, path)
             print(f"{jobs} jobs, seed {seed}: [{row['lower']:.1f} ({row['source']}), "
                   f"{row['upper']:.1f}], gap {100 * row['gap']:.2f} %, OPT/OASiS in "
