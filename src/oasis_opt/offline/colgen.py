@@ -760,9 +760,9 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0,
     now = time.perf_counter()
     if lns_rounds != 0 and (deadline is None or now < deadline):
         score = mass + 0.5 * top_utility / max(1e-12, float(top_utility.max(initial=0.0)))
-        prices = [p for p in (state.center, np.zeros(pool.shape)) if p is not None]
+        lns_prices = [p for p in (state.center, np.zeros(pool.shape)) if p is not None]
         improved, lns_done = ruin_and_recreate(
-            pool, best, prices, score, seed=seed, backend=backend,
+            pool, best, lns_prices, score, seed=seed, backend=backend,
             rounds=LNS_ROUNDS if lns_rounds is None and deadline is None else lns_rounds,
             deadline=None if deadline is None else now + lns_share * (deadline - now))
         if worth(improved) > values[source] + 1e-9:
