@@ -281,7 +281,10 @@ def md_colgen(d: dict) -> list[str]:
            f"| columns generated | {d['columns']} |",
            f"| time: OASiS seed / column generation / integer master / wall | "
            f"{d['seed_s']:.1f} / {d['cg_s']:.1f} / {d['mip_s']:.1f} / {d['wall_s']:.1f} s |",
-           f"| integer master status | {d['mip_status']} |", ""]
+           f"| integer master status | {d['mip_status']} |", "",
+           "Seeded with only OASiS (oracle constants). Seeded with every policy (OASiS as the "
+           "figures price it included), completed and searched (ruin and recreate): "
+           "`colgen_bracket.md` (`benchmarks/bench_colgen_bracket.py`).", ""]
     return out
 
 

@@ -9,10 +9,12 @@ from hypothesis import given, settings
 
 from oasis_opt.model import DEFAULT_RESOURCES, Instance, Server, validate
 from oasis_opt.model.io import dumps, result_to_dict
-from oasis_opt.offline.colgen import (ColumnPool, CGState, RestrictedMaster, bracket,
-                                      column_generation, columns_of, lagrangian_bound,
+from oasis_opt.offline.colgen import (SEED_POLICIES, ColumnPool, CGState, RestrictedMaster,
+                                      bracket, column_generation, columns_of, fill_residual,
+                                      fits_greedily, lagrangian_bound, policy_schedules,
                                       price_jobs)
 from oasis_opt.offline.exact import OfflinePolicy, lp_bound
+from oasis_opt.online.estimate import history_u, pricing_document
 from oasis_opt.policies import get_policy, solve
 from test_offline_milp import tiny, tiny_typed
 
@@ -49,6 +51,72 @@ def bound_chain(inst):
     assert br.seed_utility == pytest.approx(oasis.total_utility)
     assert br.lower == pytest.approx(br.schedule.total_utility)
     assert 0 <= br.gap <= 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(tiny)
+def test_seeded_bracket_contains_the_optimum_and_beats_every_seed(inst):
+    """Seeded with every baseline's schedule (and OASiS at a second floor price): the bracket
+    still contains the MILP optimum, and its lower end is at least every seed's utility."""
+    opt = OfflinePolicy().solve(inst).total_utility
+    low = pricing_document(history_u([inst]), 1e-6)
+    seeds = policy_schedules(inst, SEED_POLICIES, {"oasis-low": low})
+    assert set(seeds) == set(SEED_POLICIES) | {"oasis-low"}
+    br = bracket(inst, time_limit=None, seeds=seeds)
+    assert validate(inst, br.schedule).ok
+    assert close_le(br.lower, opt) and close_le(opt, br.upper)
+    assert br.lower == pytest.approx(br.schedule.total_utility)
+    assert close_le(br.upper, lp_bound(inst))
+    for name, s in seeds.items():
+        assert close_le(br.candidates[name], br.lower)
+        assert close_le(s.total_utility, br.lower), name
+    assert br.source in set(br.candidates) | {"mip"}
+
+
+@settings(max_examples=60, deadline=None)
+@given(tiny)
+def test_fill_residual_is_feasible_and_keeps_what_it_was_given(inst):
+    """Filled from OASiS's columns (and from nothing), at zero and at random prices: one column
+    per job, the given ones kept, the schedule valid, and the independent capacity check of
+    ``fits_greedily`` accepts every column in the same order."""
+    from oasis_opt.model.schedule import ScheduleBuilder
+
+    pool = ColumnPool(inst)
+    seed = pool.add(columns_of(inst, get_policy("oasis").solve(inst)))
+    rng = np.random.default_rng(inst.I)
+    for start in (seed, []):
+        for prices in (np.zeros(pool.shape), rng.uniform(0, 1, pool.shape)):
+            filled = fill_residual(pool, list(start), prices, range(inst.I))
+            assert filled[:len(start)] == list(start)
+            jobs = [pool.columns[n].job for n in filled]
+            assert len(set(jobs)) == len(jobs)
+            assert fits_greedily(pool, filled) == filled
+            b = ScheduleBuilder(inst)
+            for n in filled:
+                b.admit(pool.columns[n].job)
+                b.add_array(pool.columns[n].rows)
+            assert validate(inst, b.build("fill", {})).ok
+
+
+def test_seeds_are_checked():
+    inst = _fig5()
+    good = get_policy("fifo").solve(inst)
+    with pytest.raises(ValueError, match="seeds: name 'oasis\\+fill' is taken"):
+        bracket(inst, seeds={"oasis+fill": good})
+    with pytest.raises(ValueError, match="seeds: name 'lp-greedy' is taken"):
+        bracket(inst, seeds={"lp-greedy": good})
+    bad = get_policy("oasis").solve(_fig5(seed=2))  # another instance's: overfills this one
+    with pytest.raises(ValueError, match=r"seeds\['other'\]: not a valid schedule"):
+        bracket(inst, seeds={"other": bad})
+    with pytest.raises(ValueError, match="cg_gap"):
+        bracket(inst, cg_gap=1.0)
+
+
+def test_a_loose_cg_gap_still_gives_a_valid_bracket():
+    inst = _fig5(servers=12, seed=0)
+    opt = OfflinePolicy().solve(inst).total_utility
+    br = bracket(inst, time_limit=None, cg_gap=0.05, seeds=policy_schedules(inst))
+    assert br.lower <= opt + TOL and br.upper >= opt - TOL and validate(inst, br.schedule).ok
 
 
 def _fig5(servers=3, seed=1):
@@ -156,3 +224,32 @@ def test_policy_and_empty_instance():
         get_policy("offline-colgen").solve(inst, time_limt=5)
     with pytest.raises(ValueError, match="lp_solver"):
         bracket(inst, lp_solver="barrier")
+
+
+@settings(max_examples=40, deadline=None)
+@given(tiny)
+def test_ruin_and_recreate_never_loses_and_stays_feasible(inst):
+    from oasis_opt.offline.colgen import ruin_and_recreate
+
+    pool = ColumnPool(inst)
+    start = pool.add(columns_of(inst, get_policy("fifo").solve(inst)))
+    score = np.arange(inst.I, dtype=float)
+    best, rounds = ruin_and_recreate(pool, start, [np.zeros(pool.shape)], score, rounds=5)
+    assert rounds == 5
+    worth = lambda cols: sum(pool.columns[n].utility for n in cols)  # noqa: E731
+    assert worth(best) >= worth(start) - 1e-9
+    assert fits_greedily(pool, best) == best  # within capacities, one column per job
+    again, _ = ruin_and_recreate(pool, start, [np.zeros(pool.shape)], score, rounds=5)
+    assert again == best  # seeded: deterministic
+
+
+def test_lns_and_seed_with_options():
+    inst = _fig5(servers=12, seed=0)
+    opt = OfflinePolicy().solve(inst).total_utility
+    s = solve(inst, "offline-colgen", seed_with=("drf", "dorm"), lns_rounds=3,
+              max_iterations=4)
+    assert validate(inst, s).ok and s.stats["lns_rounds"] == 3
+    assert {"drf", "dorm"} <= set(s.stats["candidates"])
+    assert s.stats["lower"] <= opt + TOL <= s.stats["upper"] + 2 * TOL
+    with pytest.raises(ValueError, match="lns_rounds"):
+        bracket(inst, lns_rounds=-1)

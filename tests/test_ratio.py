@@ -19,8 +19,10 @@ from oasis_opt.experiments.ratio import (largest_container, load_factor, ratio_r
                                          read_ratio_report)
 from oasis_opt.model import Instance, Job, Server, Utility, validate
 from oasis_opt.model.io import FormatError, save_instance
+from oasis_opt.offline.colgen import SEED_POLICIES
 from oasis_opt.online import OasisPolicy, oracle_pricing
 from oasis_opt.online.pricing import save_pricing
+from oasis_opt.policies import get_policy
 
 
 def _oracle_defined(inst) -> bool:
@@ -68,6 +70,9 @@ def test_bracket_contains_the_optimum(inst):
     assert o["method"] == "bracket" and row["ratio"]["value"] is None
     assert o["lower"] <= best + 1e-6 and best <= o["upper"] + 1e-6
     assert o["lower"] >= u - 1e-9  # OASiS's own schedule is a lower bound
+    for name in SEED_POLICIES:  # so is every baseline's: the bracket is seeded with them
+        assert o["lower"] >= get_policy(name).solve(inst).total_utility - 1e-9, name
+    assert o["from"].startswith("colgen:")
     if u > 0:
         assert row["ratio"]["lower"] == pytest.approx(o["lower"] / u, rel=1e-12)
         assert row["ratio"]["upper"] == pytest.approx(o["upper"] / u, rel=1e-12)

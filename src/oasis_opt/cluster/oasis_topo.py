@@ -13,14 +13,19 @@ variant changes OASiS in two places and leaves the subroutine itself (``online.d
    its workers sits on h and the rest in v (its gradients cross the links between h and v at
    the share r(h, v) = min r_l over those links, as in the cost model), and eta = 1 inside v.
    The greedy of Alg. 2 then fills v first and spills out only when v is full, and the DP trades
-   a later completion against spilling. Candidates: the racks that fit N_i workers and their PSs
-   in the job's first d_min slots, best fit first (``candidates`` of them), plus the paper's own
-   prices (no home). On a topology with an oversubscribed link, each home is also tried
-   **confined**: every server outside it removed
-   (its free capacity zeroed), at the true prices. The exponential prices (22) span many orders
-   of magnitude (on the Philly window of ``experiments.placement_bracket`` an empty server's
-   worker costs 2.4e-85 and a lightly used one 3.6e-75), so dividing by eta (a factor of at most
-   o) rarely moves a plan, while confining it keeps a job whose home has room at full speed.
+   a later completion against spilling. Candidates: the racks with the most free container-slots
+   of the job's demand over the slots [a_i, T] its plan may use, those that fit its W_i
+   worker-slots and their PS-slots first (``candidates`` of them), plus the paper's own prices
+   (no home). (Ranking on the job's first d_min slots instead found no rack with room under a
+   backlog, left every job to the paper's prices and straddling placements at eta ~ 1/o: on
+   the 100-job Philly window on 2 racks with one PS server each, 73 of 240 (job, slot) groups
+   ran below full speed and oasis-topo earned 2533 against greedy's 3238.) On a topology with
+   an oversubscribed link, each home is also tried **confined**: every server outside it
+   removed (its free capacity zeroed), at the true prices. The exponential prices (22) span
+   many orders of magnitude (on the Philly window of ``experiments.placement_bracket`` an empty
+   server's worker costs 2.4e-85 and a lightly used one 3.6e-75), so dividing by eta (a factor
+   of at most o) rarely moves a plan, while confining it keeps a job whose home has room at
+   full speed.
 2. **Topology-aware payoff (admission).** Each candidate plan is scored with the cost model on
    its actual rows: mu_topo = f_i(t_hat - a_i) - sum_t cost_t / eta_t, where cost_t is the
    plan's slot-t cost at the *true* prices and eta_t = progress_t / k_t the placement's
@@ -102,15 +107,18 @@ class TopoOasisPolicy(OasisPolicy):
         if not self._racks or self.candidates == 0:
             return []
         inst = self.instance
-        a = int(inst.arrival[job])
-        window = slice(a, min(inst.horizon, a + int(inst.min_duration[job]) - 1) + 1)
-        need_w, need_p = int(inst.chunks[job]), int(inst.ps_needed(job, int(inst.chunks[job])))
-        fw = fit_count(self.worker_free[window], inst.worker_demand[job]).min(axis=0)  # (H,)
-        fp = fit_count(self.ps_free[window], inst.ps_demand[job]).min(axis=0)
-        rw, rp = self._member_w @ fw, self._member_p @ fp  # free containers per rack
+        # room over every slot the plan may use, [a_i, T]: under a backlog no rack has room in
+        # the job's first d_min slots, the plan runs later, and ranking on those slots alone
+        # left it to the unsteered prices (and a straddling placement at eta ~ 1/o)
+        window = slice(int(inst.arrival[job]), inst.horizon + 1)
+        n = int(inst.chunks[job])
+        need_w = int(inst.work[job])  # worker-slots, and the PS-slots of W_i / N_i slots at N_i
+        need_p = int(inst.ps_needed(job, n)) * -(-need_w // max(n, 1))
+        fw = fit_count(self.worker_free[window], inst.worker_demand[job]).sum(axis=0)  # (H,)
+        fp = fit_count(self.ps_free[window], inst.ps_demand[job]).sum(axis=0)
+        rw, rp = self._member_w @ fw, self._member_p @ fp  # free container-slots per rack
         fits = (rw >= need_w) & (rp >= need_p)
-        left = (rw - need_w) + (rp - need_p)
-        order = np.lexsort((np.arange(len(rw)), -(rw + rp), np.where(fits, left, np.inf), ~fits))
+        order = np.lexsort((np.arange(len(rw)), -(rw + rp), ~fits))
         return [int(v) for v in order[: self.candidates] if rw[v] > 0 and rp[v] > 0]
 
     def _efficiency(self, job: int, share: np.ndarray) -> np.ndarray:

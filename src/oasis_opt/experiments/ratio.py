@@ -6,8 +6,10 @@ or document) and the offline optimum of problem (1), and reports:
 * **OPT**: the exact MILP (section 2.1, HiGHS) when it is proven optimal (``opt.method`` =
   "milp"); otherwise (time limit hit, or ``opt="bracket"``) the bracket ``lower <= OPT <= upper``
   (``opt.method`` = "bracket"), where ``lower`` is the best schedule known of any solver run here
-  (MILP incumbent, column generation's integer schedule, OASiS's own schedule) and ``upper`` the
-  smallest proven bound (the MILP's best bound, column generation's Lagrangian bound).
+  (MILP incumbent, column generation's integer schedule, seeded with every baseline's and OASiS's
+  schedule, OASiS's own schedule; ``opt.from`` says which, e.g. "colgen:dorm+fill@0") and
+  ``upper`` the smallest proven bound (the MILP's best bound, column generation's Lagrangian
+  bound).
 * **ratio** = OPT / OASiS (``fig5.performance_ratio``: 1 when both earn 0; ``null`` in JSON when
   OASiS earns 0 and OPT does not), or the interval [lower / OASiS, upper / OASiS] of a bracket.
 * **alpha**, **2 alpha** of the constants OASiS used (``Pricing.alpha``, Theorem 4).
@@ -47,9 +49,10 @@ RATIO_FORMAT = "oasis-opt/ratio@1"
 OPT_METHODS = ("auto", "milp", "bracket")
 
 
-def _best_opt(instance: Any, time_limit: float | None, opt: str) -> dict:
-    """OPT by the MILP (proven) or the bracket; every schedule validated by its solver."""
-    from ..offline.colgen import bracket
+def _best_opt(instance: Any, time_limit: float | None, opt: str, oasis: Any) -> dict:
+    """OPT by the MILP (proven) or the bracket, the latter seeded with every baseline's schedule
+    and ``oasis`` (OASiS's schedule under the row's pricing); every schedule validated."""
+    from ..offline.colgen import bracket, policy_schedules
     from ..offline.exact import OfflinePolicy
 
     lower, upper, admitted, parts = 0.0, math.inf, 0, []
@@ -64,11 +67,12 @@ def _best_opt(instance: Any, time_limit: float | None, opt: str) -> dict:
             return {"method": "milp", "proven": True, "lower": lower, "upper": lower,
                     "admitted": admitted}
     if opt in ("auto", "bracket"):
-        b = bracket(instance, time_limit=time_limit)
+        seeds = {**policy_schedules(instance), "oasis-priced": oasis}
+        b = bracket(instance, time_limit=time_limit, seeds=seeds)
         if b.lower > lower:
             lower, admitted = float(b.lower), int(sum(b.schedule.admitted))
         upper = min(upper, float(b.upper))
-        parts.append("colgen")
+        parts.append(f"colgen:{b.source}")
     return {"method": "bracket", "proven": bool(upper <= lower * (1 + 1e-6)), "lower": lower,
             "upper": upper, "admitted": admitted, "from": "+".join(parts)}
 
@@ -91,7 +95,7 @@ def ratio_row(instance: Any, pricing: Any = "oracle", *, time_limit: float | Non
     assert_valid(instance, oasis)
     oasis_s = time.perf_counter() - t0
     u = float(oasis.total_utility)
-    best = _best_opt(instance, time_limit, opt)
+    best = _best_opt(instance, time_limit, opt, oasis)
     if u > best["lower"]:  # OASiS's schedule is a feasible schedule too
         best.update(lower=u, admitted=int(sum(oasis.admitted)))
         best["from"] = best.get("from", "milp") + "+oasis"

@@ -43,12 +43,19 @@ use each worker's type demand, and a column completes its job when its work unit
 The ``spread`` re-placement, which moves workers across servers, is not used there (it would
 move them across types).
 
-**Integer schedule.** A feasible schedule from the pool: the best of the seed policy's own
-schedule (OASiS by default: each of its completed jobs is a column), an LP-guided greedy rounding
-(columns by decreasing LP value, each taken if its job is free and it fits), and the restricted
-master as a MILP (x_l binary) over the candidate columns (seed, greedy, and every column with a
-positive LP value), started from the better of the first two. Its utility is the lower end of the
-bracket [lower, upper] on OPT(1), and lower >= the seed policy's utility by construction.
+**Integer schedule.** A feasible schedule from the pool. Candidates: the seed policy's own
+schedule (OASiS by default) and every extra seed schedule (``seeds``, e.g. every baseline and
+OASiS under the figures' pricings: each completed job is a column, so the masters start from
+them too); an LP-guided greedy rounding (columns by decreasing LP value, each taken if its job
+is free and it fits), alone and completing the best seed; the best of these completed by
+``fill_residual`` (each job left out gets its best plan in the room left, at the best bound's
+prices and at zero prices: new columns, feasible by construction), then improved by
+``ruin_and_recreate`` (re-plan every job of a random time window and the jobs left out, keep
+the result when it earns no less); then the restricted master
+as a MILP (x_l binary) over the candidate columns (all of the above and every column with a
+positive LP value), started from the best candidate, its result completed by ``fill_residual``
+too. The best is validated; its utility is the lower end of the bracket [lower, upper] on
+OPT(1), so lower >= every seed schedule's utility by construction.
 """
 from __future__ import annotations
 
@@ -56,7 +63,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -81,6 +88,15 @@ CANDIDATE_X = 1e-3
 SMOOTHING = 0.5
 # a phase stops once (best bound - master value) / master value is at most this
 CG_GAP = 1e-7
+# ruin-and-recreate: share of the horizon whose jobs a round re-plans, and the score noise
+LNS_WINDOW = 0.1
+LNS_NOISE = 0.5
+# share of the integer phase's time for ruin-and-recreate (the rest: the integer master), and
+# its rounds when there is no time limit
+LNS_SHARE = 0.5
+LNS_ROUNDS = 20
+# baselines whose schedules ``policy_schedules`` seeds the master with by default
+SEED_POLICIES = ("fifo", "drf", "rrh", "dorm", "greedy")
 
 
 @dataclass(frozen=True)
@@ -461,6 +477,86 @@ def fits_greedily(pool: ColumnPool, order: Iterable[int], start: Iterable[int] =
     return taken
 
 
+def fill_residual(pool: ColumnPool, taken: list[int], prices: np.ndarray, order: Iterable[int],
+                  *, backend: str = "numpy") -> list[int]:
+    """``taken`` completed with new columns: each job of ``order`` not in ``taken`` gets, in
+    turn, its best plan (eq. (21)) at ``prices`` (T+1, H+K, R) within the capacity that the
+    columns taken so far leave free, kept (and added to the pool) when it completes the job.
+
+    Feasible by construction: the dual subroutine only places containers in the free room, so
+    the columns returned use at most the capacities, one per job.
+    """
+    from ..online.dual import best_schedule
+
+    inst = pool.instance
+    H = inst.H
+    free = pool.cap.copy()
+    for n in taken:
+        free[pool.keys[n]] -= pool.amounts[n]
+    np.maximum(free, 0.0, out=free)
+    room = free.reshape(pool.shape)
+    busy = {pool.columns[n].job for n in taken}
+    p, q = np.ascontiguousarray(prices[:, :H]), np.ascontiguousarray(prices[:, H:])
+    out = list(taken)
+    for job in order:
+        if job in busy:
+            continue
+        plan = best_schedule(inst, job, p, q, room[:, :H], room[:, H:], backend=backend)
+        col = (None if plan.completion is None
+               else column_from_rows(inst, job, np.asarray(plan.rows)))
+        if col is None:
+            continue
+        n = pool.add([col])[0]
+        free[pool.keys[n]] -= pool.amounts[n]
+        np.maximum(free, 0.0, out=free)  # float noise only: the plan fits the room
+        out.append(n)
+        busy.add(job)
+    return out
+
+
+def ruin_and_recreate(pool: ColumnPool, start: list[int], prices: Sequence[np.ndarray],
+                      score: np.ndarray, *, rounds: int | None = None,
+                      deadline: float | None = None, window: float = LNS_WINDOW,
+                      noise: float = LNS_NOISE, seed: int = 0, backend: str = "numpy"
+                      ) -> tuple[list[int], int]:
+    """Large-neighbourhood search on an integer schedule (a list of pool columns): each round
+    removes the columns of every job running in a random window of ``window`` x T slots, then
+    ``fill_residual`` re-plans the removed and the left-out jobs, in the order of ``score``
+    (larger first) plus uniform noise in [0, ``noise``), at the round's prices (``prices`` in
+    turn); the result replaces the current schedule when it earns at least as much. Stops
+    after ``rounds`` rounds or at ``deadline`` (``perf_counter``), whichever comes first (at
+    least one of them must be given). Returns (the best schedule, rounds run). Every schedule
+    it keeps is ``fill_residual``'s, feasible by construction; ``seed`` fixes the windows and
+    the noise.
+    """
+    if rounds is None and deadline is None:
+        raise ValueError("rounds or deadline: one of them must be given")
+    inst = pool.instance
+    rng = np.random.default_rng(seed)
+    T = inst.horizon
+    width = max(1, int(round(window * T)))
+    best = list(start)
+
+    def worth(cols: list[int]) -> float:
+        return float(sum(pool.columns[n].utility for n in cols))
+
+    value, done = worth(best), 0
+    while (rounds is None or done < rounds) and (deadline is None
+                                                 or time.perf_counter() < deadline):
+        t0 = int(rng.integers(1, max(2, T - width + 2)))
+        keep = [n for n in best
+                if not ((pool.columns[n].rows[:, 1] >= t0)
+                        & (pool.columns[n].rows[:, 1] < t0 + width)).any()]
+        order = np.argsort(-(score + rng.uniform(0.0, noise, len(score))), kind="stable")
+        trial = fill_residual(pool, keep, prices[done % len(prices)], order.tolist(),
+                              backend=backend)
+        done += 1
+        v = worth(trial)
+        if v >= value - 1e-9:
+            best, value = trial, v
+    return best, done
+
+
 def integer_program(pool: ColumnPool, candidates: list[int]) -> LinearProgram:
     """The restricted master over ``candidates`` with x_l binary, keeping every capacity row
     that some choice of columns (at most one per job) could overfill."""
@@ -496,10 +592,13 @@ def integer_program(pool: ColumnPool, candidates: list[int]) -> LinearProgram:
 class Bracket:
     """Bounds on OPT(1) from column generation: ``lower <= OPT <= upper``.
 
-    ``lower``: utility of ``schedule`` (>= ``seed_utility``, the seed policy's utility).
-    ``upper``: the best Lagrangian bound (= LP(14) when ``converged``, i.e. phase 2 ended with
-    no improving column). ``lp_value``: the last master LP value (a bound only if converged).
-    ``gap`` = (upper - lower) / upper. ``source``: which candidate gave ``schedule``.
+    ``lower``: utility of ``schedule`` (>= ``seed_utility``, the seed policy's utility, and
+    >= every value in ``candidates``).
+    ``upper``: the best Lagrangian bound (= LP(14) when ``converged`` with ``cg_gap`` 0, i.e.
+    phase 2 ended with no improving column). ``lp_value``: the last master LP value (a bound
+    only if converged). ``gap`` = (upper - lower) / upper. ``source``: which candidate gave
+    ``schedule``. ``candidates``: utility of each integer schedule tried before the integer
+    master (each seed schedule as columns, "lp-greedy", "<best seed>+lp-greedy").
     """
 
     lower: float
@@ -520,6 +619,8 @@ class Bracket:
     mip_s: float
     seed_s: float
     history: list[dict] = field(default_factory=list)
+    candidates: dict[str, float] = field(default_factory=dict)
+    lns_rounds: int = 0
 
     def stats(self) -> dict:
         return {"lower": self.lower, "upper": self.upper, "gap": self.gap,
@@ -528,20 +629,36 @@ class Bracket:
                 "columns": self.columns, "seed_utility": self.seed_utility,
                 "greedy_utility": self.greedy_utility, "seed_policy": self.seed_policy,
                 "source": self.source, "mip_status": self.mip_status, "cg_s": self.cg_s,
-                "mip_s": self.mip_s, "seed_s": self.seed_s}
+                "mip_s": self.mip_s, "seed_s": self.seed_s, "candidates": dict(self.candidates),
+                "lns_rounds": self.lns_rounds}
 
 
 def bracket(instance: Instance, *, time_limit: float | None = 600.0,
             max_iterations: int | None = None, node_limit: int | None = None,
-            seed_policy: str = "oasis", backend: str = "numpy", cg_share: float = CG_SHARE,
+            seed_policy: str = "oasis", seeds: Mapping[str, Schedule] | None = None,
+            backend: str = "numpy", cg_share: float = CG_SHARE,
             pooled_share: float = POOLED_SHARE, smoothing: float = SMOOTHING,
-            lp_solver: str = "ipm", seed: int = 0, progress: bool = False,
-            policy_name: str = "offline-colgen") -> Bracket:
-    """[lower, upper] on OPT(1) by column generation, seeded with ``seed_policy``'s schedule.
+            cg_gap: float = CG_GAP, lns_rounds: int | None = None,
+            lns_share: float = LNS_SHARE, lp_solver: str = "ipm", seed: int = 0,
+            progress: bool = False, policy_name: str = "offline-colgen") -> Bracket:
+    """[lower, upper] on OPT(1) by column generation, seeded with ``seed_policy``'s schedule
+    and the schedules ``seeds`` (name -> a valid schedule of ``instance``, e.g. from
+    ``policy_schedules``: every policy that runs at that size).
+
+    Every completed job of every seed schedule enters the pool as a column, so the masters start
+    from them; each seed schedule is also an integer candidate, as is the best of them completed
+    by the LP-guided greedy ("<name>+lp-greedy"), and the best candidate starts the integer master.
+    Hence ``lower`` >= every seed schedule's utility.
 
     ``time_limit`` (seconds, None = no limit) covers everything: the seed policy, phase 1 (up
     to ``pooled_share`` of the column-generation time), phase 2 (until ``cg_share`` of the
     limit, or convergence) and the integer schedule (the rest; skipped when no time is left).
+    ``lns_rounds``: rounds of ``ruin_and_recreate`` on the best candidate before the integer
+    master (0: none; None: until ``lns_share`` of the integer phase's time, or ``LNS_ROUNDS``
+    without a time limit).
+    ``cg_gap``: a phase ends once (best bound - master value) / master value <= ``cg_gap``
+    (the default ends at the LP optimum; e.g. 0.005 leaves the integer master more time at
+    the cost of an upper end up to 0.5 % above LP(14); still a valid bound).
     Deterministic limits: ``max_iterations`` caps the pricing rounds of both phases together,
     ``node_limit`` the branch-and-bound nodes of the integer master (HiGHS). Stopped early,
     ``upper`` is still a valid bound. ``lp_solver``: "ipm" (HiGHS interior point, no
@@ -551,20 +668,36 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0,
     ``lower`` by at most ``model.numerics.BOUND_RTOL`` (relative), and then ``upper = lower``.
     A larger inversion raises ``RuntimeError`` naming both numbers (a bug, never hidden).
     """
+    from ..model.validate import validate
     from ..policies import get_policy
 
     if time_limit is not None and not time_limit > 0:
         raise ValueError(f"time_limit: must be > 0 seconds, got {time_limit}")
-    for name, v in (("cg_share", cg_share), ("pooled_share", pooled_share)):
+    if lns_rounds is not None and not (isinstance(lns_rounds, int) and lns_rounds >= 0):
+        raise ValueError(f"lns_rounds: must be an integer >= 0 or None, got {lns_rounds!r}")
+    for name, v in (("cg_share", cg_share), ("pooled_share", pooled_share),
+                    ("lns_share", lns_share)):
         if not 0 < v <= 1:
             raise ValueError(f"{name}: must be in (0, 1], got {v}")
+    if not 0 <= cg_gap < 1:
+        raise ValueError(f"cg_gap: must be in [0, 1), got {cg_gap}")
     if lp_solver not in ("ipm", "simplex"):
         raise ValueError(f"lp_solver: expected 'ipm' or 'simplex', got {lp_solver!r}")
+    seeds = dict(seeds or {})
+    for name, s in seeds.items():
+        if name in (seed_policy, "lp-greedy", "mip", "mip+fill") or "+" in name:
+            raise ValueError(f"seeds: name {name!r} is taken (seed policy or a candidate; "
+                             "no '+' in seed names)")
+        report = validate(instance, s)
+        if not report.ok:  # an invalid seed would make the lower end no bound
+            raise ValueError(f"seeds[{name!r}]: not a valid schedule of the instance: {report}")
     start = time.perf_counter()
     seed_schedule = get_policy(seed_policy).solve(instance)
     seed_s = time.perf_counter() - start
     pool = ColumnPool(instance)
-    seed_cols = pool.add(columns_of(instance, seed_schedule))
+    seed_cols = {name: pool.add(columns_of(instance, s))
+                 for name, s in {seed_policy: seed_schedule, **seeds}.items()}
+    seeded = {n for cols in seed_cols.values() for n in cols}
 
     t_cg = time.perf_counter()
     cg_end = None if time_limit is None else start + cg_share * time_limit
@@ -573,39 +706,82 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0,
     pooled = RestrictedMaster(pool, pooled=True)
     pooled.sync()
     one = column_generation(pool, pooled, state, deadline=phase1_end,
-                            max_iterations=max_iterations, backend=backend,
+                            max_iterations=max_iterations, backend=backend, gap_tol=cg_gap,
                             spread=None if instance.typed else "only",
                             phase="(pooled)", progress=progress)
-    candidates = set(seed_cols) | set(state.last_x)
+    candidates = seeded | set(state.last_x)
     # interior-point duals without crossover: faster on the big per-server master, and centred
     # duals stabilise column generation (any prices give a valid bound)
     ipm: dict[str, Any] = {"solver": "ipm", "run_crossover": "off"} if lp_solver == "ipm" else {}
     full = RestrictedMaster(pool, **ipm)
-    full.sync(sorted(candidates))  # the pooled LP's support: a small, good start
+    # warm start: the pooled LP's support and the seeds' columns (a small, good start), priced
+    # from the pooled phase's best prices (``state.center``, the smoothing centre)
+    full.sync(sorted(candidates))
     two = column_generation(pool, full, state, deadline=cg_end, max_iterations=max_iterations,
-                            backend=backend, smoothing=smoothing,
+                            backend=backend, smoothing=smoothing, gap_tol=cg_gap,
                             spread=None if instance.typed else "both",
                             phase="(per server)", progress=progress)
     candidates |= {n for n, v in state.last_x.items() if v >= CANDIDATE_X}
     cg_s = time.perf_counter() - t_cg
 
-    # integer schedule: seed, LP-guided greedy, then the MILP over the candidates
+    # integer schedule: the seeds, LP-guided greedy (alone and completing the best seed), then
+    # the MILP over the candidates started from the best of these
     t_mip = time.perf_counter()
     by_value = sorted(state.last_x, key=lambda n: (-state.last_x[n], -pool.columns[n].utility))
-    greedy = fits_greedily(pool, by_value + sorted(range(len(pool)),
-                                                    key=lambda n: -pool.columns[n].utility))
-    value_of = {n: pool.columns[n].utility for n in range(len(pool))}
-    greedy_value = sum(value_of[n] for n in greedy)
-    seed_value = sum(value_of[n] for n in seed_cols)
-    best, source = (greedy, "greedy") if greedy_value > seed_value else (seed_cols, seed_policy)
-    cand = sorted(candidates | set(greedy))
+    order = by_value + sorted(range(len(pool)), key=lambda n: -pool.columns[n].utility)
+    found: dict[str, list[int]] = {**seed_cols, "lp-greedy": fits_greedily(pool, order)}
+
+    def worth(cols: list[int]) -> float:
+        return float(sum(pool.columns[n].utility for n in cols))
+
+    greedy_value = worth(found["lp-greedy"])
+    top = max(seed_cols, key=lambda k: worth(seed_cols[k]))
+    found[f"{top}+lp-greedy"] = fits_greedily(pool, order, start=seed_cols[top])
+    # the best so far, completed by new plans in the room it leaves: jobs by LP mass, then by
+    # best utility, planned at the best bound's prices (steering them to uncontended room)
+    # and at zero prices (earliest completion)
+    mass = np.zeros(instance.I)
+    for n, v in state.last_x.items():
+        mass[pool.columns[n].job] += v
+    top_utility = np.array([instance.utility_of(i, instance.arrival[i])
+                            for i in range(instance.I)])
+    jobs = sorted(range(instance.I), key=lambda i: (-mass[i], -top_utility[i]))
+    base = max(found, key=lambda k: worth(found[k]))
+    deadline = None if time_limit is None else start + time_limit
+    for label, prices in (("prices", state.center), ("0", np.zeros(pool.shape))):
+        if prices is not None and (deadline is None or time.perf_counter() < deadline):
+            found[f"{base}+fill@{label}"] = fill_residual(pool, found[base], prices, jobs,
+                                                          backend=backend)
+    values = {k: worth(cols) for k, cols in found.items()}
+    source = max(values, key=lambda k: values[k])  # ties: the first (the seed policy)
+    best = found[source]
+    # ruin and recreate from the best candidate: jobs the LP likes, then valuable ones, first
+    lns_done = 0
+    now = time.perf_counter()
+    if lns_rounds != 0 and (deadline is None or now < deadline):
+        score = mass + 0.5 * top_utility / max(1e-12, float(top_utility.max(initial=0.0)))
+        lns_prices = [p for p in (state.center, np.zeros(pool.shape)) if p is not None]
+        improved, lns_done = ruin_and_recreate(
+            pool, best, lns_prices, score, seed=seed, backend=backend,
+            rounds=LNS_ROUNDS if lns_rounds is None and deadline is None else lns_rounds,
+            deadline=None if deadline is None else now + lns_share * (deadline - now))
+        if worth(improved) > values[source] + 1e-9:
+            source = f"{source}+lns"
+            found[source], values[source] = improved, worth(improved)
+            best = improved
+    cand = sorted(candidates | {n for cols in found.values() for n in cols})
     lp = integer_program(pool, cand)
     initial = np.isin(cand, best).astype(float)
     res = solve_program(lp, backend="highs", seed=seed, initial=initial, node_limit=node_limit,
-                        deadline=None if time_limit is None else start + time_limit)
+                        deadline=deadline)
     if res.incumbent == "solver" and res.x is not None and res.objective is not None \
             and res.objective > float(lp.c @ initial) + 1e-9:
         best, source = [cand[k] for k in np.flatnonzero(res.x > 0.5)], "mip"
+    if source == "mip" and (deadline is None or time.perf_counter() < deadline):
+        filled = fill_residual(pool, best, state.center if state.center is not None
+                               else np.zeros(pool.shape), jobs, backend=backend)
+        if worth(filled) > worth(best) + 1e-9:
+            best, source = filled, "mip+fill"
     mip_s = time.perf_counter() - t_mip
 
     builder = ScheduleBuilder(instance)
@@ -613,6 +789,7 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0,
         builder.admit(pool.columns[n].job)
         builder.add_array(pool.columns[n].rows)
     schedule = builder.build(policy_name, {})
+    assert_valid(instance, schedule)  # the lower end is a bound only for a valid schedule
     lower = schedule.total_utility
     # every job at its best utility f_i(0) also bounds OPT: the bound before any pricing round
     trivial = float(sum(instance.utility_table[i, instance.arrival[i]] for i in range(instance.I)))
@@ -621,7 +798,8 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0,
     gap = 0.0 if upper <= 0 else (upper - lower) / upper
     out = Bracket(lower, upper, gap, two["value"], two["converged"], one["converged"],
                   state.iterations, len(pool), seed_schedule.total_utility, greedy_value,
-                  seed_policy, schedule, source, res.status, cg_s, mip_s, seed_s, state.history)
+                  seed_policy, schedule, source, res.status, cg_s, mip_s, seed_s, state.history,
+                  values, lns_done)
     closed = gap <= 1e-6
     # what stopped the search short of convergence: phase 2's limit, else the integer master's
     stopped = ({"time": "time_limit", "iterations": "iteration_limit"}.get(two["stopped"])
@@ -636,12 +814,29 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0,
     return out
 
 
+def policy_schedules(instance: Instance, policies: Iterable[str] = SEED_POLICIES,
+                     oasis_pricings: Mapping[str, Any] | None = None) -> dict[str, Schedule]:
+    """Seeds for ``bracket``: each policy's schedule of ``instance`` and OASiS's under each
+    pricing (name -> pricing document, e.g. the figures' estimated and plug-in pricing), every
+    one validated (``AssertionError`` otherwise)."""
+    from ..policies import get_policy
+
+    out = {name: get_policy(name).solve(instance) for name in policies}
+    for name, pricing in (oasis_pricings or {}).items():
+        out[name] = get_policy("oasis", pricing=pricing).solve(instance)
+    for s in out.values():
+        assert_valid(instance, s)
+    return out
+
+
 class ColgenPolicy:
     """Policy ``offline-colgen``: the best integer schedule found, with the bracket in ``stats``.
 
     Options: ``seed_policy`` ("oasis"), ``backend`` of the dual subroutine ("numpy"),
     ``max_iterations`` and ``node_limit`` (deterministic limits, see ``bracket``), ``cg_share``,
-    ``pooled_share``, ``smoothing``, ``lp_solver``, ``seed``. ``solve(instance,
+    ``pooled_share``, ``smoothing``, ``cg_gap``, ``lns_rounds``, ``lp_solver``, ``seed``;
+    ``seed_with``: baselines whose schedules seed the master too (``policy_schedules``, e.g.
+    ``SEED_POLICIES``; default none). ``solve(instance,
     time_limit=None)`` runs to convergence (and an unlimited integer master) when no limit is
     given. ``stats``: the bracket (``lower``, ``upper``, ``gap`` ...) and, as for the exact
     policies, ``status`` ("optimal" when the bracket closed, else "bracket"), ``stopped_by``
@@ -654,14 +849,20 @@ class ColgenPolicy:
     def __init__(self, seed_policy: str = "oasis", backend: str = "numpy",
                  max_iterations: int | None = None, node_limit: int | None = None,
                  cg_share: float = CG_SHARE, pooled_share: float = POOLED_SHARE,
-                 smoothing: float = SMOOTHING, lp_solver: str = "ipm", seed: int = 0):
+                 smoothing: float = SMOOTHING, cg_gap: float = CG_GAP,
+                 lns_rounds: int | None = None, lp_solver: str = "ipm", seed: int = 0,
+                 seed_with: Sequence[str] = ()):
         self.options: dict[str, Any] = {
             "seed_policy": seed_policy, "backend": backend, "max_iterations": max_iterations,
             "node_limit": node_limit, "cg_share": cg_share, "pooled_share": pooled_share,
-            "smoothing": smoothing, "lp_solver": lp_solver, "seed": seed}
+            "smoothing": smoothing, "cg_gap": cg_gap, "lns_rounds": lns_rounds,
+            "lp_solver": lp_solver, "seed": seed}
+        self.seed_with = tuple(seed_with)
 
     def solve(self, instance: Instance, *, time_limit: float | None = None,
               progress: bool = False) -> Schedule:
-        result = bracket(instance, time_limit=time_limit, progress=progress, **self.options)
+        seeds = policy_schedules(instance, self.seed_with) if self.seed_with else None
+        result = bracket(instance, time_limit=time_limit, progress=progress, seeds=seeds,
+                         **self.options)
         assert_valid(instance, result.schedule)
         return result.schedule
