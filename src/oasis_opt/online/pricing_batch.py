@@ -38,7 +38,7 @@ import numpy as np
 from ..model import Instance
 from ..model.schedule import Schedule
 from ._dp import (CompletionScan, JobSpec, cost_lower_bound, finite_prefix, job_arguments,
-                  job_spec, range_costs, scan_result, tie_costs)
+                  job_spec, scan_result, slot_costs, tie_costs)
 from .dual_numpy import FIRST_BLOCK, MAX_BLOCK, dp_step
 from .oasis import OasisPolicy
 
@@ -106,7 +106,7 @@ def _decide(spec: JobSpec, members: list[_BatchMember], arrays: dict[str, np.nda
     s, block = 0, FIRST_BLOCK
     while len(running):
         e = min(n_slots, s + block)
-        C = range_costs(spec, a + s, a + e, *prices)  # (slots, B, options)
+        C = _member_costs(spec, a + s, a + e, prices, members)  # (slots, B, options)
         flat = C.reshape(-1, C.shape[-1])
         Ct = tie_costs(flat).reshape(C.shape)
         kf = finite_prefix(flat).reshape(C.shape[:2])
@@ -139,6 +139,29 @@ def _decide(spec: JobSpec, members: list[_BatchMember], arrays: dict[str, np.nda
             ch[np.searchsorted(run, m)] for run, ch in steps[:scan.stop - a + 1]]
         out.append((scan, choices))
     return out
+
+
+def _member_costs(spec: JobSpec, lo: int, hi: int, prices: tuple[np.ndarray, ...],
+                  members: list[_BatchMember]) -> np.ndarray:
+    """C (hi - lo, B, options): ``_dp.slot_costs`` of slots lo..hi-1 for every member, one
+    ``slot_costs`` call. As ``_dp.range_costs`` does with one member's slot classes, each member
+    builds a row only for the slots its own commits touched and one for all its untouched slots
+    (they hold its initial state), so a batch builds as many rows as its members' own runs do
+    (the union of the members' touched slots would be far more). Rows depend on their (slot,
+    member) data only: the same floats."""
+    S, B = hi - lo, len(members)
+    touched = np.stack([m.slot_class[lo:hi] for m in members]) != 0  # (B, S)
+    untouched = ~touched
+    first = untouched.argmax(axis=1)  # each member's representative untouched slot
+    has = untouched.any(axis=1)
+    need = touched.copy()
+    need[np.flatnonzero(has), first[has]] = True
+    member, slot = np.nonzero(need)
+    C = np.empty((S, B, spec.options))
+    C[slot, member] = slot_costs(spec, *(x[lo + slot, member] for x in prices))
+    um, us = np.nonzero(untouched)
+    C[us, um] = C[first[um], um]
+    return C
 
 
 def solve_pricings(instance: Instance, pricings: Sequence[Any], *,
