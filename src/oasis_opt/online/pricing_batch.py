@@ -67,6 +67,11 @@ class _BatchMember(OasisPolicy):
         assert self.decided is not None
         return self.decided[job]
 
+    def record(self, job: int, admit: bool) -> None:
+        """The batch's decision on ``job``, replayed by ``on_arrival``."""
+        assert self.decided is not None, "record() before start()"
+        self.decided[job] = admit
+
 
 def _share(members: list[_BatchMember], T: int) -> dict[str, np.ndarray]:
     """Move each member's state arrays into one (T+1, B, n, R) array per name (resource-major
@@ -191,14 +196,13 @@ def solve_pricings(instance: Instance, pricings: Sequence[Any], *,
                 # nothing to train (a plan without rows) / infeasible under every pricing:
                 # each member's own sequential decision, which commits no slot
                 for member in members:
-                    member.decided[job] = OasisPolicy.on_arrival(member, job, spec.arrival,
-                                                                 None)
+                    member.record(job, OasisPolicy.on_arrival(member, job, spec.arrival, None))
                 continue
             for member, (scan, choices) in zip(members, _decide(spec, members, arrays)):
                 member.payoff[job] = scan.best if scan.stop is not None else None
                 member.planned[job] = scan.stop
                 admit = scan.stop is not None and scan.best > 0
-                member.decided[job] = admit
+                member.record(job, admit)
                 if admit:
                     plan = scan_result(spec, scan, choices, member.worker_price,
                                        member.ps_price, member.worker_free, member.ps_free)
