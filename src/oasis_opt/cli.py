@@ -717,7 +717,8 @@ def quantile(text: str) -> float:
 
 # above this alpha (U/L > e^50) the plug-in floor is far below every price that matters
 PLUGIN_ALPHA_WARNING = 50.0
-_SEARCH_ONLY = (("grid", "--grid"), ("backend", "--backend"), ("report", "--report"))
+_SEARCH_ONLY = (("grid", "--grid"), ("backend", "--backend"), ("report", "--report"),
+                ("batch", "--batch/--no-batch"))
 
 
 @command("estimate-pricing", "estimate OASiS's U and L from past instances (paper p.6) and "
@@ -738,6 +739,10 @@ _SEARCH_ONLY = (("grid", "--grid"), ("backend", "--backend"), ("report", "--repo
                   "decades)"),
          arg("--backend", choices=("numpy", "jax", "reference"),
              help="search: OASiS kernel backend for the calibration runs (default numpy)"),
+         arg("--batch", action=argparse.BooleanOptionalAction, default=None,
+             help="search: run the whole grid on each history instance at once (default "
+                  "with the numpy backend, which it needs; the same table and L as "
+                  "--no-batch, one floor at a time)"),
          PROGRESS, MAX_WORK,
          arg("--report", metavar="FILE",
              help="search: also write the calibration table (oasis-opt/floor-calibration@1 "
@@ -806,10 +811,11 @@ def _estimate_by_search(args: argparse.Namespace, history: list) -> int:
                    leave=False)
     try:
         pricing = estimate_pricing(
-            history, grid, backend=args.backend or "numpy",
+            history, grid, backend=args.backend or "numpy", batch=args.batch,
             progress=None if bar is None else lambda done, total: bar.update(done - bar.n))
     except ValueError as e:
-        raise blame(e, {"history": "HISTORY", "grid": "--grid"}, "HISTORY") from None
+        raise blame(e, {"history": "HISTORY", "grid": "--grid", "batch": "--batch"},
+                    "HISTORY") from None
     finally:
         if bar is not None:
             bar.close()

@@ -9,7 +9,8 @@ an instance); backends in ``dual_reference`` (plain loops), ``dual_numpy`` (defa
 ``plugin``: U and L estimated from past instances by eqs. (23)-(26) (``plugin_pricing``: a
 pricing document with its intermediate values, ``PluginPricing``).
 ``estimate``: U and L tuned on past instances, the floor searched on utility (``estimate_pricing``:
-a pricing document with its calibration, ``EstimatedPricing``).
+a pricing document with its calibration, ``EstimatedPricing``); ``pricing_batch``: OASiS under
+several pricings in one lockstep pass (``solve_pricings``, the search's whole grid at once).
 """
 from .dual import BACKENDS, GRANULARITIES, Plan, best_schedule, best_schedule_arrays
 from .estimate import (DEFAULT_FLOOR_GRID, EstimatedPricing, FloorCalibration, estimate_pricing,

@@ -207,7 +207,14 @@ def slot_costs(spec: JobSpec, wprice: np.ndarray, pprice: np.ndarray, wfree: np.
     """C[t, k]: cheapest cost of k workers plus need[k] PSs in each given slot (inf if they do
     not fit or (7) forbids k), for k = 0..N. Inputs are (S, H, R) / (S, K, R) slices of
     consecutive slots; each slot's row depends on that slot's data only (element-wise sums, a
-    per-row sort and cumulative sum), so any slicing gives the same floats."""
+    per-row sort and cumulative sum), so any slicing gives the same floats. Extra leading axes
+    (S, B, H, R) -- a batch of clusters, e.g. one per price floor -- give C (S, B, k): each
+    (slot, member) row is the one that member's own (S, H, R) call gives."""
+    if wprice.ndim > 3:
+        lead = wprice.shape[:-2]
+        C = slot_costs(spec, *(x.reshape((-1,) + x.shape[-2:])
+                               for x in (wprice, pprice, wfree, pfree)))
+        return C.reshape(lead + C.shape[-1:])
     S = wprice.shape[0]
     N = spec.N
     ps = ps_costs(spec, pprice, pfree)

@@ -33,7 +33,7 @@ LOOP_ABOVE = 100_000  # (D, k) table size above which dp_step loops over k inste
 
 
 def dp_step(F: np.ndarray, c: np.ndarray, ct: np.ndarray, rows: int, delta: np.ndarray,
-            unit_delta: bool):
+            unit_delta: bool, loop: bool | None = None):
     """One DP step: (F_t over D = 0..rows-1, chosen k) from F_{t-1}, the slot's costs ``c`` and
     tie costs ``ct`` (options k = 0..len(c)-1 doing delta(k) units, ``_dp.tie_costs``; k
     workers without accelerator types). The choice is the smallest k
@@ -41,32 +41,42 @@ def dp_step(F: np.ndarray, c: np.ndarray, ct: np.ndarray, rows: int, delta: np.n
 
     Small tables build the whole (D, k) candidate table at once (a strided view of F for
     delta(k) = k, a gather for chunks); large ones loop over k with in-place vector updates,
-    which keeps the working set at a few vectors of length ``rows`` (3-5x faster there).
+    which keeps the working set at a few vectors of length ``rows`` (3-5x faster there);
+    ``loop`` forces one or the other (the same results).
+
+    A batch of independent DPs of one job (``online.pricing_batch``: one per price floor) passes
+    F (B, n), c and ct (B, kf): every member gets the floats its own 1-D call gives (the same
+    element-wise additions and first-minimum choices; a member's options beyond its own finite
+    prefix cost inf and are never chosen over a finite candidate).
     """
-    kf = len(c)
+    kf = c.shape[-1]
     dtype = _index_dtype(kf)
+    lead = F.shape[:-1]
     shift = int(delta[kf - 1])  # the largest delta among the candidates
-    Fp = np.empty(rows + shift)  # Fp[shift + D - delta] = F[max(0, D - delta)]
-    Fp[:shift] = F[0]
-    Fp[shift:] = F[:rows]
-    if rows * kf > LOOP_ABOVE:
-        best = Fp[shift:] + ct[0]
-        arg = np.zeros(rows, dtype=dtype)
-        v, better = np.empty(rows), np.empty(rows, dtype=bool)
+    Fp = np.empty(lead + (rows + shift,))  # Fp[shift + D - delta] = F[max(0, D - delta)]
+    Fp[..., :shift] = F[..., :1]
+    Fp[..., shift:] = F[..., :rows]
+    if loop if loop is not None else rows * kf > LOOP_ABOVE:
+        best = Fp[..., shift:] + ct[..., :1]
+        arg = np.zeros(lead + (rows,), dtype=dtype)
+        v, better = np.empty(lead + (rows,)), np.empty(lead + (rows,), dtype=bool)
         for k in range(1, kf):
             d = shift - int(delta[k])
-            np.add(Fp[d:d + rows], ct[k], out=v)
+            np.add(Fp[..., d:d + rows], ct[..., k:k + 1], out=v)
             np.less(v, best, out=better)
             np.copyto(best, v, where=better)
             np.copyto(arg, k, where=better)
     elif unit_delta:  # delta(k) = k: cand[D, k] = Fp[shift + D - k], a strided view, no copy
-        cand = np.ndarray((rows, kf), np.float64, Fp, shift * Fp.itemsize,
-                          (Fp.itemsize, -Fp.itemsize)) + ct
-        arg = cand.argmin(axis=1).astype(dtype)
+        cand = np.ndarray(lead + (rows, kf), np.float64, Fp, shift * Fp.itemsize,
+                          Fp.strides[:-1] + (Fp.itemsize, -Fp.itemsize)) + ct[..., None, :]
+        arg = cand.argmin(axis=-1).astype(dtype)
     else:
-        cand = Fp[shift + np.arange(rows)[:, None] - delta[None, :kf]] + ct
-        arg = cand.argmin(axis=1).astype(dtype)
-    return Fp[shift + np.arange(rows) - delta[arg]] + c[arg], arg
+        cand = Fp[..., shift + np.arange(rows)[:, None] - delta[None, :kf]] + ct[..., None, :]
+        arg = cand.argmin(axis=-1).astype(dtype)
+    at = shift + np.arange(rows) - delta[arg]
+    if not lead:
+        return Fp[at] + c[arg], arg
+    return np.take_along_axis(Fp, at, axis=-1) + np.take_along_axis(c, arg, axis=-1), arg
 
 
 def _index_dtype(n: int):

@@ -159,35 +159,58 @@ def check_floors(u: dict[str, dict[str, float]], grid: Sequence[float]) -> None:
 
 
 def estimate_pricing(history: Sequence[Any], grid: Sequence[float] = DEFAULT_FLOOR_GRID, *,
-                     backend: str = "numpy",
+                     backend: str = "numpy", batch: bool | None = None,
                      progress: Callable[[int, int], None] | None = None,
                      ) -> EstimatedPricing:
     """Estimate OASiS's U and L on ``history`` (past instances); see the module docstring.
 
     Runs OASiS ``len(grid) * len(history)`` times in this process; every schedule is validated
-    (a calibration on invalid schedules would be meaningless). ``progress(done, total)`` is
-    called after each run. Returns the pricing document with the calibration table as its
-    ``calibration`` (``EstimatedPricing``; pass it as ``pricing=``).
+    (a calibration on invalid schedules would be meaningless). ``batch`` (default: True with the
+    numpy backend, which it needs) runs the whole grid on one history instance at once
+    (``online.pricing_batch.solve_pricings``: the same schedules as the runs one floor at a time,
+    hence the same table and chosen L); ``batch=False`` runs them one by one.
+    ``progress(done, total)`` is called after each run (with ``batch``, the ``len(grid)`` runs
+    of a history instance end together). Returns the pricing document with the calibration table as
+    its ``calibration`` (``EstimatedPricing``; pass it as ``pricing=``).
     (``oasis_opt.experiments.calibration`` does the same runs in parallel through the runner.)
     """
     from ..model.validate import assert_valid
+    from .dual import check_backend
     from .oasis import OasisPolicy
 
+    check_backend(backend)
+    if batch is None:
+        batch = backend == "numpy"
+    elif not isinstance(batch, bool):
+        raise ValueError(f"batch: expected True, False or None, got {batch!r}")
+    if batch and backend != "numpy":
+        raise ValueError(f"batch: the batched grid runs the numpy backend, not {backend!r} "
+                         "(pass batch=False)")
     history = list(history)
     grid = check_grid(grid)
     u = history_u(history)
     check_floors(u, grid)
+    documents = [pricing_document(u, floor) for floor in grid]
     total, done = len(grid) * len(history), 0
-    scores = []
-    for floor in grid:
-        row = []
+    scores: list[list[float]] = [[] for _ in grid]  # scores[j][n]: floor j, instance n
+
+    def record(j: int, inst: Any, schedule: Any) -> None:
+        nonlocal done
+        assert_valid(inst, schedule)
+        scores[j].append(float(schedule.total_utility))
+        done += 1
+        if progress is not None:
+            progress(done, total)
+
+    if batch:
+        from .pricing_batch import solve_pricings
+
         for inst in history:
-            schedule = OasisPolicy(backend=backend, pricing=pricing_document(u, floor)).solve(inst)
-            assert_valid(inst, schedule)
-            row.append(float(schedule.total_utility))
-            done += 1
-            if progress is not None:
-                progress(done, total)
-        scores.append(tuple(row))
-    calibration = FloorCalibration(grid, tuple(scores))
+            for j, schedule in enumerate(solve_pricings(inst, documents)):
+                record(j, inst, schedule)
+    else:
+        for j, document in enumerate(documents):
+            for inst in history:
+                record(j, inst, OasisPolicy(backend=backend, pricing=document).solve(inst))
+    calibration = FloorCalibration(grid, tuple(tuple(row) for row in scores))
     return EstimatedPricing(pricing_document(u, calibration.chosen), calibration)
