@@ -125,7 +125,9 @@ def run(src: Path, case: tuple) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--baseline", default="main", help="git ref to compare with (default main)")
+    ap.add_argument("--baseline", default="main",
+                    help="git ref to compare with (default main; none: HEAD alone, for runs "
+                         "too long to repeat)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--max-jobs", type=int, default=200, help="cap per cell (0: uncapped)")
     ap.add_argument("--quick", action="store_true", help="the small cells only")
@@ -134,24 +136,29 @@ def main() -> int:
                     help="OASiS decides only the first N arrivals of each cell (0: all)")
     ap.add_argument("--out", default=str(RESULTS / "speed.md"))
     args = ap.parse_args()
-    commit = subprocess.run(["git", "rev-parse", "--short", args.baseline], cwd=ROOT, check=True,
-                            capture_output=True, text=True).stdout.strip()
+    alone = args.baseline == "none"
+    commit = "-" if alone else subprocess.run(
+        ["git", "rev-parse", "--short", args.baseline], cwd=ROOT, check=True,
+        capture_output=True, text=True).stdout.strip()
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,
                           capture_output=True, text=True).stdout.strip()
     todo = cases(args.quick, args.max_jobs, args.cells, args.first)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         trees = {name: extract(ref, Path(tmp) / name)
-                 for name, ref in (("baseline", args.baseline), ("current", "HEAD"))}
-        bar = tqdm(total=len(todo) * args.repeats * 2, desc="runs")
+                 for name, ref in (("baseline", args.baseline), ("current", "HEAD"))
+                 if not (alone and name == "baseline")}
+        bar = tqdm(total=len(todo) * args.repeats * len(trees), desc="runs")
         for case in todo:
-            got: dict[str, list[dict]] = {"baseline": [], "current": []}
+            got: dict[str, list[dict]] = {name: [] for name in trees}
             for r in range(args.repeats):
                 order = ("baseline", "current") if r % 2 == 0 else ("current", "baseline")
                 for name in order:
-                    got[name].append(run(trees[name], case))
-                    bar.update()
-            b, c = got["baseline"][0], got["current"][0]
+                    if name in trees:
+                        got[name].append(run(trees[name], case))
+                        bar.update()
+            c = got["current"][0]
+            b = got["baseline"][0] if "baseline" in got else c
             if (b["admitted"], b["total_utility"]) != (c["admitted"], c["total_utility"]):
                 raise SystemExit(f"{case}: results differ: baseline {b} current {c}")
             med = {k: statistics.median(x["cpu_s"] for x in v) for k, v in got.items()}
@@ -160,7 +167,8 @@ def main() -> int:
             row = {"policy": case[0], "seed": case[1], "jobs": case[2], "T": case[3],
                    "HK": case[4], "first": case[5], "admitted": c["admitted"],
                    "total_utility": c["total_utility"], "cpu_s": med,
-                   "ratio": med["baseline"] / med["current"], "decision_ms": dec}
+                   "ratio": None if alone else med["baseline"] / med["current"],
+                   "decision_ms": dec}
             if c["decision_ms"]:
                 for key in ("decision_cpu_ms",):
                     row[key] = {k: [statistics.median(x[key][i] for x in v) for i in (0, 1)]
@@ -182,7 +190,9 @@ def main() -> int:
              f"Median over {args.repeats} runs per tree of `time.process_time()` around "
              "`solve(instance, policy)`, each run a fresh subprocess, the trees alternating. "
              "Decision ms: OASiS's per-decision wall clock (median / p95 of a run, median over "
-             "runs). Both trees gave the same admissions and total utility in every case.", "",
+             "runs). " + ("Only HEAD ran (`--baseline none`)." if alone else
+                          "Both trees gave the same admissions and total utility in every case."),
+             "",
              "Decision CPU ms: `time.process_time` around each decision (median / p95). Jobs: "
              "the cell's jobs; `decided` < jobs: OASiS decided only the first arrivals "
              "(`--first`), and the projected CPU s is setup + decisions x jobs / decided.", "",
@@ -194,14 +204,16 @@ def main() -> int:
     for r in rows:
         d, dc = r["decision_ms"], r.get("decision_cpu_ms") or {}
         fmt = (lambda x: f"{x[0]:.2f} / {x[1]:.2f}" if x else "-")
-        setup = (f"{r['start_cpu_s']['baseline']:.1f} / {r['start_cpu_s']['current']:.1f}"
+        base = (lambda x, f: format(x["baseline"], f) if "baseline" in x else "-")
+        setup = (f"{base(r['start_cpu_s'], '.1f')} / {r['start_cpu_s']['current']:.1f}"
                  if "start_cpu_s" in r else "-")
         proj = r.get("projected_cpu_s")
-        proj = f"{proj['baseline']:.0f} / {proj['current']:.0f}" if proj else "-"
+        proj = f"{base(proj, '.0f')} / {proj['current']:.0f}" if proj else "-"
+        ratio = f"{r['ratio']:.2f}x" if r["ratio"] else "-"
         lines.append(f"| {r['policy']} | {r['seed']} | {r['T']} | {r['HK']} | {r['jobs']} | "
                      f"{r.get('decided', '-')} | "
-                     f"{r['admitted']} | {r['cpu_s']['baseline']:.2f} | "
-                     f"{r['cpu_s']['current']:.2f} | {r['ratio']:.2f}x | {fmt(d['baseline'])} | "
+                     f"{r['admitted']} | {base(r['cpu_s'], '.2f')} | "
+                     f"{r['cpu_s']['current']:.2f} | {ratio} | {fmt(d.get('baseline'))} | "
                      f"{fmt(d['current'])} | {fmt(dc.get('baseline'))} | "
                      f"{fmt(dc.get('current'))} | {setup} | {proj} |")
     out = Path(args.out)

@@ -69,6 +69,9 @@ class JobSpec:
     # (T+1,) or None: slots of one class hold the same prices and free capacities (the
     # caller's promise), so their cost curves are built once (``range_costs``)
     slot_class: np.ndarray | None = None
+    # (worker, PS) ``server_index.ServerIndex`` kept in step with the arrays by the caller, or
+    # None: cost curves read the candidates it certifies (the same floats)
+    index: tuple[Any, Any] | None = None
 
     @property
     def options(self) -> int:
@@ -125,7 +128,8 @@ def job_spec(*, job: int, arrival: int, horizon: int, chunks: int, work: int,
              granularity: str = "worker-slot", epochs: int | None = None,
              chunk_time: float | None = None, server_type: np.ndarray | None = None,
              type_speed: np.ndarray | None = None, type_demand: np.ndarray | None = None,
-             span_types: bool = False, slot_class: np.ndarray | None = None) -> JobSpec:
+             span_types: bool = False, slot_class: np.ndarray | None = None,
+             server_index: tuple[Any, Any] | None = None) -> JobSpec:
     """The job's arrays; arguments are already checked (``dual.best_schedule_arrays``).
 
     Worker-slot granularity: target = W_i work units, delta(k) = k. Chunk granularity: target =
@@ -156,7 +160,8 @@ def job_spec(*, job: int, arrival: int, horizon: int, chunks: int, work: int,
     return JobSpec(int(job), int(arrival), int(horizon), N,
                    np.asarray(worker_demand, dtype=float), np.asarray(ps_demand, dtype=float),
                    need, ok, delta, target, int(work), rho, np.asarray(utility, dtype=float),
-                   granularity, types, slot_class)
+                   granularity, types, slot_class,
+                   server_index if types is None else None)
 
 
 def job_arguments(instance: Any, job: int) -> dict[str, Any]:
@@ -217,11 +222,13 @@ def slot_costs(spec: JobSpec, wprice: np.ndarray, pprice: np.ndarray, wfree: np.
         return C.reshape(lead + C.shape[-1:])
     S = wprice.shape[0]
     N = spec.N
-    ps = ps_costs(spec, pprice, pfree)
     if spec.types is None:
-        mw = cheapest_marginals(unit_prices(wprice, spec.w), fit_count(wfree, spec.w, N), N)
-        cw = np.concatenate([np.zeros((S, 1)), np.cumsum(mw, axis=1)], axis=1)
-        return cw + ps
+        M = ps_most(spec)
+        return untyped_costs(spec, cheapest_marginals(unit_prices(wprice, spec.w),
+                                                      fit_count(wfree, spec.w, N), N),
+                             cheapest_marginals(unit_prices(pprice, spec.s),
+                                                fit_count(pfree, spec.s, M), M))
+    ps = ps_costs(spec, pprice, pfree)
     tp = spec.types
     cw_by_type = type_costs(spec, wprice, wfree)
     if tp.span:
@@ -236,19 +243,42 @@ def slot_costs(spec: JobSpec, wprice: np.ndarray, pprice: np.ndarray, wfree: np.
     return C
 
 
+def untyped_costs(spec: JobSpec, mw: np.ndarray, mp: np.ndarray) -> np.ndarray:
+    """C[t, k] of a job without types from the slots' cheapest worker marginals ``mw`` (S, N)
+    and PS marginals ``mp`` (S, ``ps_most``) (``cheapest_marginals``)."""
+    S = len(mw)
+    cw = np.concatenate([np.zeros((S, 1)), np.cumsum(mw, axis=1)], axis=1)
+    return cw + ps_curve(spec, mp)
+
+
+def _indexed_costs(spec: JobSpec, slots: np.ndarray) -> np.ndarray:
+    """``slot_costs`` of the given slots read through ``spec.index`` (the same floats)."""
+    assert spec.index is not None and spec.types is None
+    iw, ip = spec.index
+    M = ps_most(spec)
+    return untyped_costs(spec, iw.marginals(slots, spec.w, spec.N), ip.marginals(slots, spec.s, M))
+
+
 def range_costs(spec: JobSpec, lo: int, hi: int, wprice: np.ndarray, pprice: np.ndarray,
                 wfree: np.ndarray, pfree: np.ndarray) -> np.ndarray:
     """``slot_costs`` of slots lo..hi-1 from the whole (T+1, ...) arrays. With
     ``spec.slot_class``, one row is built per class (its first slot in the range) and copied to
-    the others: rows depend on their slot's data only, so the floats are the same."""
+    the others: rows depend on their slot's data only, so the floats are the same. With
+    ``spec.index`` the rows are read through it (``server_index``: the same floats again)."""
+    indexed = spec.index is not None
     if spec.slot_class is None:
+        if indexed:
+            return _indexed_costs(spec, np.arange(lo, hi))
         return slot_costs(spec, wprice[lo:hi], pprice[lo:hi], wfree[lo:hi], pfree[lo:hi])
     _, first, inverse = np.unique(spec.slot_class[lo:hi], return_index=True,
                                   return_inverse=True)
     if len(first) == hi - lo:
+        if indexed:
+            return _indexed_costs(spec, np.arange(lo, hi))
         return slot_costs(spec, wprice[lo:hi], pprice[lo:hi], wfree[lo:hi], pfree[lo:hi])
     rep = lo + np.sort(first)
-    C = slot_costs(spec, *(_take_slots(x, rep) for x in (wprice, pprice, wfree, pfree)))
+    C = (_indexed_costs(spec, rep) if indexed else
+         slot_costs(spec, *(_take_slots(x, rep) for x in (wprice, pprice, wfree, pfree))))
     order = np.argsort(first)  # class (sorted by value) -> row of C (sorted by first slot)
     where = np.empty_like(order)
     where[order] = np.arange(len(order))
@@ -263,17 +293,28 @@ def _take_slots(x: np.ndarray, slots: np.ndarray) -> np.ndarray:
     return np.take(x, slots, axis=0)
 
 
-def ps_costs(spec: JobSpec, pprice: np.ndarray, pfree: np.ndarray) -> np.ndarray:
-    """P[t, k]: cheapest cost of the need[k] PSs of k = 0..N workers in each given slot (inf
-    where they do not fit or (7) forbids k)."""
-    S = pprice.shape[0]
+def ps_most(spec: JobSpec) -> int:
+    """The most PSs any allowed worker count needs (constraint (7) allows k iff need[k] <= k)."""
+    ok = spec.need <= np.arange(spec.N + 1)
+    return int(spec.need[ok].max()) if ok.any() else 0
+
+
+def ps_curve(spec: JobSpec, mp: np.ndarray) -> np.ndarray:
+    """P[t, k] from the slots' cheapest PS marginals ``mp`` (S, ``ps_most``)."""
     ok = spec.need <= np.arange(spec.N + 1)  # (7)
-    M = int(spec.need[ok].max()) if ok.any() else 0
-    mp = cheapest_marginals(unit_prices(pprice, spec.s), fit_count(pfree, spec.s, M), M)
-    cp = np.concatenate([np.zeros((S, 1)), np.cumsum(mp, axis=1)], axis=1)
+    M = mp.shape[1]
+    cp = np.concatenate([np.zeros((len(mp), 1)), np.cumsum(mp, axis=1)], axis=1)
     out = cp[:, np.minimum(spec.need, M)]
     out[:, ~ok] = np.inf
     return out
+
+
+def ps_costs(spec: JobSpec, pprice: np.ndarray, pfree: np.ndarray) -> np.ndarray:
+    """P[t, k]: cheapest cost of the need[k] PSs of k = 0..N workers in each given slot (inf
+    where they do not fit or (7) forbids k)."""
+    M = ps_most(spec)
+    return ps_curve(spec, cheapest_marginals(unit_prices(pprice, spec.s),
+                                             fit_count(pfree, spec.s, M), M))
 
 
 def type_servers(spec: JobSpec, g: int) -> np.ndarray:
@@ -413,6 +454,8 @@ def greedy_fill(u: np.ndarray, fit: np.ndarray, counts: np.ndarray
         short = np.flatnonzero(fit[row, server] <= 0)
         if not len(short):
             return row, server, np.ones(len(counts), dtype=np.int64)
+    if u.shape[1] > WIDE_FILL * int(counts.max()) and counts.min() >= 1:
+        return _greedy_fill_wide(u, fit, counts)
     order = np.argsort(u, axis=1, kind="stable")
     f = np.take_along_axis(fit, order, axis=1)
     before = np.cumsum(f, axis=1) - f
@@ -424,6 +467,32 @@ def greedy_fill(u: np.ndarray, fit: np.ndarray, counts: np.ndarray
                            f"{fit[bad].tolist()})")
     row, j = np.nonzero(n)
     return row, order[row, j], n[row, j]
+
+
+WIDE_FILL = 16  # servers per container from which ``greedy_fill`` sorts only the cheapest
+
+
+def _greedy_fill_wide(u: np.ndarray, fit: np.ndarray, counts: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``greedy_fill`` of rows much wider than their counts: only servers priced at most the
+    row's count-th cheapest container (``cheapest_marginals``) can be filled, so only those are
+    sorted (by price, then index); the same rows in the same order."""
+    S = len(counts)
+    last = np.take_along_axis(cheapest_marginals(u, fit, int(counts.max())),
+                              counts[:, None] - 1, axis=1)
+    if not np.isfinite(last).all():  # callers place counts the DP found to fit
+        bad = int(np.flatnonzero(~np.isfinite(last[:, 0]))[0])
+        raise RuntimeError(f"cannot place {int(counts[bad])} containers (fit counts "
+                           f"{fit[bad].tolist()})")
+    row, col = np.nonzero((fit > 0) & (u <= last))  # row-major: by row, then index
+    order = np.lexsort((col, u[row, col], row))
+    row, col = row[order], col[order]
+    f = fit[row, col]
+    before = np.cumsum(f) - f
+    before -= before[np.searchsorted(row, np.arange(S))][row]  # containers before, in the row
+    n = np.minimum(f, np.maximum(counts[row] - before, 0))
+    keep = n > 0
+    return row[keep], col[keep], n[keep]
 
 
 PLACE_BLOCK = 64  # slots placed at once by ``plan_rows`` (bounds its (slots, servers) arrays)

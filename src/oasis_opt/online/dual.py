@@ -129,7 +129,8 @@ def best_schedule_arrays(worker_price: ArrayLike, ps_price: ArrayLike, worker_fr
                          type_demand: ArrayLike | None = None, span_types: bool = False,
                          backend: str = "numpy", granularity: str = "worker-slot",
                          price_min: tuple[ArrayLike, ArrayLike] | None = None,
-                         slot_class: ArrayLike | None = None) -> Plan:
+                         slot_class: ArrayLike | None = None,
+                         server_index: tuple[Any, Any] | None = None) -> Plan:
     """The payoff-maximising schedule (21)/(27) of one job at the given prices, from arrays.
 
     Cluster, T slots, H worker servers, K PS servers, R resources (row 0 of the slot axis is
@@ -164,6 +165,10 @@ def best_schedule_arrays(worker_price: ArrayLike, ps_price: ArrayLike, worker_fr
     * ``slot_class`` (T+1,) integers (a caller that knows which slots it left alone): slots of
       one class hold the same prices and free capacities, so their cost curves are built once
       (e.g. every untouched slot in class 0); the plan is the same as without it.
+    * ``server_index`` (a caller that keeps its arrays): ``(worker, PS)``
+      ``online.server_index.ServerIndex`` over exactly these price and free arrays, told of
+      every change; cost curves and placements then read a few certified servers per slot
+      instead of all (jobs without accelerator types; the plan is the same as without it).
 
     Returns a ``Plan``: the best plan over completion slots a_i..T under the tie rule of the
     module docstring (it may have a negative payoff); an infeasible job gives completion None
@@ -209,7 +214,8 @@ def best_schedule_arrays(worker_price: ArrayLike, ps_price: ArrayLike, worker_fr
     spec = job_spec(job=_integer("job", job, 0), arrival=a, horizon=T, chunks=N, work=W,
                     worker_demand=w, ps_demand=s, ps_need=need, utility=u,
                     slot_class=_slot_classes(slot_class, T), granularity=granularity,
-                    epochs=epochs, chunk_time=chunk_time, **types)
+                    epochs=epochs, chunk_time=chunk_time,
+                    server_index=_server_index(server_index, T, H, K), **types)
     return _solve(spec, (worker_price, ps_price, worker_free, ps_free), mins, backend)
 
 
@@ -234,6 +240,21 @@ def _slot_classes(slot_class: ArrayLike | None, T: int) -> np.ndarray | None:
         raise ValueError(f"slot_class: expected shape {(T + 1,)} of integers, "
                          f"got {np.shape(slot_class)}")
     return classes
+
+
+def _server_index(index: Any, T: int, H: int, K: int) -> tuple[Any, Any] | None:
+    """The checked ``server_index`` (its pools' shapes match the arrays'), or None."""
+    if index is None:
+        return None
+    from .server_index import ServerIndex
+    if not (isinstance(index, tuple) and len(index) == 2
+            and all(isinstance(x, ServerIndex) for x in index)):
+        raise ValueError("server_index: expected (worker ServerIndex, PS ServerIndex)")
+    for name, ix, n in (("worker", index[0], H), ("PS", index[1], K)):
+        if ix.price.shape[:2] != (T + 1, n):
+            raise ValueError(f"server_index: the {name} index covers {ix.price.shape[:2]} "
+                             f"(slots, servers), the arrays {(T + 1, n)}")
+    return index
 
 
 def _solve(spec: JobSpec, arrays: tuple[ArrayLike, ...], mins: list[np.ndarray], backend: str
@@ -266,13 +287,15 @@ def best_schedule(instance: Instance, job: int, worker_price: ArrayLike, ps_pric
                   worker_free: ArrayLike, ps_free: ArrayLike, *, backend: str = "numpy",
                   granularity: str = "worker-slot",
                   price_min: tuple[ArrayLike, ArrayLike] | None = None,
-                  slot_class: ArrayLike | None = None) -> Plan:
+                  slot_class: ArrayLike | None = None,
+                  server_index: tuple[Any, Any] | None = None) -> Plan:
     """The payoff-maximising schedule (21)/(27) of ``job`` of ``instance`` at the given prices:
     ``best_schedule_arrays`` with the job's parameters read from the instance (PS counts by
     its rule ceil(k b_i / B_i); its accelerator types, speeds and demands on a typed cluster).
     Arrays as there, with T, H, K, R the instance's. The job's parameters were checked when the
     instance was built (``model.instance``), so only the arrays, ``price_min`` and
-    ``slot_class`` are checked here (the per-job checks were a tenth of a Philly replay)."""
+    ``slot_class`` are checked here (the per-job checks were a tenth of a Philly replay);
+    ``server_index`` as there."""
     T, H, K, R = instance.horizon, instance.H, instance.K, instance.R
     check_backend(backend)
     if granularity not in GRANULARITIES:
@@ -288,7 +311,7 @@ def best_schedule(instance: Instance, job: int, worker_price: ArrayLike, ps_pric
     args = job_arguments(instance, job)
     mins = _mins(price_min, worker_price, ps_price, args["arrival"], R)
     spec = job_spec(horizon=T, granularity=granularity, slot_class=_slot_classes(slot_class, T),
-                    **args)
+                    server_index=_server_index(server_index, T, H, K), **args)
     return _solve(spec, (worker_price, ps_price, worker_free, ps_free), mins, backend)
 
 

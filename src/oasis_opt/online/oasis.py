@@ -18,7 +18,11 @@ committed, as the prices were set at admission).
 
 Options: ``backend`` ("numpy" | "jax" | "reference"), ``pricing`` ("oracle" | path of an
 ``oasis-opt/pricing@1`` file | a pricing dict | a ``Pricing``), ``u_scale`` (multiplies U, Fig.
-6), ``granularity`` ("worker-slot" | "chunk"; chunk takes no accelerator types).
+6), ``granularity`` ("worker-slot" | "chunk"; chunk takes no accelerator types), ``server_index``
+(True | False | None = automatic: on for clusters of at least ``INDEX_MIN_SERVERS`` servers (H + K) without
+accelerator types): the dual reads each slot's servers through sorted per-slot lists
+(``online.server_index``) instead of reading them all. The plans are the same either way; only
+the speed changes (``benchmarks/bench_speed.py``).
 
 With accelerator types (``model.instance``) the dual subroutine prices work, not workers, and
 the constants are per server type (``online.pricing``: U1_g^r, L1 from the leanest single-type
@@ -39,6 +43,10 @@ from ..model.policy import OnlinePolicy
 from ..model.schedule import WORKER
 from .dual import GRANULARITIES, Plan, best_schedule, check_backend
 from .pricing import Pricing, parse_pricing, read_pricing_file, resolve_pricing
+from .server_index import ServerIndex
+
+INDEX_MIN_SERVERS = 8000  # H + K from which ``server_index=None`` turns the index on (slower
+# below: 1.1-1.25x at H + K = 2000-4000, T = 300; 1.8x faster at 8000, T = 1000, job 3000)
 
 
 def _every_slot(x: np.ndarray, T: int) -> np.ndarray:
@@ -56,7 +64,7 @@ class OasisPolicy(OnlinePolicy):
     name = "oasis"
 
     def __init__(self, backend: str = "numpy", pricing: Any = "oracle", u_scale: float = 1.0,
-                 granularity: str = "worker-slot"):
+                 granularity: str = "worker-slot", server_index: bool | None = None):
         check_backend(backend)
         if granularity not in GRANULARITIES:
             raise ValueError(f"granularity: expected one of {', '.join(GRANULARITIES)}, "
@@ -72,8 +80,11 @@ class OasisPolicy(OnlinePolicy):
             read_pricing_file(pricing)
         elif not (pricing == "oracle" or isinstance(pricing, Pricing)):
             raise ValueError(f"pricing: expected 'oracle', a file path or a dict, got {pricing!r}")
+        if server_index not in (None, True, False):
+            raise ValueError(f"server_index: expected True, False or None, got {server_index!r}")
         self.backend = backend
         self.granularity = granularity
+        self.server_index_option = server_index
         self.pricing_spec = pricing
         self.u_scale = float(u_scale)
         self.pricing: Pricing | None = None
@@ -104,6 +115,13 @@ class OasisPolicy(OnlinePolicy):
             self.ps_min = self.ps_price.min(axis=1)
         # 0: nothing committed in the slot yet (all such slots are alike), else the slot itself
         self.slot_class = np.zeros(T + 1, dtype=np.int64)
+        use = self.server_index_option
+        if use is None:
+            use = H + K >= INDEX_MIN_SERVERS
+        self.index: tuple[ServerIndex, ServerIndex] | None = None
+        if use and self.pricing is not None and not instance.typed:
+            self.index = (ServerIndex(self.worker_price, self.worker_free),
+                          ServerIndex(self.ps_price, self.ps_free))
         self.rows_by_slot: dict[int, list[np.ndarray]] = {}
         I = instance.I
         # best payoff at decision time (None: undecided / infeasible)
@@ -114,12 +132,15 @@ class OasisPolicy(OnlinePolicy):
     def on_arrival(self, job: int, t: int, state: Any) -> bool:
         t0 = time.perf_counter()
         a = int(self.instance.arrival[job])
+        if self.index is not None:  # jobs arrive in slot order: earlier slots are never read
+            for ix in self.index:
+                ix.forget_before(a)
         plan = best_schedule(self.instance, job, self.worker_price, self.ps_price,
                              self.worker_free, self.ps_free, backend=self.backend,
                              granularity=self.granularity,
                              price_min=(self.worker_min[a:].min(axis=0),
                                         self.ps_min[a:].min(axis=0)),
-                             slot_class=self.slot_class)
+                             slot_class=self.slot_class, server_index=self.index)
         admit = plan.payoff > 0
         if admit:
             self._commit(plan)
@@ -146,12 +167,14 @@ class OasisPolicy(OnlinePolicy):
         w = rows[rows[:, 3] == WORKER]
         p = rows[rows[:, 3] != WORKER]
         # (slot, server) pairs are unique within one plan, so plain fancy-index updates are exact
-        for sel, used, free, cap, price_fn, prices, mins, base in (
+        index = self.index or (None, None)
+        for sel, used, free, cap, price_fn, prices, mins, base, ix in (
                 (w, self.worker_used, self.worker_free, inst.worker_capacity,
                  lambda g, c, s: pricing.worker_prices(g, c, s), self.worker_price,
-                 self.worker_min, 0),
+                 self.worker_min, 0, index[0]),
                 (p, self.ps_used, self.ps_free, inst.ps_capacity,
-                 lambda g, c, s: pricing.ps_prices(g, c), self.ps_price, self.ps_min, H)):
+                 lambda g, c, s: pricing.ps_prices(g, c), self.ps_price, self.ps_min, H,
+                 index[1])):
             if not len(sel):
                 continue
             slot, server, count = sel[:, 1], sel[:, 2] - base, sel[:, 4]
@@ -164,6 +187,8 @@ class OasisPolicy(OnlinePolicy):
             # rows are sorted by slot: the touched slots are where the slot changes
             touched = slot[np.flatnonzero(np.diff(slot, prepend=-1))]
             mins[touched] = prices[touched].min(axis=1)
+            if ix is not None:
+                ix.changed(slot, server)
         self.slot_class[rows[:, 1]] = rows[:, 1]
         # rows are sorted by slot: one part per run of equal slots
         for part in np.split(rows, np.flatnonzero(np.diff(rows[:, 1])) + 1) if len(rows) else ():

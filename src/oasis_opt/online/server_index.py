@@ -1,0 +1,222 @@
+"""Sorted server lists per slot, so that the dual reads a few servers of a slot instead of all.
+
+At cluster scale most of a decision went into reading every server of every slot the
+completion scan reaches: unit prices, fit counts and a partition over thousands of servers, per
+slot and pool, only to keep the N_i cheapest containers (``benchmarks/results/oasis_scale.md``).
+A ``ServerIndex`` keeps, for one pool and every slot a commit has touched, each resource's
+servers sorted by price (ascending) and by free capacity (descending) as of the slot's last
+sort, and the servers changed since ("dirty"). Untouched slots share one sort of the initial
+state. For a job with per-container demand w it reads, per slot, the first m servers of the
+lists of the resources w demands plus the dirty servers (the candidates), with their current
+prices and free capacity, and accepts the result only when one of two certificates holds:
+
+* **threshold** (Fagin's threshold algorithm): a server that is not dirty and not among the
+  first m of any price list has price^r >= key_r[m] (the m-th sorted price) for every demanded
+  r, so its unit price is >= tau = sum_r w^r key_r[m], summed as ``unit_prices`` sums (float
+  sums and products of non-negative numbers are monotone, so this holds for the computed
+  floats). If the n-th cheapest candidate container costs <= tau, the n cheapest containers of
+  the slot are candidates (ties at tau are equal floats). Placement needs < tau, so that a
+  non-candidate never ties with a placed server (ties go to the lowest index).
+* **capacity**: if for some demanded r the m-th largest free capacity is too small for one
+  container (``fit_count``'s own test, monotone in the free amount), no non-candidate server
+  fits the job: the candidates hold every usable server.
+
+Otherwise m grows fourfold, up to reading every server. So the costs and placements are the
+floats and rows the every-server reading gives (tests hold the two against each other); only
+the amount read changes. A slot's lists are re-sorted once it has ``dirty_limit`` dirty
+servers, starting from the old order (nearly sorted, cheap).
+
+The owner keeps the arrays and must report every change (``changed``); slots before the
+earliest slot it will query again can be released (``forget_before``) to bound memory.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..model.numerics import FIT_EPS, fit_count, unit_prices
+
+FIRST_DEPTH = 32  # default servers read per list in a query's first round (at least n)
+
+
+class ServerIndex:
+    """Sorted server lists of one pool (``price``, ``free``: the owner's (T+1, H, R) arrays stored
+    resource-major, read at query time, not copied; every slot must hold the same data when the
+    index is built). ``dirty_limit``: changed servers a slot collects before it is re-sorted;
+    ``depth``: servers read per list in a query's first round. Both change speed only."""
+
+    def __init__(self, price: np.ndarray, free: np.ndarray, dirty_limit: int = 64,
+                 depth: int = FIRST_DEPTH):
+        if price.shape != free.shape or price.ndim != 3:
+            raise ValueError(f"price, free: expected two (T+1, H, R) arrays, got {price.shape} "
+                             f"and {free.shape}")
+        self.price, self.free = price, free
+        T1, self.H, self.R = price.shape
+        # flat views of the resource-major storage ((T+1, R, H) in memory, as ``OasisPolicy``
+        # keeps it), for one-index gathers; a copy would not see the owner's updates
+        self._flat_price, self._flat_free = (_flat(x) for x in (price, free))
+        if dirty_limit < 1 or depth < 1:
+            raise ValueError(f"dirty_limit, depth: expected integers >= 1, got {dirty_limit}, "
+                             f"{depth}")
+        self.limit, self.depth = int(dirty_limit), int(depth)
+        self.row_of = np.zeros(T1, dtype=np.int64)  # row 0: the shared sort of untouched slots
+        # per row: the 2R lists (price ascending, then free descending, per resource), their
+        # keys as of the row's last sort, the dirty servers and their count
+        self.order = np.empty((0, 2 * self.R, self.H), dtype=np.int32)
+        self.keys = np.empty((0, 2 * self.R, self.H))
+        self.dirty = np.zeros((0, self.limit), dtype=np.int32)
+        self.count = np.zeros(0, dtype=np.int64)
+        self._alloc(8)
+        self.spare = list(range(len(self.order) - 1, 0, -1))
+        identity = np.broadcast_to(np.arange(self.H, dtype=np.int32), (2 * self.R, self.H))
+        self.order[0] = identity
+        self._sort(0, T1 - 1)
+
+    def _alloc(self, rows: int) -> None:
+        R2, H, n = 2 * self.R, self.H, len(self.order)
+        order, keys = np.empty((rows, R2, H), dtype=np.int32), np.empty((rows, R2, H))
+        dirty, count = np.zeros((rows, self.limit), dtype=np.int32), np.zeros(rows, np.int64)
+        order[:n], keys[:n], dirty[:n], count[:n] = self.order, self.keys, self.dirty, self.count
+        self.order, self.keys, self.dirty, self.count = order, keys, dirty, count
+
+    def _sort(self, row: int, slot: int) -> None:
+        """Sort row ``row``'s lists by slot ``slot``'s current data, from the row's old order."""
+        R = self.R
+        vals = np.concatenate([self.price[slot].T, -self.free[slot].T])  # (2R, H)
+        old = self.order[row]
+        new = np.take_along_axis(old, np.argsort(np.take_along_axis(vals, old, axis=1),
+                                                 axis=1, kind="stable"), axis=1)
+        self.order[row] = new
+        keys = np.take_along_axis(vals, new, axis=1)
+        keys[R:] *= -1.0  # free capacity, descending
+        self.keys[row] = keys
+        self.count[row] = 0
+
+    # ---- the owner's updates ----------------------------------------------------------------
+    def changed(self, slots: np.ndarray, servers: np.ndarray) -> None:
+        """Servers whose price or free capacity changed, as (slot, server) pairs sorted by slot,
+        each pair once."""
+        if not len(slots):
+            return
+        cut = np.flatnonzero(np.diff(slots)) + 1
+        for part_s, part_h in zip(np.split(slots, cut), np.split(servers, cut)):
+            t = int(part_s[0])
+            row = int(self.row_of[t])
+            if row <= 0:
+                row = self._own_row(t)
+                if self.count[row] < 0:  # sorted afresh: the changes are in the lists
+                    self.count[row] = 0
+                    continue
+            c = int(self.count[row])
+            if c + len(part_h) > self.limit:
+                self._sort(row, t)
+            else:
+                self.dirty[row, c:c + len(part_h)] = part_h
+                self.count[row] = c + len(part_h)
+
+    def _own_row(self, t: int) -> int:
+        """Give slot t a row of its own: a copy of the shared sort if it was untouched, else
+        (released) a fresh sort of its data, flagged by a dirty count of -1."""
+        if not self.spare:
+            n = len(self.order)
+            self._alloc(2 * n)
+            self.spare = list(range(2 * n - 1, n - 1, -1))
+        row = self.spare.pop()
+        if self.row_of[t] == 0:
+            self.order[row], self.keys[row] = self.order[0], self.keys[0]
+            self.count[row] = 0
+        else:
+            self.order[row] = np.arange(self.H, dtype=np.int32)
+            self._sort(row, t)
+            self.count[row] = -1
+        self.row_of[t] = row
+        return row
+
+    def forget_before(self, slot: int) -> None:
+        """Release the lists of slots before ``slot`` to bound memory (a later query or change
+        of such a slot sorts it afresh)."""
+        done = self.row_of[:slot]
+        for row in done[done > 0].tolist():
+            self.spare.append(row)
+        done[done != 0] = -1
+
+    # ---- queries ------------------------------------------------------------------------------
+    def _rows(self, slots: np.ndarray) -> np.ndarray:
+        rows = self.row_of[slots]
+        for i in np.flatnonzero(rows < 0).tolist():  # released: sorted afresh
+            rows[i] = self._own_row(int(slots[i]))
+            self.count[rows[i]] = 0
+        return rows
+
+    def _read(self, slots: np.ndarray, cand: np.ndarray, w: np.ndarray, n: int
+              ) -> tuple[np.ndarray, np.ndarray]:
+        """Unit prices and fits (capped at n) of candidates (S, M) sorted by index per row; a
+        repeated candidate gets fit 0 (it is one server)."""
+        cand.sort(axis=1)
+        dem = np.flatnonzero(w > 0)  # ``unit_prices`` and ``fit_count`` skip the others
+        flat = ((slots[:, None, None] * self.R + dem[None, None, :]) * self.H
+                + cand[:, :, None])  # into the resource-major (T+1, R, H) storage
+        u = unit_prices(self._flat_price.take(flat), w[dem])
+        fit = fit_count(self._flat_free.take(flat), w[dem], n)
+        fit[:, 1:][cand[:, 1:] == cand[:, :-1]] = 0
+        return u, fit
+
+    def marginals(self, slots: np.ndarray, w: np.ndarray, n: int) -> np.ndarray:
+        """``_dp.cheapest_marginals`` of the given slots for demand ``w`` and n containers (the
+        same floats): per slot, the candidates at depth m = max(``depth``, n), then 4m, ...,
+        until a certificate holds or the lists would be read whole (then every server is)."""
+        from ._dp import cheapest_marginals
+        S, R = len(slots), self.R
+        out = np.empty((S, n))
+        dem = np.flatnonzero(w > 0)
+        if n == 0:
+            return out
+        rows = self._rows(slots)
+        todo = np.arange(S)
+        m = max(self.depth, n)
+        while len(todo) and len(dem) and (len(dem) + 1) * m + self.limit < self.H:
+            r_ = rows[todo]
+            dirty = self.dirty[r_, :int(self.count[r_].max())]  # stale entries: harmless extras
+            # capacity: a demanded resource whose m-th largest free amount holds no container
+            # (``fit_count``'s test); then the first m of that list and the dirty servers hold
+            # every server that fits the job
+            small = np.floor((self.keys[r_[:, None], R + dem[None, :], m] + FIT_EPS)
+                             / w[dem]) < 1
+            full = small.any(axis=1)
+            done = np.zeros(len(todo), dtype=bool)
+            if full.any():
+                pick = R + dem[small[full].argmax(axis=1)]
+                cand = np.concatenate([self.order[r_[full], pick, :m], dirty[full]], axis=1)
+                u, fit = self._read(slots[todo[full]], cand, w, n)
+                out[todo[full]] = cheapest_marginals(u, fit, n)
+                done[full] = True
+            rest = ~full
+            if rest.any():
+                # threshold: a server outside the first m of every demanded price list and not
+                # dirty has a unit price >= tau (summed as ``unit_prices`` sums)
+                rr = r_[rest]
+                cand = np.concatenate([self.order[rr[:, None], dem[None, :], :m]
+                                       .reshape(len(rr), -1), dirty[rest]], axis=1)
+                u, fit = self._read(slots[todo[rest]], cand, w, n)
+                mg = cheapest_marginals(u, fit, n)
+                tau, term = np.zeros(len(rr)), np.empty(len(rr))
+                for r in dem.tolist():
+                    np.add(tau, np.multiply(self.keys[rr, r, m], w[r], out=term), out=tau)
+                ok = mg[:, n - 1] <= tau
+                out[todo[rest][ok]] = mg[ok]
+                done[np.flatnonzero(rest)[ok]] = True
+            todo = todo[~done]
+            m *= 4
+        if len(todo):
+            ts = slots[todo]
+            out[todo] = cheapest_marginals(unit_prices(self.price[ts], w),
+                                           fit_count(self.free[ts], w, n), n)
+        return out
+
+
+def _flat(x: np.ndarray) -> np.ndarray:
+    """A flat view of a (T+1, H, R) array stored resource-major; ValueError otherwise."""
+    base = x.transpose(0, 2, 1)
+    if not base.flags.c_contiguous:
+        raise ValueError("price, free: expected (T+1, H, R) arrays stored resource-major "
+                         "((T+1, R, H) in memory, e.g. a transposed C-contiguous array)")
+    return base.reshape(-1)

@@ -1,0 +1,145 @@
+"""The per-slot server index (``online.server_index``) gives the every-server reading's floats.
+
+* ``ServerIndex.marginals`` against ``_dp.cheapest_marginals`` over every server, on random
+  slots changed at random (ties on purpose, zero demands, full servers, re-sorts, released
+  slots), bit for bit;
+* ``greedy_fill``'s wide-row path against the one-slot greedy ``_dp.place_slot``;
+* OASiS with and without the index: the same schedules, row for row, on paper-sim instances
+  (the old and new paths of the speed work, on the same instances).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from oasis_opt import validate
+from oasis_opt.model.numerics import fit_count, unit_prices
+from oasis_opt.online import _dp
+from oasis_opt.online.dual import best_schedule
+from oasis_opt.online.oasis import OasisPolicy
+from oasis_opt.online.server_index import ServerIndex
+from oasis_opt.sim import simulate
+from oasis_opt.workloads import paper_sim
+
+
+def _resource_major(x: np.ndarray) -> np.ndarray:
+    """(T+1, H, R) values stored as (T+1, R, H), as ``OasisPolicy`` keeps them."""
+    return np.ascontiguousarray(x.transpose(0, 2, 1)).transpose(0, 2, 1)
+
+
+@st.composite
+def index_cases(draw):
+    T, H, R = draw(st.integers(1, 6)), draw(st.integers(1, 80)), draw(st.integers(1, 3))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    levels = draw(st.sampled_from([2, 5, 1000]))  # few levels: many exact ties
+    cap = rng.integers(1, 8, size=(H, R)).astype(float)
+    price = _resource_major(np.broadcast_to(rng.integers(1, levels + 1, size=(H, R)) / levels,
+                                            (T + 1, H, R)).copy())
+    free = _resource_major(np.broadcast_to(cap, (T + 1, H, R)).copy())
+    index = ServerIndex(price, free, dirty_limit=draw(st.integers(1, 12)),
+                        depth=draw(st.integers(1, 4)))
+    most = draw(st.sampled_from([2, H]))  # servers a commit changes per slot: few (kept as
+    for _ in range(draw(st.integers(0, 8))):  # dirty) or up to all (re-sorts)
+        slots = np.sort(rng.choice(np.arange(1, T + 1), size=rng.integers(1, T + 1),
+                                   replace=False))
+        pairs = [(t, h) for t in slots.tolist()
+                 for h in np.sort(rng.choice(H, size=rng.integers(1, min(most, H) + 1),
+                                             replace=False))]
+        t, h = np.array(pairs).T
+        # either way: the index must not rely on prices only rising as OASiS's do
+        price[t, h] = np.maximum(0.0, price[t, h] + rng.integers(-levels, levels + 1,
+                                                                 size=(len(t), R)) / levels)
+        free[t, h] += rng.integers(-3, 3, size=(len(t), R))
+        index.changed(t, h)
+        if rng.random() < 0.3:
+            index.forget_before(int(rng.integers(1, T + 1)))
+    w = rng.integers(0, 3, size=R).astype(float)
+    n = draw(st.integers(0, 6))
+    return index, price, free, w, n
+
+
+@settings(max_examples=200, deadline=None)
+@given(index_cases())
+def test_indexed_marginals_equal_every_server_reading(case):
+    index, price, free, w, n = case
+    slots = np.arange(1, price.shape[0])
+    got = index.marginals(slots, w, n)
+    want = _dp.cheapest_marginals(unit_prices(price[slots], w), fit_count(free[slots], w, n), n)
+    assert got.shape == want.shape
+    assert np.array_equal(got, want)  # inf where the slot holds fewer than n
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 4), st.integers(17, 90))
+def test_wide_greedy_fill_is_the_one_slot_greedy(seed, S, H):
+    rng = np.random.default_rng(seed)
+    u = rng.integers(0, 4, size=(S, H)) / 4.0  # exact ties
+    fit = rng.integers(0, 3, size=(S, H))
+    counts = np.array([rng.integers(1, max(2, min(fit[s].sum(), H // _dp.WIDE_FILL) + 1))
+                       for s in range(S)])
+    counts = np.minimum(counts, fit.sum(axis=1))
+    if (counts < 1).any() or H <= _dp.WIDE_FILL * counts.max():
+        return  # the wide path does not apply
+    row, server, n = _dp.greedy_fill(u, fit, counts)
+    got = list(zip(row.tolist(), server.tolist(), n.tolist()))
+    want = [(s, h, k) for s in range(S) for h, k in _dp.place_slot(u[s], fit[s], int(counts[s]))]
+    assert got == want
+
+
+def _rows(policy: OasisPolicy) -> np.ndarray:
+    parts = [p for t in sorted(policy.rows_by_slot) for p in policy.rows_by_slot[t]]
+    return np.concatenate(parts) if parts else np.zeros((0, 5), dtype=np.int64)
+
+
+@pytest.mark.parametrize("seed,T,servers,jobs", [(0, 60, 300, 400), (1, 40, 420, 300),
+                                                 (2, 80, 260, 500)])
+def test_oasis_with_and_without_the_index_gives_the_same_schedule(seed, T, servers, jobs):
+    inst = paper_sim(seed, jobs=jobs, horizon=T, worker_servers=servers, ps_servers=servers)
+    runs = {}
+    for use in (False, True):
+        policy = OasisPolicy(server_index=use)
+        runs[use] = (simulate(inst, policy), policy)
+    (plain, p0), (indexed, p1) = runs[False], runs[True]
+    assert p0.index is None and p1.index is not None
+    assert np.array_equal(_rows(p0), _rows(p1))
+    assert plain.total_utility == indexed.total_utility
+    assert plain.admitted == indexed.admitted
+    assert p0.payoff == p1.payoff
+    validate(inst, indexed)
+
+
+def test_the_index_is_automatic_at_cluster_scale_only():
+    small = paper_sim(0, jobs=5, horizon=10, worker_servers=10, ps_servers=10)
+    big = paper_sim(0, jobs=5, horizon=10, worker_servers=4000, ps_servers=4000)
+    for inst, on in ((small, False), (big, True)):
+        policy = OasisPolicy()
+        simulate(inst, policy)
+        assert (policy.index is not None) is on
+
+
+def test_bad_index_arguments_are_rejected():
+    with pytest.raises(ValueError, match="server_index"):
+        OasisPolicy(server_index="yes")
+    x = np.zeros((3, 4, 2))  # stored slot, server, resource: not resource-major
+    with pytest.raises(ValueError, match="resource-major"):
+        ServerIndex(x, x)
+    with pytest.raises(ValueError, match="dirty_limit"):
+        ServerIndex(_resource_major(x), _resource_major(x), dirty_limit=0)
+    inst = paper_sim(0, jobs=3, horizon=5, worker_servers=4, ps_servers=4)
+    T, H, K, R = inst.horizon, inst.H, inst.K, inst.R
+    wp, pp = _resource_major(np.ones((T + 1, H, R))), _resource_major(np.ones((T + 1, K, R)))
+    wf = _resource_major(np.broadcast_to(inst.worker_capacity, (T + 1, H, R)).copy())
+    pf = _resource_major(np.broadcast_to(inst.ps_capacity, (T + 1, K, R)).copy())
+    wrong = ServerIndex(_resource_major(np.ones((T + 1, H + 1, R))),
+                        _resource_major(np.ones((T + 1, H + 1, R))))
+    with pytest.raises(ValueError, match="server_index"):
+        best_schedule(inst, 0, wp, pp, wf, pf, server_index=(wrong, ServerIndex(pp, pf)))
+    with pytest.raises(ValueError, match="server_index"):
+        best_schedule(inst, 0, wp, pp, wf, pf, server_index=[ServerIndex(wp, wf)] * 2)
+    plain = best_schedule(inst, 0, wp, pp, wf, pf)
+    indexed = best_schedule(inst, 0, wp, pp, wf, pf,
+                            server_index=(ServerIndex(wp, wf), ServerIndex(pp, pf)))
+    assert np.array_equal(plain.rows, indexed.rows) and plain.payoff == indexed.payoff
