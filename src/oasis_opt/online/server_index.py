@@ -35,7 +35,7 @@ import numpy as np
 
 from ..model.numerics import FIT_EPS, fit_count, unit_prices
 
-FIRST_DEPTH = 32  # default servers read per list in a query's first round (at least n)
+FIRST_DEPTH = 64  # default servers read per list in a query's first round (at least n)
 
 
 class ServerIndex:
@@ -44,7 +44,7 @@ class ServerIndex:
     index is built). ``dirty_limit``: changed servers a slot collects before it is re-sorted;
     ``depth``: servers read per list in a query's first round. Both change speed only."""
 
-    def __init__(self, price: np.ndarray, free: np.ndarray, dirty_limit: int = 64,
+    def __init__(self, price: np.ndarray, free: np.ndarray, dirty_limit: int = 48,
                  depth: int = FIRST_DEPTH):
         if price.shape != free.shape or price.ndim != 3:
             raise ValueError(f"price, free: expected two (T+1, H, R) arrays, got {price.shape} "
