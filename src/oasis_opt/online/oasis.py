@@ -116,10 +116,13 @@ class OasisPolicy(OnlinePolicy):
         # 0: nothing committed in the slot yet (all such slots are alike), else the slot itself
         self.slot_class = np.zeros(T + 1, dtype=np.int64)
         use = self.server_index_option
+        if use and instance.typed:
+            raise ValueError("server_index: the index serves clusters without accelerator "
+                             "types (leave it None or False here)")
         if use is None:
-            use = H + K >= INDEX_MIN_SERVERS
+            use = H + K >= INDEX_MIN_SERVERS and not instance.typed
         self.index: tuple[ServerIndex, ServerIndex] | None = None
-        if use and self.pricing is not None and not instance.typed:
+        if use and self.pricing is not None:
             self.index = (ServerIndex(self.worker_price, self.worker_free),
                           ServerIndex(self.ps_price, self.ps_free))
         self.rows_by_slot: dict[int, list[np.ndarray]] = {}
