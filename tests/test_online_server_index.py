@@ -3,7 +3,6 @@
 * ``ServerIndex.marginals`` against ``_dp.cheapest_marginals`` over every server, on random
   slots changed at random (ties on purpose, zero demands, full servers, re-sorts, released
   slots), bit for bit;
-* ``greedy_fill``'s wide-row path against the one-slot greedy ``_dp.place_slot``;
 * OASiS with and without the index: the same schedules, row for row, on paper-sim instances
   (the old and new paths of the speed work, on the same instances).
 """
@@ -70,23 +69,6 @@ def test_indexed_marginals_equal_every_server_reading(case):
     want = _dp.cheapest_marginals(unit_prices(price[slots], w), fit_count(free[slots], w, n), n)
     assert got.shape == want.shape
     assert np.array_equal(got, want)  # inf where the slot holds fewer than n
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.integers(0, 2**32 - 1), st.integers(1, 4), st.integers(17, 90))
-def test_wide_greedy_fill_is_the_one_slot_greedy(seed, S, H):
-    rng = np.random.default_rng(seed)
-    u = rng.integers(0, 4, size=(S, H)) / 4.0  # exact ties
-    fit = rng.integers(0, 3, size=(S, H))
-    counts = np.array([rng.integers(1, max(2, min(fit[s].sum(), H // _dp.WIDE_FILL) + 1))
-                       for s in range(S)])
-    counts = np.minimum(counts, fit.sum(axis=1))
-    if (counts < 1).any() or H <= _dp.WIDE_FILL * counts.max():
-        return  # the wide path does not apply
-    row, server, n = _dp.greedy_fill(u, fit, counts)
-    got = list(zip(row.tolist(), server.tolist(), n.tolist()))
-    want = [(s, h, k) for s in range(S) for h, k in _dp.place_slot(u[s], fit[s], int(counts[s]))]
-    assert got == want
 
 
 def _rows(policy: OasisPolicy) -> np.ndarray:

@@ -454,8 +454,6 @@ def greedy_fill(u: np.ndarray, fit: np.ndarray, counts: np.ndarray
         short = np.flatnonzero(fit[row, server] <= 0)
         if not len(short):
             return row, server, np.ones(len(counts), dtype=np.int64)
-    if u.shape[1] > WIDE_FILL * int(counts.max()) and counts.min() >= 1:
-        return _greedy_fill_wide(u, fit, counts)
     order = np.argsort(u, axis=1, kind="stable")
     f = np.take_along_axis(fit, order, axis=1)
     before = np.cumsum(f, axis=1) - f
@@ -467,46 +465,6 @@ def greedy_fill(u: np.ndarray, fit: np.ndarray, counts: np.ndarray
                            f"{fit[bad].tolist()})")
     row, j = np.nonzero(n)
     return row, order[row, j], n[row, j]
-
-
-WIDE_FILL = 16  # servers per container from which ``greedy_fill`` sorts only the cheapest
-
-
-def _greedy_fill_wide(u: np.ndarray, fit: np.ndarray, counts: np.ndarray
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``greedy_fill`` of rows much wider than their counts: only servers priced at most the
-    row's count-th cheapest container (``cheapest_marginals``) can be filled, so only those are
-    sorted (by price, then index); the same rows in the same order."""
-    last = count_th_price(cheapest_marginals(u, fit, int(counts.max())), counts, fit)
-    row, col = np.nonzero((fit > 0) & (u <= last))  # row-major: by row, then index
-    return fill_at_most(counts, row, col, u[row, col], fit[row, col])
-
-
-def count_th_price(marginals: np.ndarray, counts: np.ndarray, fit: Any = None) -> np.ndarray:
-    """(S, 1) price of each row's counts-th cheapest container; RuntimeError where the row
-    holds fewer (callers place counts the DP found to fit)."""
-    last = np.take_along_axis(marginals, counts[:, None] - 1, axis=1)
-    if not np.isfinite(last).all():
-        bad = int(np.flatnonzero(~np.isfinite(last[:, 0]))[0])
-        seen = "" if fit is None else f" (fit counts {fit[bad].tolist()})"
-        raise RuntimeError(f"cannot place {int(counts[bad])} containers{seen}")
-    return last
-
-
-def fill_at_most(counts: np.ndarray, row: np.ndarray, col: np.ndarray, u: np.ndarray,
-                 fit: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``greedy_fill``'s rows from the servers (row, col) that a row can fill: every server
-    with fit > 0 priced at most the row's counts-th cheapest container, listed by row and
-    then index, with unit prices ``u`` and fits ``fit``. Sorted by (row, price, index), each
-    filled up to its fit until the row's count."""
-    order = np.lexsort((col, u, row))
-    row, col = row[order], col[order]
-    f = fit[order]
-    before = np.cumsum(f) - f
-    before -= before[np.searchsorted(row, np.arange(len(counts)))][row]  # earlier in the row
-    n = np.minimum(f, np.maximum(counts[row] - before, 0))
-    keep = n > 0
-    return row[keep], col[keep], n[keep]
 
 
 PLACE_BLOCK = 64  # slots placed at once by ``plan_rows`` (bounds its (slots, servers) arrays)
