@@ -266,16 +266,18 @@ def range_costs(spec: JobSpec, lo: int, hi: int, wprice: np.ndarray, pprice: np.
     the others: rows depend on their slot's data only, so the floats are the same. With
     ``spec.index`` the rows are read through it (``server_index``: the same floats again)."""
     indexed = spec.index is not None
-    if spec.slot_class is None:
+
+    def every_slot() -> np.ndarray:
         if indexed:
             return _indexed_costs(spec, np.arange(lo, hi))
         return slot_costs(spec, wprice[lo:hi], pprice[lo:hi], wfree[lo:hi], pfree[lo:hi])
+
+    if spec.slot_class is None:
+        return every_slot()
     _, first, inverse = np.unique(spec.slot_class[lo:hi], return_index=True,
                                   return_inverse=True)
     if len(first) == hi - lo:
-        if indexed:
-            return _indexed_costs(spec, np.arange(lo, hi))
-        return slot_costs(spec, wprice[lo:hi], pprice[lo:hi], wfree[lo:hi], pfree[lo:hi])
+        return every_slot()
     rep = lo + np.sort(first)
     C = (_indexed_costs(spec, rep) if indexed else
          slot_costs(spec, *(_take_slots(x, rep) for x in (wprice, pprice, wfree, pfree))))

@@ -18,9 +18,9 @@ committed, as the prices were set at admission).
 
 Options: ``backend`` ("numpy" | "jax" | "reference"), ``pricing`` ("oracle" | path of an
 ``oasis-opt/pricing@1`` file | a pricing dict | a ``Pricing``), ``u_scale`` (multiplies U, Fig.
-6), ``granularity`` ("worker-slot" | "chunk"; chunk takes no accelerator types), ``server_index``
-(True | False | None = automatic: on for clusters of at least ``INDEX_MIN_SERVERS`` servers (H + K) without
-accelerator types): the dual reads each slot's servers through sorted per-slot lists
+6), ``granularity`` ("worker-slot" | "chunk"; chunk takes no accelerator types),
+``server_index`` (True | False | None = automatic: on for clusters of at least
+``INDEX_MIN_SERVERS`` servers (H + K) without accelerator types): the dual reads each slot's servers through sorted per-slot lists
 (``online.server_index``) instead of reading them all. The plans are the same either way; only
 the speed changes (``benchmarks/bench_speed.py``).
 

@@ -67,8 +67,7 @@ class ServerIndex:
         self.count = np.zeros(0, dtype=np.int64)
         self._alloc(8)
         self.spare = list(range(len(self.order) - 1, 0, -1))
-        identity = np.broadcast_to(np.arange(self.H, dtype=np.int32), (2 * self.R, self.H))
-        self.order[0] = identity
+        self.order[0] = np.arange(self.H, dtype=np.int32)
         self._sort(0, T1 - 1)
 
     def _alloc(self, rows: int) -> None:
@@ -102,9 +101,9 @@ class ServerIndex:
             t = int(part_s[0])
             row = int(self.row_of[t])
             if row <= 0:
+                released = row < 0
                 row = self._own_row(t)
-                if self.count[row] < 0:  # sorted afresh: the changes are in the lists
-                    self.count[row] = 0
+                if released:  # sorted afresh from the current data: the changes are in
                     continue
             c = int(self.count[row])
             if c + len(part_h) > self.limit:
@@ -115,7 +114,7 @@ class ServerIndex:
 
     def _own_row(self, t: int) -> int:
         """Give slot t a row of its own: a copy of the shared sort if it was untouched, else
-        (released) a fresh sort of its data, flagged by a dirty count of -1."""
+        (released) a fresh sort of its data."""
         if not self.spare:
             n = len(self.order)
             self._alloc(2 * n)
@@ -127,7 +126,6 @@ class ServerIndex:
         else:
             self.order[row] = np.arange(self.H, dtype=np.int32)
             self._sort(row, t)
-            self.count[row] = -1
         self.row_of[t] = row
         return row
 
@@ -144,7 +142,6 @@ class ServerIndex:
         rows = self.row_of[slots]
         for i in np.flatnonzero(rows < 0).tolist():  # released: sorted afresh
             rows[i] = self._own_row(int(slots[i]))
-            self.count[rows[i]] = 0
         return rows
 
     def _read(self, slots: np.ndarray, cand: np.ndarray, w: np.ndarray, n: int
