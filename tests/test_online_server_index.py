@@ -3,10 +3,14 @@
 * ``ServerIndex.marginals`` against ``_dp.cheapest_marginals`` over every server, on random
   slots changed at random (ties on purpose, zero demands, full servers, re-sorts, released
   slots), bit for bit;
+* the cost curves C_t(k) read three ways: every slot of both pools, PSs only where a worker fits
+  (``_dp.slot_costs``), and through the index, bit for bit;
 * OASiS with and without the index: the same schedules, row for row, on paper-sim instances
   (the old and new paths of the speed work, on the same instances).
 """
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -69,6 +73,50 @@ def test_indexed_marginals_equal_every_server_reading(case):
     want = _dp.cheapest_marginals(unit_prices(price[slots], w), fit_count(free[slots], w, n), n)
     assert got.shape == want.shape
     assert np.array_equal(got, want)  # inf where the slot holds fewer than n
+
+
+@st.composite
+def curve_cases(draw):
+    """Slots where the job's worker fits nowhere (a resource used up), somewhere, or on many
+    servers, with ties; a job with N workers and need[k] PSs."""
+    T, H, K, R = (draw(st.integers(1, 6)), draw(st.integers(1, 30)), draw(st.integers(1, 30)),
+                  draw(st.integers(1, 3)))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    arrays, index = [], []
+    for n in (H, K):
+        price = _resource_major(np.ones((T + 1, n, R)))
+        free = _resource_major(np.full((T + 1, n, R), 3.0))
+        ix = ServerIndex(price, free, dirty_limit=2, depth=1)  # built on alike slots
+        price[1:] = rng.integers(1, 4, size=(T, n, R)) / 3
+        free[1:] = rng.integers(0, 4, size=(T, n, R))
+        free[1:][rng.random(T) < 0.5, :, 0] = 0.0  # booked-up slots
+        t, h = np.divmod(np.arange(T * n), n)
+        ix.changed(t + 1, h)
+        arrays += [price, free]
+        index.append(ix)
+    N = draw(st.integers(1, 5))
+    need = np.minimum(np.arange(N + 1), draw(st.integers(0, 3)))  # ps_need: 0 PSs allowed too
+    spec = _dp.job_spec(job=0, arrival=1, horizon=T, chunks=N, work=1,
+                        worker_demand=rng.integers(1, 3, size=R).astype(float),
+                        ps_demand=rng.integers(0, 3, size=R).astype(float), ps_need=need,
+                        utility=np.zeros(T + 1))
+    return spec, arrays, tuple(index)
+
+
+@settings(max_examples=150, deadline=None)
+@given(curve_cases())
+def test_cost_curves_read_three_ways_are_the_same_floats(case):
+    spec, (wp, wf, pp, pf), index = case
+    T = wp.shape[0] - 1
+    s = slice(1, T + 1)
+    every = _dp.untyped_costs(
+        spec, _dp.cheapest_marginals(unit_prices(wp[s], spec.w), fit_count(wf[s], spec.w, spec.N),
+                                     spec.N),
+        _dp.cheapest_marginals(unit_prices(pp[s], spec.s),
+                               fit_count(pf[s], spec.s, _dp.ps_most(spec)), _dp.ps_most(spec)))
+    plain = _dp.range_costs(spec, 1, T + 1, wp, pp, wf, pf)
+    indexed = _dp.range_costs(replace(spec, index=index), 1, T + 1, wp, pp, wf, pf)
+    assert np.array_equal(plain, every) and np.array_equal(indexed, every)
 
 
 def _rows(policy: OasisPolicy) -> np.ndarray:

@@ -40,7 +40,7 @@ name               value    guards
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -83,14 +83,22 @@ def fit_count(free: ArrayLike, demand: ArrayLike, cap: int | None = None) -> np.
     (``UNLIMITED`` when the container demands nothing and ``cap`` is None).
     """
     free = np.asarray(free, dtype=float)
+    return fit_count_columns(lambda r: free[..., r], free.shape[:-1], demand, cap)
+
+
+def fit_count_columns(column: Callable[[int], np.ndarray], shape: tuple[int, ...],
+                      demand: ArrayLike, cap: int | None = None) -> np.ndarray:
+    """``fit_count`` from one array per resource: ``column(r)`` gives the free amount of
+    resource r (``shape``), asked only for the r that ``demand`` demands (a caller that stores
+    resources apart reads each contiguously, and only those)."""
     demand = np.asarray(demand, dtype=float)
     fits = None
     for r in np.flatnonzero(demand > 0).tolist():  # a loop over R beats a reduce over a short axis
-        f = np.floor((free[..., r] + FIT_EPS) / demand[r])
+        f = np.floor((column(r) + FIT_EPS) / demand[r])
         fits = f if fits is None else np.minimum(fits, f, out=fits)
     top = UNLIMITED if cap is None else cap
     if fits is None:
-        return np.full(free.shape[:-1], top, dtype=np.int64)
+        return np.full(shape, top, dtype=np.int64)
     # np.clip's values, without its wrapper's overhead (this runs once per placement attempt)
     return np.minimum(np.maximum(fits, 0, out=fits), top, out=fits).astype(np.int64)
 
@@ -116,10 +124,18 @@ def unit_prices(price: ArrayLike, demand: ArrayLike) -> np.ndarray:
     price is the same float whatever array it sits in: backends and tie rules rely on it.
     """
     price = np.asarray(price, dtype=float)
-    u, term = np.zeros(price.shape[:-1]), np.empty(price.shape[:-1])
+    return unit_prices_columns(lambda r: price[..., r], price.shape[:-1], demand)
+
+
+def unit_prices_columns(column: Callable[[int], np.ndarray], shape: tuple[int, ...],
+                        demand: ArrayLike) -> np.ndarray:
+    """``unit_prices`` from one array per resource: ``column(r)`` gives resource r's prices
+    (``shape``), asked only for the r that ``demand`` demands; the same sums in the same order,
+    so the same floats."""
+    u, term = np.zeros(shape), np.empty(shape)
     for r, d in enumerate(np.asarray(demand, dtype=float).tolist()):
         if d != 0.0:
-            np.add(u, np.multiply(price[..., r], d, out=term), out=u)
+            np.add(u, np.multiply(column(r), d, out=term), out=u)
     return u
 
 

@@ -224,10 +224,14 @@ def slot_costs(spec: JobSpec, wprice: np.ndarray, pprice: np.ndarray, wfree: np.
     N = spec.N
     if spec.types is None:
         M = ps_most(spec)
-        return untyped_costs(spec, cheapest_marginals(unit_prices(wprice, spec.w),
-                                                      fit_count(wfree, spec.w, N), N),
-                             cheapest_marginals(unit_prices(pprice, spec.s),
-                                                fit_count(pfree, spec.s, M), M))
+
+        def ps_read(rows: np.ndarray | None) -> np.ndarray:
+            price, free = ((pprice, pfree) if rows is None else
+                           (_take_slots(pprice, rows), _take_slots(pfree, rows)))
+            return cheapest_marginals(unit_prices(price, spec.s), fit_count(free, spec.s, M), M)
+
+        mw = cheapest_marginals(unit_prices(wprice, spec.w), fit_count(wfree, spec.w, N), N)
+        return untyped_costs(spec, mw, _ps_marginals(spec, mw, ps_read))
     ps = ps_costs(spec, pprice, pfree)
     tp = spec.types
     cw_by_type = type_costs(spec, wprice, wfree)
@@ -255,8 +259,25 @@ def _indexed_costs(spec: JobSpec, slots: np.ndarray) -> np.ndarray:
     """``slot_costs`` of the given slots read through ``spec.index`` (the same floats)."""
     assert spec.index is not None and spec.types is None
     iw, ip = spec.index
-    M = ps_most(spec)
-    return untyped_costs(spec, iw.marginals(slots, spec.w, spec.N), ip.marginals(slots, spec.s, M))
+    mw = iw.marginals(slots, spec.w, spec.N)
+    return untyped_costs(spec, mw, _ps_marginals(
+        spec, mw, lambda rows: ip.marginals(slots if rows is None else slots[rows], spec.s,
+                                            ps_most(spec))))
+
+
+def _ps_marginals(spec: JobSpec, mw: np.ndarray, read: Any) -> np.ndarray:
+    """The PS marginals (S, ``ps_most``) that ``untyped_costs`` needs next to the worker
+    marginals ``mw``: ``read(rows)`` for the rows (slots) where a worker fits (``read(None)``:
+    all of them), inf elsewhere. There C_t(k) = inf for k >= 1 whatever PSs cost, and
+    C_t(0) = 0 reads none, so the floats are those of reading every slot (at cluster scale most
+    slots of the near future hold no worker of an arriving job)."""
+    room = np.flatnonzero(np.isfinite(mw[:, 0]))
+    if len(room) == len(mw):
+        return read(None)
+    mp = np.full((len(mw), ps_most(spec)), np.inf)
+    if len(room):
+        mp[room] = read(room)
+    return mp
 
 
 def range_costs(spec: JobSpec, lo: int, hi: int, wprice: np.ndarray, pprice: np.ndarray,

@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model.numerics import FIT_EPS, fit_count, unit_prices
+from ..model.numerics import (FIT_EPS, fit_count, fit_count_columns, unit_prices,
+                              unit_prices_columns)
 
 FIRST_DEPTH = 64  # default servers read per list in a query's first round (at least n)
 
@@ -146,15 +147,25 @@ class ServerIndex:
 
     def _read(self, slots: np.ndarray, cand: np.ndarray, w: np.ndarray, n: int
               ) -> tuple[np.ndarray, np.ndarray]:
-        """Unit prices and fits (capped at n) of candidates (S, M) sorted by index per row; a
-        repeated candidate gets fit 0 (it is one server)."""
+        """Unit prices and fits (capped at n) of candidates (S, M), each server once per row
+        (the lists overlap: the cheapest servers head several of them); rows are padded with
+        unit price inf and fit 0, which ``cheapest_marginals`` never takes."""
         cand.sort(axis=1)
-        dem = np.flatnonzero(w > 0)  # ``unit_prices`` and ``fit_count`` skip the others
-        flat = ((slots[:, None, None] * self.R + dem[None, None, :]) * self.H
-                + cand[:, :, None])  # into the resource-major (T+1, R, H) storage
-        u = unit_prices(self._flat_price.take(flat), w[dem])
-        fit = fit_count(self._flat_free.take(flat), w[dem], n)
-        fit[:, 1:][cand[:, 1:] == cand[:, :-1]] = 0
+        first = np.empty(cand.shape, dtype=bool)
+        first[:, 0] = True
+        np.not_equal(cand[:, 1:], cand[:, :-1], out=first[:, 1:])
+        per_row = first.sum(axis=1)
+        width = int(per_row.max())
+        packed = np.zeros((len(cand), width), dtype=np.int64)
+        packed[np.arange(width) < per_row[:, None]] = cand[first]  # row-major: rows in order
+        # into the resource-major (T+1, R, H) storage: slot t, resource r, server h
+        base = slots[:, None] * (self.R * self.H) + packed
+        u = unit_prices_columns(lambda r: self._flat_price.take(base + r * self.H),
+                                base.shape, w)
+        fit = fit_count_columns(lambda r: self._flat_free.take(base + r * self.H),
+                                base.shape, w, n)
+        pad = np.arange(width) >= per_row[:, None]
+        u[pad], fit[pad] = np.inf, 0
         return u, fit
 
     def marginals(self, slots: np.ndarray, w: np.ndarray, n: int) -> np.ndarray:
