@@ -96,6 +96,7 @@ def best_schedule_numpy(spec: JobSpec, wprice, pprice, wfree, pfree,
     F[0] = 0.0
     most = np.maximum.accumulate(spec.delta).tolist()  # most[k]: max delta over options 0..k
     choices: list[np.ndarray] = []
+    nothing = np.zeros(target + 1, dtype=np.uint8)  # the choices of a slot where nothing fits
     scan = CompletionScan(spec, lower_bound)
     reach = 0  # most work units reachable within the slots so far
     s, block, done = 0, FIRST_BLOCK, False
@@ -103,11 +104,14 @@ def best_schedule_numpy(spec: JobSpec, wprice, pprice, wfree, pfree,
         e = min(n_slots, s + block)
         C = range_costs(spec, a + s, a + e, wprice, pprice, wfree, pfree)
         for c, ct, kf in zip(C, tie_costs(C), finite_prefix(C).tolist()):
-            reach = min(target, reach + int(most[kf - 1]))
-            Fn[:reach + 1], ch = dp_step(F, c[:kf], ct[:kf], reach + 1, spec.delta,
-                                         spec.unit_delta)
-            F, Fn = Fn, F
-            choices.append(ch)
+            if kf == 1:  # nothing fits: F_t = C_t(0) + F_{t-1} = 0 + F_{t-1}, option 0
+                choices.append(nothing)
+            else:
+                reach = min(target, reach + int(most[kf - 1]))
+                Fn[:reach + 1], ch = dp_step(F, c[:kf], ct[:kf], reach + 1, spec.delta,
+                                             spec.unit_delta)
+                F, Fn = Fn, F
+                choices.append(ch)
             done = scan.update(a + len(choices) - 1, float(F[target]))
             if done:
                 break
