@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..model.numerics import (CHUNK_EPS, COST_RTOL, PAYOFF_RTOL, fill, fit_count,
-                              unit_prices)
+                              fit_count_columns, unit_prices, unit_prices_columns)
 
 GRANULARITIES = ("worker-slot", "chunk")
 
@@ -477,8 +477,26 @@ def greedy_fill(u: np.ndarray, fit: np.ndarray, counts: np.ndarray
         short = np.flatnonzero(fit[row, server] <= 0)
         if not len(short):
             return row, server, np.ones(len(counts), dtype=np.int64)
-    order = np.argsort(u, axis=1, kind="stable")
-    f = np.take_along_axis(fit, order, axis=1)
+    # each usable server holds >= 1 container, so the placement lies among the servers priced
+    # at most v, the count-th smallest usable price: those below v (fewer than count), then
+    # those at v in index order (count of them suffice); no sort of the whole row
+    S, H = u.shape
+    usable = np.where(fit > 0, u, np.inf)
+    top = int(counts.max())
+    low = np.partition(usable, top - 1, axis=1)[:, :top] if top < H else usable.copy()
+    low.sort(axis=1)
+    v = np.where(counts > 0, low[np.arange(S), np.clip(counts, 1, low.shape[1]) - 1], -np.inf)
+    at_v = (usable == v[:, None]) & np.isfinite(v)[:, None]
+    row, col = np.nonzero((usable < v[:, None])
+                          | (at_v & (np.cumsum(at_v, axis=1) <= counts[:, None])))
+    per_row = np.bincount(row, minlength=S)
+    pos = np.arange(len(row)) - (np.cumsum(per_row) - per_row)[row]
+    width = int(per_row.max()) if len(row) else 0
+    pu, server = np.full((S, width), np.inf), np.zeros((S, width), dtype=np.int64)
+    pf = np.zeros((S, width), dtype=np.int64)
+    pu[row, pos], server[row, pos], pf[row, pos] = usable[row, col], col, fit[row, col]
+    order = np.argsort(pu, axis=1, kind="stable")  # rows are in index order: ties by index
+    f = np.take_along_axis(pf, order, axis=1)
     before = np.cumsum(f, axis=1) - f
     n = np.minimum(f, np.maximum(counts[:, None] - before, 0))
     short = np.flatnonzero(n.sum(axis=1) != counts)
@@ -487,7 +505,7 @@ def greedy_fill(u: np.ndarray, fit: np.ndarray, counts: np.ndarray
         raise RuntimeError(f"cannot place {int(counts[bad])} containers (fit counts "
                            f"{fit[bad].tolist()})")
     row, j = np.nonzero(n)
-    return row, order[row, j], n[row, j]
+    return row, server[row, order[row, j]], n[row, j]
 
 
 PLACE_BLOCK = 64  # slots placed at once by ``plan_rows`` (bounds its (slots, servers) arrays)
@@ -515,9 +533,11 @@ def _plan_rows_untyped(spec: JobSpec, options: np.ndarray, wprice: np.ndarray,
                 (wprice, wfree, spec.w, kb, 0, 0), (pprice, pfree, spec.s, spec.need[kb], H, 1)):
             if not counts.any():
                 continue
-            at, server, n = greedy_fill(unit_prices(_take_slots(price, ts), dem),
-                                        fit_count(_take_slots(free, ts), dem, int(counts.max())),
-                                        counts)
+            shape = (len(ts), price.shape[1])  # only the demanded resources are gathered
+            at, server, n = greedy_fill(
+                unit_prices_columns(lambda r: price[ts, :, r], shape, dem),
+                fit_count_columns(lambda r: free[ts, :, r], shape, dem, int(counts.max())),
+                counts)
             parts.append(np.stack([lo + at, base + server, np.full(len(at), role), n], axis=1))
     placed = np.concatenate(parts) if parts else np.zeros((0, 4), dtype=np.int64)
     if inv is None:

@@ -195,7 +195,10 @@ class ServerIndex:
                 pick = R + dem[small[full].argmax(axis=1)]
                 cand = np.concatenate([self.order[r_[full], pick, :m], dirty[full]], axis=1)
                 u, fit = self._read(slots[todo[full]], cand, w, n)
-                out[todo[full]] = cheapest_marginals(u, fit, n)
+                some = fit.any(axis=1)  # often none: the slot is booked up for this job
+                at = todo[full]
+                out[at[~some]] = np.inf  # what ``cheapest_marginals`` gives such a row
+                out[at[some]] = cheapest_marginals(u[some], fit[some], n)
                 done[full] = True
             rest = ~full
             if rest.any():
