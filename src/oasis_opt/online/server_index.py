@@ -145,28 +145,33 @@ class ServerIndex:
             rows[i] = self._own_row(int(slots[i]))
         return rows
 
-    def _read(self, slots: np.ndarray, cand: np.ndarray, w: np.ndarray, n: int
-              ) -> tuple[np.ndarray, np.ndarray]:
-        """Unit prices and fits (capped at n) of candidates (S, M), each server once per row
-        (the lists overlap: the cheapest servers head several of them); rows are padded with
-        unit price inf and fit 0, which ``cheapest_marginals`` never takes."""
+    def _pack(self, slots: np.ndarray, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Candidates (S, M) -> (base, pad): each server once per row (the lists overlap: the
+        cheapest servers head several of them), as offsets into the resource-major (T+1, R, H)
+        storage of resource 0 (slot t, server h); ``pad`` marks the rows' unused ends."""
         cand.sort(axis=1)
         first = np.empty(cand.shape, dtype=bool)
         first[:, 0] = True
         np.not_equal(cand[:, 1:], cand[:, :-1], out=first[:, 1:])
         per_row = first.sum(axis=1)
-        width = int(per_row.max())
-        packed = np.zeros((len(cand), width), dtype=np.int64)
-        packed[np.arange(width) < per_row[:, None]] = cand[first]  # row-major: rows in order
-        # into the resource-major (T+1, R, H) storage: slot t, resource r, server h
-        base = slots[:, None] * (self.R * self.H) + packed
-        u = unit_prices_columns(lambda r: self._flat_price.take(base + r * self.H),
-                                base.shape, w)
-        fit = fit_count_columns(lambda r: self._flat_free.take(base + r * self.H),
-                                base.shape, w, n)
-        pad = np.arange(width) >= per_row[:, None]
-        u[pad], fit[pad] = np.inf, 0
-        return u, fit
+        pad = np.arange(int(per_row.max())) >= per_row[:, None]
+        packed = np.zeros(pad.shape, dtype=np.int64)
+        packed[~pad] = cand[first]  # row-major: rows in order
+        return slots[:, None] * (self.R * self.H) + packed, pad
+
+    def _fits(self, base: np.ndarray, pad: np.ndarray, w: np.ndarray, n: int) -> np.ndarray:
+        """``fit_count`` (capped at n) of packed candidates; 0 on the padding."""
+        fit = fit_count_columns(lambda r: self._flat_free.take(base + r * self.H), base.shape,
+                                w, n)
+        fit[pad] = 0
+        return fit
+
+    def _prices(self, base: np.ndarray, pad: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """``unit_prices`` of packed candidates; inf on the padding (never taken)."""
+        u = unit_prices_columns(lambda r: self._flat_price.take(base + r * self.H), base.shape,
+                                w)
+        u[pad] = np.inf
+        return u
 
     def marginals(self, slots: np.ndarray, w: np.ndarray, n: int) -> np.ndarray:
         """``_dp.cheapest_marginals`` of the given slots for demand ``w`` and n containers (the
@@ -194,11 +199,14 @@ class ServerIndex:
             if full.any():
                 pick = R + dem[small[full].argmax(axis=1)]
                 cand = np.concatenate([self.order[r_[full], pick, :m], dirty[full]], axis=1)
-                u, fit = self._read(slots[todo[full]], cand, w, n)
+                base, pad = self._pack(slots[todo[full]], cand)
+                fit = self._fits(base, pad, w, n)
                 some = fit.any(axis=1)  # often none: the slot is booked up for this job
                 at = todo[full]
                 out[at[~some]] = np.inf  # what ``cheapest_marginals`` gives such a row
-                out[at[some]] = cheapest_marginals(u[some], fit[some], n)
+                if some.any():
+                    out[at[some]] = cheapest_marginals(
+                        self._prices(base[some], pad[some], w), fit[some], n)
                 done[full] = True
             rest = ~full
             if rest.any():
@@ -207,8 +215,9 @@ class ServerIndex:
                 rr = r_[rest]
                 cand = np.concatenate([self.order[rr[:, None], dem[None, :], :m]
                                        .reshape(len(rr), -1), dirty[rest]], axis=1)
-                u, fit = self._read(slots[todo[rest]], cand, w, n)
-                mg = cheapest_marginals(u, fit, n)
+                base, pad = self._pack(slots[todo[rest]], cand)
+                mg = cheapest_marginals(self._prices(base, pad, w), self._fits(base, pad, w, n),
+                                        n)
                 tau, term = np.zeros(len(rr)), np.empty(len(rr))
                 for r in dem.tolist():
                     np.add(tau, np.multiply(self.keys[rr, r, m], w[r], out=term), out=tau)
