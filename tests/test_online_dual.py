@@ -613,7 +613,8 @@ def test_greedy_fill_is_place_slot_row_by_row(S, H, seed):
     u = rng.choice([0.5, 1.0, 2.0], (S, H))  # few values: ties abound
     fit = rng.integers(0, 3, (S, H))
     fit[:, 0] = np.maximum(fit[:, 0], 1)  # at least one container fits in every slot
-    for counts in (np.ones(S, dtype=np.int64), np.minimum(rng.integers(1, 5, S), fit.sum(axis=1))):
+    for counts in (np.ones(S, dtype=np.int64), np.minimum(rng.integers(1, 5, S), fit.sum(axis=1)),
+                   rng.integers(0, 2, S)):  # zero counts: a PS count of 0 (``ps_need``)
         row, server, n = greedy_fill(u, fit, counts)
         got = [[(int(h), int(c)) for r, h, c in zip(row, server, n) if r == s] for s in range(S)]
         want = [place_slot(u[s], fit[s], int(counts[s])) for s in range(S)]

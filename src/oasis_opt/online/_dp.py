@@ -471,18 +471,31 @@ def greedy_fill(u: np.ndarray, fit: np.ndarray, counts: np.ndarray
     containers) of every non-empty placement. Per row the servers go in increasing u, ties by
     index (a stable sort), each filled up to its fit: server j of the order gets
     min(fit_j, max(0, count - fits before it)), what ``fill`` gives."""
-    if counts.max() == 1:  # one container: the cheapest server it fits on, lowest index first
-        server = np.where(fit > 0, u, np.inf).argmin(axis=1)
-        row = np.arange(len(counts))
-        short = np.flatnonzero(fit[row, server] <= 0)
-        if not len(short):
-            return row, server, np.ones(len(counts), dtype=np.int64)
+    row, server, n, short = fill_rows(u, fit, counts)
+    if len(short):  # callers place counts the DP found to fit
+        bad = int(short[0])
+        raise RuntimeError(f"cannot place {int(counts[bad])} containers (fit counts "
+                           f"{fit[bad].tolist()})")
+    return row, server, n
+
+
+def fill_rows(u: np.ndarray, fit: np.ndarray, counts: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``greedy_fill`` without the check: also returns the rows whose servers hold fewer than
+    their count (their placements are partial)."""
+    S, H = u.shape
+    if H and S and counts.max() == 1:  # one container: the cheapest server it fits on,
+        row = np.flatnonzero(counts)  # lowest index first
+        server = np.where(fit[row] > 0, u[row], np.inf).argmin(axis=1)
+        if (fit[row, server] > 0).all():
+            return row, server, np.ones(len(row), dtype=np.int64), np.zeros(0, dtype=np.int64)
     # each usable server holds >= 1 container, so the placement lies among the servers priced
     # at most v, the count-th smallest usable price: those below v (fewer than count), then
     # those at v in index order (count of them suffice); no sort of the whole row
-    S, H = u.shape
     usable = np.where(fit > 0, u, np.inf)
-    top = int(counts.max())
+    top = int(counts.max()) if S else 0
+    if top == 0 or H == 0:
+        return (np.zeros(0, dtype=np.int64),) * 3 + (np.flatnonzero(counts > 0),)
     low = np.partition(usable, top - 1, axis=1)[:, :top] if top < H else usable.copy()
     low.sort(axis=1)
     v = np.where(counts > 0, low[np.arange(S), np.clip(counts, 1, low.shape[1]) - 1], -np.inf)
@@ -500,12 +513,8 @@ def greedy_fill(u: np.ndarray, fit: np.ndarray, counts: np.ndarray
     before = np.cumsum(f, axis=1) - f
     n = np.minimum(f, np.maximum(counts[:, None] - before, 0))
     short = np.flatnonzero(n.sum(axis=1) != counts)
-    if len(short):  # callers place counts the DP found to fit
-        bad = int(short[0])
-        raise RuntimeError(f"cannot place {int(counts[bad])} containers (fit counts "
-                           f"{fit[bad].tolist()})")
     row, j = np.nonzero(n)
-    return row, server[row, order[row, j]], n[row, j]
+    return row, server[row, order[row, j]], n[row, j], short
 
 
 PLACE_BLOCK = 64  # slots placed at once by ``plan_rows`` (bounds its (slots, servers) arrays)
