@@ -75,6 +75,43 @@ def test_indexed_marginals_equal_every_server_reading(case):
     assert np.array_equal(got, want)  # inf where the slot holds fewer than n
 
 
+@settings(max_examples=300, deadline=None)
+@given(index_cases(), st.integers(0, 2**32 - 1))
+def test_indexed_placement_is_the_every_server_greedy(case, seed):
+    """``ServerIndex.place`` places what ``_dp.greedy_fill`` places from every server, row for
+    row, in the slots it certifies (ties at the threshold included), and leaves the others."""
+    index, price, free, w, n = case
+    slots = np.arange(1, price.shape[0])
+    fit = fit_count(free[slots], w, 8)
+    counts = np.minimum(np.random.default_rng(seed).integers(0, 6, len(slots)), fit.sum(axis=1))
+    if not counts.any():
+        return
+    row, server, k, left = index.place(slots, w, counts)
+    want = _dp.greedy_fill(unit_prices(price[slots], w), fit, counts)
+    placed = {(int(r), int(h), int(c)) for r, h, c in zip(*want) if r not in set(left.tolist())}
+    assert {(int(r), int(h), int(c)) for r, h, c in zip(row, server, k)} == placed
+    assert not set(row.tolist()) & set(left.tolist())
+
+
+def test_placement_leaves_a_slot_where_a_price_vanishes_in_the_float_sum():
+    """Certificate (i) of ``place``: server 0 is an outsider (not first in either price list)
+    priced above the threshold key in a resource whose weight is 1e-20, so its unit price
+    rounds to tau; it ties with the candidate placed (server 3) and has the lower index, so the
+    every-server greedy takes it. The index must leave the slot to the caller."""
+    w = np.array([1.0, 1e-20])
+    prices = np.array([[1.0, 2.0], [1.0, 2.0], [1.0, 2.0], [1.0, 0.5], [0.5, 0.5]])
+    free = np.array([[5.0, 5.0]] * 4 + [[0.0, 0.0]])
+    price = _resource_major(np.broadcast_to(prices, (2, 5, 2)).copy())
+    index = ServerIndex(price, _resource_major(np.broadcast_to(free, (2, 5, 2)).copy()),
+                        dirty_limit=1, depth=1)
+    counts = np.array([1])
+    assert unit_prices(prices[0], w) == unit_prices(prices[3], w) == 1.0
+    row, server, n, left = index.place(np.array([1]), w, counts)
+    assert len(row) == 0 and left.tolist() == [0]
+    _, want, _ = _dp.greedy_fill(unit_prices(prices, w)[None], fit_count(free, w, 1)[None], counts)
+    assert want.tolist() == [0]
+
+
 @st.composite
 def curve_cases(draw):
     """Slots where the job's worker fits nowhere (a resource used up), somewhere, or on many
@@ -124,21 +161,33 @@ def _rows(policy: OasisPolicy) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros((0, 5), dtype=np.int64)
 
 
+class _ShallowIndex(OasisPolicy):
+    """OASiS with an index that reads 2 servers per list in a first round and re-sorts a slot
+    after 4 changes: on these small clusters the default (64 per list) reads every server, so
+    this is what puts the certificates to work (the plans may not depend on either setting)."""
+
+    def start(self, instance, state):
+        super().start(instance, state)
+        assert self.index is not None
+        self.index = (ServerIndex(self.worker_price, self.worker_free, dirty_limit=4, depth=2),
+                      ServerIndex(self.ps_price, self.ps_free, dirty_limit=4, depth=2))
+
+
 @pytest.mark.parametrize("seed,T,servers,jobs", [(0, 60, 300, 400), (1, 40, 420, 300),
                                                  (2, 80, 260, 500)])
 def test_oasis_with_and_without_the_index_gives_the_same_schedule(seed, T, servers, jobs):
     inst = paper_sim(seed, jobs=jobs, horizon=T, worker_servers=servers, ps_servers=servers)
-    runs = {}
-    for use in (False, True):
-        policy = OasisPolicy(server_index=use)
-        runs[use] = (simulate(inst, policy), policy)
-    (plain, p0), (indexed, p1) = runs[False], runs[True]
-    assert p0.index is None and p1.index is not None
-    assert np.array_equal(_rows(p0), _rows(p1))
-    assert plain.total_utility == indexed.total_utility
-    assert plain.admitted == indexed.admitted
-    assert p0.payoff == p1.payoff
-    validate(inst, indexed)
+    plain = OasisPolicy(server_index=False)
+    result = simulate(inst, plain)
+    assert plain.index is None
+    for policy in (OasisPolicy(server_index=True), _ShallowIndex(server_index=True)):
+        indexed = simulate(inst, policy)
+        assert policy.index is not None
+        assert np.array_equal(_rows(plain), _rows(policy))
+        assert result.total_utility == indexed.total_utility
+        assert result.admitted == indexed.admitted
+        assert plain.payoff == policy.payoff
+        validate(inst, indexed)
 
 
 def test_the_index_is_automatic_at_cluster_scale_only():

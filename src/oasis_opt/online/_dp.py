@@ -536,18 +536,28 @@ def _plan_rows_untyped(spec: JobSpec, options: np.ndarray, wprice: np.ndarray,
             rep, inv = slots, None
     kr = options[rep]
     parts = []  # (rep index, global server, role, count)
+    index = spec.index or (None, None)
     for lo in range(0, len(rep), PLACE_BLOCK):
         ts, kb = rep[lo:lo + PLACE_BLOCK], kr[lo:lo + PLACE_BLOCK]
-        for price, free, dem, counts, base, role in (
-                (wprice, wfree, spec.w, kb, 0, 0), (pprice, pfree, spec.s, spec.need[kb], H, 1)):
+        for price, free, dem, counts, base, role, ix in (
+                (wprice, wfree, spec.w, kb, 0, 0, index[0]),
+                (pprice, pfree, spec.s, spec.need[kb], H, 1, index[1])):
             if not counts.any():
                 continue
-            shape = (len(ts), price.shape[1])  # only the demanded resources are gathered
+            if ix is not None:  # the index places the slots it can certify (the same rows)
+                at, server, n, left = ix.place(ts, dem, counts)
+                parts.append(np.stack([lo + at, base + server, np.full(len(at), role), n], 1))
+            else:
+                left = np.arange(len(ts))
+            if not len(left):
+                continue
+            tl = ts[left]
+            shape = (len(tl), price.shape[1])  # only the demanded resources are gathered
             at, server, n = greedy_fill(
-                unit_prices_columns(lambda r: price[ts, :, r], shape, dem),
-                fit_count_columns(lambda r: free[ts, :, r], shape, dem, int(counts.max())),
-                counts)
-            parts.append(np.stack([lo + at, base + server, np.full(len(at), role), n], axis=1))
+                unit_prices_columns(lambda r: price[tl, :, r], shape, dem),
+                fit_count_columns(lambda r: free[tl, :, r], shape, dem, int(counts.max())),
+                counts[left])
+            parts.append(np.stack([lo + left[at], base + server, np.full(len(at), role), n], 1))
     placed = np.concatenate(parts) if parts else np.zeros((0, 4), dtype=np.int64)
     if inv is None:
         slot = rep[placed[:, 0]]

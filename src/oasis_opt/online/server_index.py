@@ -233,6 +233,106 @@ class ServerIndex:
         return out
 
 
+    def place(self, slots: np.ndarray, w: np.ndarray, counts: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Theorem 1's greedy placement (``_dp.greedy_fill``: cheapest unit price first, ties by
+        the lowest server index) of counts[i] containers of demand ``w`` in slot slots[i], read
+        from the first-round candidates of ``marginals`` where a certificate shows that reading
+        every server would place the same: (row, server, containers) of the rows placed, and
+        the rows left to the caller.
+
+        The capacity certificate holds here as there (the candidates hold every server the job
+        fits on). Under the threshold one a server outside the candidates (an outsider) has a
+        unit price >= tau, so if the last container placed costs v < tau, no outsider precedes
+        it. If v == tau (the usual case: idle servers share one price) an outsider at tau with
+        a lower index than h*, the last server placed, would; none exists when
+          (i) tau_r+ > tau for every demanded r, tau_r+ summing key_r[hi_r], the first larger
+              key of r's price list, in place of key_r[m] (an outsider priced above key_r[m]
+              in r has a unit price >= tau_r+: the float sums are monotone), and
+         (ii) for some r, the servers at positions m..hi_r-1 of r's list (the rest of the tie
+              block, where an outsider priced key_r[m] in every r sits) all have indices > h*.
+        """
+        from ._dp import fill_rows
+        S, R, H = len(slots), self.R, self.H
+        dem = np.flatnonzero(w > 0)
+        none = np.zeros(0, dtype=np.int64)
+        m = max(self.depth, int(counts.max()) if S else 0)
+        if not S or not len(dem) or (len(dem) + 1) * m + self.limit >= H:
+            return none, none, none, np.arange(S)
+        rows = self._rows(slots)
+        dirty = self.dirty[rows, :int(self.count[rows].max())]
+        small = np.floor((self.keys[rows[:, None], R + dem[None, :], m] + FIT_EPS)
+                         / w[dem]) < 1
+        full = small.any(axis=1)
+        placed, left = [], []
+        for group in (np.flatnonzero(full), np.flatnonzero(~full)):
+            if not len(group):
+                continue
+            rg = rows[group]
+            if full[group[0]]:
+                lists = self.order[rg, R + dem[small[group].argmax(axis=1)], :m]
+            else:
+                lists = self.order[rg[:, None], dem[None, :], :m].reshape(len(rg), -1)
+            base, pad = self._pack(slots[group], np.concatenate([lists, dirty[group]], axis=1))
+            u = self._prices(base, pad, w)
+            row, j, n, short = fill_rows(u, self._fits(base, pad, w, int(counts.max())),
+                                         counts[group])
+            ok = np.ones(len(group), dtype=bool)
+            ok[short] = False
+            server = base[row, j] - slots[group][row] * (R * H)
+            if not full[group[0]]:
+                ok &= self._threshold_holds(rg, dem, w, m, row, u[row, j], server)
+            keep = ok[row]
+            placed.append((group[row[keep]], server[keep], n[keep]))
+            left.append(group[~ok])
+        at, server, n = (np.concatenate(x) for x in zip(*placed))
+        return at, server, n, np.sort(np.concatenate(left))
+
+    def _threshold_holds(self, rows: np.ndarray, dem: np.ndarray, w: np.ndarray, m: int,
+                         row: np.ndarray, price: np.ndarray, server: np.ndarray) -> np.ndarray:
+        """``place``'s threshold certificate for each of ``rows`` (the index rows of the slots),
+        given the placement (row, its unit price, server) made from the candidates."""
+        S = len(rows)
+        tau, term = np.zeros(S), np.empty(S)
+        for r in dem.tolist():
+            np.add(tau, np.multiply(self.keys[rows, r, m], w[r], out=term), out=tau)
+        v = np.full(S, -np.inf)
+        np.maximum.at(v, row, price)
+        ok = v < tau
+        tie = np.flatnonzero(v == tau)
+        if not len(tie):
+            return ok
+        last = np.full(S, -1)
+        at_tau = price == v[row]
+        np.maximum.at(last, row[at_tau], server[at_tau])
+        rt = rows[tie]
+        key = self.keys[rt[:, None], dem[None, :], m]  # (ties, demanded resources)
+        lo, hi = np.full(key.shape, m + 1), np.full(key.shape, self.H)
+        while (lo < hi).any():  # hi_r: the first position past m with a larger key (or H)
+            mid = (lo + hi) // 2
+            le = self.keys[rt[:, None], dem[None, :], np.minimum(mid, self.H - 1)] <= key
+            lo, hi = np.where((lo < hi) & le, mid + 1, lo), np.where((lo < hi) & ~le, mid, hi)
+        nxt = np.where(lo < self.H, self.keys[rt[:, None], dem[None, :],
+                                              np.minimum(lo, self.H - 1)], np.inf)
+        above = np.ones(len(tie), dtype=bool)  # (i)
+        part = term[:len(tie)]
+        for i in range(len(dem)):  # tau_r+ summed as ``unit_prices`` sums
+            plus = np.zeros(len(tie))
+            for k, r in enumerate(dem.tolist()):
+                np.add(plus, np.multiply(nxt[:, k] if k == i else key[:, k], w[r], out=part),
+                       out=plus)
+            above &= plus > tau[tie]
+        # (ii) on the shortest rest of a tie block: its smallest server index
+        pick = np.argmin(lo, axis=1)
+        length = lo[np.arange(len(tie)), pick] - m
+        start = (rt * self.order.shape[1] + dem[pick]) * self.H + m
+        offsets = np.cumsum(length) - length
+        flat = np.repeat(start - offsets, length) + np.arange(int(length.sum()))
+        lowest = np.minimum.reduceat(self.order.reshape(-1)[flat], offsets)
+        ok[tie] = above & (lowest > last[tie])
+        return ok
+
+
 def _flat(x: np.ndarray) -> np.ndarray:
     """A flat view of a (T+1, H, R) array stored resource-major; ValueError otherwise."""
     base = x.transpose(0, 2, 1)
