@@ -119,16 +119,20 @@ def _decide(spec: JobSpec, members: list[_BatchMember], arrays: dict[str, np.nda
             t = a + len(steps)
             reach[running] = np.minimum(target, reach[running] + most[kf_t[running] - 1])
             rows, k = int(reach[running].max()) + 1, int(kf_t[running].max())
-            Fn = np.full_like(F, math.inf)
-            ch = np.empty((len(running), rows), dtype=np.int64)
+            # a member whose slot holds nothing keeps F (0 + F_{t-1}) and option 0, as
+            # ``best_schedule_numpy`` does; the others step together
+            step = np.flatnonzero(kf_t[running] > 1)
+            Fn = F.copy()
+            ch = np.zeros((len(running), rows), dtype=np.int64)
             # members per step: a gathered (non-unit delta) table is slower than the loop over
             # k on (members, D) vectors; a strided one pays while it stays in the cache
             loop = None if spec.unit_delta else True
-            group = len(running) if loop else max(1, TABLE // (rows * k))
-            for lo in range(0, len(running), group):
-                at, hi = running[lo:lo + group], lo + group
-                Fn[lo:hi, :rows], ch[lo:hi] = dp_step(F[lo:hi], c[at, :k], ct[at, :k], rows,
-                                                      spec.delta, spec.unit_delta, loop)
+            group = len(step) if loop else max(1, TABLE // (rows * k))
+            for lo in range(0, len(step), max(1, group)):
+                sel = step[lo:lo + group]
+                at = running[sel]
+                Fn[sel, :rows], ch[sel] = dp_step(F[sel], c[at, :k], ct[at, :k], rows,
+                                                  spec.delta, spec.unit_delta, loop)
             steps.append((running, ch))
             cost = Fn[:, target].tolist()
             keep = [not scans[m].update(t, cost[n]) for n, m in enumerate(running.tolist())]

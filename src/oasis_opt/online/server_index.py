@@ -91,6 +91,36 @@ class ServerIndex:
         self.keys[row] = keys
         self.count[row] = 0
 
+    def _merge(self, row: int, slot: int, moved: np.ndarray) -> None:
+        """Re-sort row ``row``'s lists after the servers ``moved`` (distinct) changed: the
+        others keep their order and keys (unchanged since the last sort); the moved ones,
+        sorted by their current data, are merged in after equal keys (a sorted order as good
+        as a full sort's, for a fraction of its work)."""
+        R2, H, d = 2 * self.R, self.H, len(moved)
+        gone = np.zeros(H, dtype=bool)
+        gone[moved] = True
+        old = self.order[row]
+        keep = ~gone[old]  # the same count in every list
+        kept = old[keep].reshape(R2, H - d)
+        sort_keys = self.keys[row][keep].reshape(R2, H - d)
+        sort_keys[self.R:] *= -1.0  # free capacity: descending, as ascending negated amounts
+        vals = np.concatenate([self.price[slot, moved].T, -self.free[slot, moved].T])  # (2R, d)
+        by = np.argsort(vals, axis=1, kind="stable")
+        vals, servers = np.take_along_axis(vals, by, axis=1), moved[by]
+        at = np.empty((R2, d), dtype=np.int64)
+        for i in range(R2):
+            at[i] = np.searchsorted(sort_keys[i], vals[i], side="right")
+        at += np.arange(d)  # final positions of the moved servers
+        order, keys = np.empty((R2, H), dtype=old.dtype), np.empty((R2, H))
+        spot = np.ones((R2, H), dtype=bool)
+        lists = np.repeat(np.arange(R2), d)
+        spot[lists, at.ravel()] = False
+        order[lists, at.ravel()], keys[lists, at.ravel()] = servers.ravel(), vals.ravel()
+        order[spot], keys[spot] = kept.ravel(), sort_keys.ravel()
+        keys[self.R:] *= -1.0
+        self.order[row], self.keys[row] = order, keys
+        self.count[row] = 0
+
     # ---- the owner's updates ----------------------------------------------------------------
     def changed(self, slots: np.ndarray, servers: np.ndarray) -> None:
         """Servers whose price or free capacity changed, as (slot, server) pairs sorted by slot,
@@ -108,7 +138,7 @@ class ServerIndex:
                     continue
             c = int(self.count[row])
             if c + len(part_h) > self.limit:
-                self._sort(row, t)
+                self._merge(row, t, np.unique(np.concatenate([self.dirty[row, :c], part_h])))
             else:
                 self.dirty[row, c:c + len(part_h)] = part_h
                 self.count[row] = c + len(part_h)
