@@ -15,16 +15,20 @@ prices and free capacity, and accepts the result only when one of two certificat
   r, so its unit price is >= tau = sum_r w^r key_r[m], summed as ``unit_prices`` sums (float
   sums and products of non-negative numbers are monotone, so this holds for the computed
   floats). If the n-th cheapest candidate container costs <= tau, the n cheapest containers of
-  the slot are candidates (ties at tau are equal floats). Placement needs < tau, so that a
-  non-candidate never ties with a placed server (ties go to the lowest index).
+  the slot are candidates (ties at tau are equal floats). Placement (``place``) also needs no
+  non-candidate to tie at tau with a lower index than the last server it fills: its docstring
+  gives the two-part certificate (idle servers share one price, so ties at tau are the rule).
 * **capacity**: if for some demanded r the m-th largest free capacity is too small for one
   container (``fit_count``'s own test, monotone in the free amount), no non-candidate server
-  fits the job: the candidates hold every usable server.
+  fits the job: the candidates hold every usable server. In the near future of a busy cluster
+  this is the common case, and often no candidate fits at all (``marginals`` then reads their
+  free capacity only).
 
-Otherwise m grows fourfold, up to reading every server. So the costs and placements are the
-floats and rows the every-server reading gives (tests hold the two against each other); only
-the amount read changes. A slot's lists are re-sorted once it has ``dirty_limit`` dirty
-servers, starting from the old order (nearly sorted, cheap).
+Otherwise the cost curves read m fourfold, up to every server, and placement leaves the slot to
+its caller (who reads every server). So the costs and placements are the floats and rows the
+every-server reading gives (tests hold the two against each other); only the amount read
+changes. Once a slot has ``dirty_limit`` dirty servers its lists are re-sorted: the dirty
+servers, sorted by their current data, are merged into the others' unchanged order.
 
 The owner keeps the arrays and must report every change (``changed``); slots before the
 earliest slot it will query again can be released (``forget_before``) to bound memory.
