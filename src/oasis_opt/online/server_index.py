@@ -49,7 +49,7 @@ class ServerIndex:
     index is built). ``dirty_limit``: changed servers a slot collects before it is re-sorted;
     ``depth``: servers read per list in a query's first round. Both change speed only."""
 
-    def __init__(self, price: np.ndarray, free: np.ndarray, dirty_limit: int = 48,
+    def __init__(self, price: np.ndarray, free: np.ndarray, dirty_limit: int = 32,
                  depth: int = FIRST_DEPTH):
         if price.shape != free.shape or price.ndim != 3:
             raise ValueError(f"price, free: expected two (T+1, H, R) arrays, got {price.shape} "
