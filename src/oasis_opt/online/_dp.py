@@ -523,7 +523,9 @@ PLACE_BLOCK = 64  # slots placed at once by ``plan_rows`` (bounds its (slots, se
 def _plan_rows_untyped(spec: JobSpec, options: np.ndarray, wprice: np.ndarray,
                        pprice: np.ndarray, wfree: np.ndarray, pfree: np.ndarray) -> np.ndarray:
     """``plan_rows`` without accelerator types: one ``greedy_fill`` per block of slots (workers,
-    then the need[k] PSs), once per (slot class, option) pair when the spec has slot classes."""
+    then the need[k] PSs), once per (slot class, option) pair when the spec has slot classes;
+    with ``spec.index`` the slots its certificates cover are placed from its candidates
+    (``ServerIndex.place``: the same rows) and only the others read every server."""
     H = wprice.shape[1]
     slots = np.flatnonzero(options)
     rep, inv = slots, None

@@ -167,8 +167,9 @@ def best_schedule_arrays(worker_price: ArrayLike, ps_price: ArrayLike, worker_fr
       (e.g. every untouched slot in class 0); the plan is the same as without it.
     * ``server_index`` (a caller that keeps its arrays): ``(worker, PS)``
       ``online.server_index.ServerIndex`` over exactly these price and free arrays, told of
-      every change; cost curves then read a few certified servers per slot instead of all
-      (jobs without accelerator types; the plan is the same as without it).
+      every change; cost curves and the plan's placement then read a few certified servers
+      per slot instead of all (jobs without accelerator types; the plan is the same as
+      without it).
 
     Returns a ``Plan``: the best plan over completion slots a_i..T under the tie rule of the
     module docstring (it may have a negative payoff); an infeasible job gives completion None
