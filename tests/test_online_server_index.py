@@ -21,7 +21,7 @@ from oasis_opt import validate
 from oasis_opt.model.numerics import fit_count, unit_prices
 from oasis_opt.online import _dp
 from oasis_opt.online.dual import best_schedule
-from oasis_opt.online.oasis import OasisPolicy
+from oasis_opt.online.oasis import INDEX_MIN_SERVERS, OasisPolicy
 from oasis_opt.online.server_index import ServerIndex
 from oasis_opt.sim import simulate
 from oasis_opt.workloads import paper_sim
@@ -191,8 +191,9 @@ def test_oasis_with_and_without_the_index_gives_the_same_schedule(seed, T, serve
 
 
 def test_the_index_is_automatic_at_cluster_scale_only():
-    small = paper_sim(0, jobs=5, horizon=10, worker_servers=10, ps_servers=10)
-    big = paper_sim(0, jobs=5, horizon=10, worker_servers=4000, ps_servers=4000)
+    half = INDEX_MIN_SERVERS // 2  # H = K: the smallest cluster that gets it, and just below
+    small = paper_sim(0, jobs=5, horizon=10, worker_servers=half - 1, ps_servers=half)
+    big = paper_sim(0, jobs=5, horizon=10, worker_servers=half, ps_servers=half)
     for inst, on in ((small, False), (big, True)):
         policy = OasisPolicy()
         simulate(inst, policy)

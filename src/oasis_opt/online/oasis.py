@@ -45,8 +45,9 @@ from .dual import GRANULARITIES, Plan, best_schedule, check_backend
 from .pricing import Pricing, parse_pricing, read_pricing_file, resolve_pricing
 from .server_index import ServerIndex
 
-INDEX_MIN_SERVERS = 8000  # H + K from which ``server_index=None`` turns the index on (slower
-# below: 1.1-1.25x at H + K = 2000-4000, T = 300; 1.8x faster at 8000, T = 1000, job 3000)
+INDEX_MIN_SERVERS = 4000  # H + K from which ``server_index=None`` turns the index on: whole
+# runs at T = 300, paper load (``benchmarks/results/oasis.md``): 1.46x faster at H + K = 4000,
+# 1.12x at 2000; at a quarter of that load 0.93x at 4000 and 0.78x at 2000
 
 
 def _every_slot(x: np.ndarray, T: int) -> np.ndarray:
