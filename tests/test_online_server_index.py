@@ -10,6 +10,8 @@
 """
 from __future__ import annotations
 
+import copy
+import pickle
 from dataclasses import replace
 
 import numpy as np
@@ -223,3 +225,34 @@ def test_bad_index_arguments_are_rejected():
     indexed = best_schedule(inst, 0, wp, pp, wf, pf,
                             server_index=(ServerIndex(wp, wf), ServerIndex(pp, pf)))
     assert np.array_equal(plain.rows, indexed.rows) and plain.payoff == indexed.payoff
+
+
+@pytest.mark.parametrize("how", ["pickle", "deepcopy"])
+def test_a_policy_copied_mid_run_decides_as_the_original(how):
+    # the index reads its owner's arrays through views: a copy must rebuild it on its own
+    # arrays (and pickle's C-order arrays must be laid out resource-major again), or it reads
+    # stale data
+    inst = paper_sim(4, jobs=300, horizon=40, worker_servers=200, ps_servers=200)
+    order = np.argsort(inst.arrival, kind="stable").tolist()
+
+    def run(copy_at: int | None) -> OasisPolicy:
+        policy: OasisPolicy = _ShallowIndex(server_index=True)
+        policy.start(inst, None)
+        for n, job in enumerate(order):
+            if n == copy_at:
+                policy = (pickle.loads(pickle.dumps(policy)) if how == "pickle"
+                          else copy.deepcopy(policy))
+            policy.on_arrival(job, int(inst.arrival[job]), None)
+        return policy
+
+    whole, copied = run(None), run(len(order) // 2)
+    assert sum(p is not None and p > 0 for p in whole.payoff) > 50  # a run with commits
+    assert whole.payoff == copied.payoff and whole.planned == copied.planned
+    assert np.array_equal(_rows(whole), _rows(copied))
+    assert np.array_equal(whole.committed(), copied.committed())
+    assert copied.index is not None
+    for ix, price, free in zip(copied.index, (copied.worker_price, copied.ps_price),
+                               (copied.worker_free, copied.ps_free)):
+        assert (ix.limit, ix.depth) == (4, 2)
+        assert ix.price is price and np.shares_memory(ix._flat_price, price)
+        assert ix.free is free and np.shares_memory(ix._flat_free, free)

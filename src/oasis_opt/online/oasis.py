@@ -59,8 +59,24 @@ def _every_slot(x: np.ndarray, T: int) -> np.ndarray:
     return np.ascontiguousarray(np.broadcast_to(x.T, (T + 1,) + x.T.shape)).transpose(0, 2, 1)
 
 
+def _resource_major(x: np.ndarray) -> np.ndarray:
+    """``x`` as ``_every_slot`` stores it: itself if it is, else a copy laid out so (pickle
+    writes a transposed array in C order)."""
+    if x.transpose(0, 2, 1).flags.c_contiguous:
+        return x
+    return np.ascontiguousarray(x.transpose(0, 2, 1)).transpose(0, 2, 1)
+
+
+# the (T+1, servers, R) state arrays, stored resource-major
+STATE_ARRAYS = ("worker_used", "ps_used", "worker_free", "ps_free", "worker_price", "ps_price")
+
+
 class OasisPolicy(OnlinePolicy):
-    """The OASiS online scheduler (Bao et al., INFOCOM 2018, Alg. 1)."""
+    """The OASiS online scheduler (Bao et al., INFOCOM 2018, Alg. 1).
+
+    A started policy can be pickled or deep-copied mid-run (to branch or checkpoint a run): the
+    copy decides as the original would. Its server index is rebuilt on the copy's arrays, not
+    copied, since an index reads its owner's arrays through views that a copy would detach."""
 
     name = "oasis"
 
@@ -132,6 +148,24 @@ class OasisPolicy(OnlinePolicy):
         self.payoff: list[float | None] = [None] * I
         self.planned: list[int | None] = [None] * I  # planned completion slot of the best plan
         self.decision_s: list[float | None] = [None] * I
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        index = state.get("index")
+        if index is not None:  # the settings, not the lists (see the class docstring)
+            state["index"] = [(ix.limit, ix.depth) for ix in index]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        for name in STATE_ARRAYS:
+            if name in state:
+                setattr(self, name, _resource_major(state[name]))
+        if state.get("index") is not None:
+            touched = self.slot_class != 0  # slots with commits; the others hold the start data
+            (wl, wd), (pl, pd) = state["index"]
+            self.index = (ServerIndex(self.worker_price, self.worker_free, wl, wd, touched),
+                          ServerIndex(self.ps_price, self.ps_free, pl, pd, touched))
 
     def on_arrival(self, job: int, t: int, state: Any) -> bool:
         t0 = time.perf_counter()

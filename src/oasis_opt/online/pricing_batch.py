@@ -40,13 +40,11 @@ from ..model.schedule import Schedule
 from ._dp import (CompletionScan, JobSpec, cost_lower_bound, finite_prefix, job_arguments,
                   job_spec, scan_result, slot_costs, tie_costs)
 from .dual_numpy import FIRST_BLOCK, MAX_BLOCK, dp_step
-from .oasis import OasisPolicy
+from .oasis import STATE_ARRAYS, OasisPolicy
 
-# the member state kept in shared arrays (``OasisPolicy.start`` names them)
 # (D, k) table entries a batched DP step builds at once: beyond about a megabyte the table
 # leaves the cache and a batch step is no faster than its members' steps one by one
 TABLE = 1 << 17
-_SHARED = ("worker_used", "ps_used", "worker_free", "ps_free", "worker_price", "ps_price")
 
 
 class _BatchMember(OasisPolicy):
@@ -78,7 +76,7 @@ def _share(members: list[_BatchMember], T: int) -> dict[str, np.ndarray]:
     in memory, as ``oasis._every_slot``) and rebind the members to their columns: the values are
     copied, not recomputed."""
     out = {}
-    for name in _SHARED:
+    for name in STATE_ARRAYS:  # the member state kept in shared arrays
         first = getattr(members[0], name)
         n, R = first.shape[1], first.shape[2]
         shared = np.empty((T + 1, len(members), R, n)).transpose(0, 1, 3, 2)
@@ -180,8 +178,10 @@ def solve_pricings(instance: Instance, pricings: Sequence[Any], *,
     granularity=granularity).solve(instance)`` gives for each p, decided in one batch (module
     docstring). ``stats["timing"]["job_decision_s"]`` holds the batch's time per job, shared by
     every member."""
-    members = [_BatchMember(backend="numpy", pricing=p, granularity=granularity)
-               for p in pricings]
+    # no server index: the batch reads the shared arrays itself (an index would follow a
+    # member's arrays from before ``_share`` and only cost time)
+    members = [_BatchMember(backend="numpy", pricing=p, granularity=granularity,
+                            server_index=False) for p in pricings]
     if not members:
         return []
     for member in members:

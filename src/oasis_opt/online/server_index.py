@@ -47,10 +47,13 @@ class ServerIndex:
     """Sorted server lists of one pool (``price``, ``free``: the owner's (T+1, H, R) arrays stored
     resource-major, read at query time, not copied; every slot must hold the same data when the
     index is built). ``dirty_limit``: changed servers a slot collects before it is re-sorted;
-    ``depth``: servers read per list in a query's first round. Both change speed only."""
+    ``depth``: servers read per list in a query's first round. Both change speed only.
+    ``touched`` (T+1,) bool, for an index built mid-run (``OasisPolicy``'s copies): slots whose
+    data may differ from the others', sorted afresh when first read or changed; the untouched
+    slots must then hold the same data."""
 
     def __init__(self, price: np.ndarray, free: np.ndarray, dirty_limit: int = 32,
-                 depth: int = FIRST_DEPTH):
+                 depth: int = FIRST_DEPTH, touched: np.ndarray | None = None):
         if price.shape != free.shape or price.ndim != 3:
             raise ValueError(f"price, free: expected two (T+1, H, R) arrays, got {price.shape} "
                              f"and {free.shape}")
@@ -73,7 +76,10 @@ class ServerIndex:
         self._alloc(8)
         self.spare = list(range(len(self.order) - 1, 0, -1))
         self.order[0] = np.arange(self.H, dtype=np.int32)
-        self._sort(0, T1 - 1)
+        alike = np.arange(T1) if touched is None else np.flatnonzero(~np.asarray(touched))
+        self._sort(0, int(alike[-1]) if len(alike) else 0)  # row 0 unused if every slot differs
+        if touched is not None:
+            self.row_of[np.asarray(touched)] = -1  # as released slots: sorted afresh
 
     def _alloc(self, rows: int) -> None:
         R2, H, n = 2 * self.R, self.H, len(self.order)
