@@ -67,8 +67,10 @@ class TopoOasisPolicy(OasisPolicy):
 
     def __init__(self, backend: str = "numpy", pricing="oracle", u_scale: float = 1.0,
                  granularity: str = "worker-slot", candidates: int = 2):
+        # no server index: its duals read steered prices, which an index over the committed
+        # ones cannot serve (one would only cost time on large clusters)
         super().__init__(backend=backend, pricing=pricing, u_scale=u_scale,
-                         granularity=granularity)
+                         granularity=granularity, server_index=False)
         if isinstance(candidates, bool) or int(candidates) != candidates or candidates < 0:
             raise ValueError(f"candidates: must be an integer >= 0, got {candidates!r}")
         self.candidates = int(candidates)
