@@ -46,8 +46,8 @@ from .pricing import Pricing, parse_pricing, read_pricing_file, resolve_pricing
 from .server_index import ServerIndex
 
 INDEX_MIN_SERVERS = 4000  # H + K from which ``server_index=None`` turns the index on: whole
-# runs at T = 300, paper load (``benchmarks/results/oasis.md``): 1.46x faster at H + K = 4000,
-# 1.12x at 2000; at a quarter of that load 0.93x at 4000 and 0.78x at 2000
+# runs at the paper's load (``benchmarks/results/oasis.md``): 1.51x faster at H + K = 4000,
+# T = 300 (2.54x at T = 1000), 1.12x at 2000; at a quarter of that load 0.94x at 4000, 0.78x at 2000
 
 
 def _every_slot(x: np.ndarray, T: int) -> np.ndarray:

@@ -76,10 +76,13 @@ class ServerIndex:
         self._alloc(8)
         self.spare = list(range(len(self.order) - 1, 0, -1))
         self.order[0] = np.arange(self.H, dtype=np.int32)
-        alike = np.arange(T1) if touched is None else np.flatnonzero(~np.asarray(touched))
-        self._sort(0, int(alike[-1]) if len(alike) else 0)  # row 0 unused if every slot differs
-        if touched is not None:
-            self.row_of[np.asarray(touched)] = -1  # as released slots: sorted afresh
+        if touched is None:
+            self._sort(0, T1 - 1)
+        else:
+            touched = np.asarray(touched, dtype=bool)
+            alike = np.flatnonzero(~touched)
+            self._sort(0, int(alike[-1]) if len(alike) else 0)  # unused if every slot differs
+            self.row_of[touched] = -1  # as released slots: sorted afresh
 
     def _alloc(self, rows: int) -> None:
         R2, H, n = 2 * self.R, self.H, len(self.order)
