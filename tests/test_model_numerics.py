@@ -80,3 +80,18 @@ def test_each_tolerance_is_defined_once_and_documented():
     for name in TOLERANCES:
         assert f"``{name}``" in numerics.__doc__, name
         assert isinstance(getattr(numerics, name), float)
+
+
+def test_payoff_positive_ignores_noise_and_keeps_tiny_utilities():
+    """Admission beyond float noise: a payoff of a few ulp of its terms is refused (a mutant
+    that admits on ``payoff > 0`` admits the first case), while a job whose utility decayed
+    to 1e-30 at prices of 1e-300 is admitted (a mutant with an absolute margin refuses it)."""
+    from oasis_opt.model.numerics import payoff_positive
+
+    u = 23.511705742418222
+    cost = u - 3.5e-15  # utility and cost one or two ulp apart: noise
+    assert not payoff_positive(u - cost, cost)
+    assert payoff_positive(1e-30 - 1e-300, 1e-300)
+    assert payoff_positive(1.1e-11, 10.0)  # 1e-12 of the terms is 1e-11: above it is real
+    assert not payoff_positive(0.9e-11, 10.0)
+    assert not payoff_positive(-1.0, 0.5) and not payoff_positive(float("-inf"), float("inf"))

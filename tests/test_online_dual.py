@@ -154,6 +154,38 @@ def test_jax_matches_reference(case):
     assert_same_plan(ref, jx)
 
 
+@settings(max_examples=40, deadline=None)
+@given(dual_cases(), st.sampled_from([1e-300, 1e-308, 1e-312, 1e-318]))
+def test_jax_matches_reference_on_subnormal_prices(case, tiny):
+    """Prices near an underflowed floor give subnormal slot costs (|C| < 2.2e-308), which XLA on
+    CPU flushes to zero: a kernel fed them unscaled (a mutant with ``dual_jax.SCALE = 1``) sees
+    ties where numpy sees a cheaper count and returns another plan. The kernel's exact 2^64
+    scaling keeps them."""
+    inst, job, (wp, pp, wf, pf), g = case
+    prices = (wp * tiny, pp * tiny, wf, pf)
+    assume(np.any((prices[0] > 0) & (prices[0] < np.finfo(float).tiny)))
+    ref = best_schedule(inst, job, *prices, backend="reference", granularity=g)
+    jx = best_schedule(inst, job, *prices, backend="jax", granularity=g)
+    assert_same_plan(ref, jx)
+
+
+def test_jax_refuses_costs_beyond_its_scaled_range():
+    from oasis_opt.online import dual_jax
+    from oasis_opt.workloads import paper_sim
+
+    inst = paper_sim(0, jobs=2, horizon=40, worker_servers=2, ps_servers=2)  # job 1 fits
+    shape = (inst.horizon + 1, inst.H, inst.R)
+    wfree = np.broadcast_to(inst.worker_capacity, shape)
+    pfree = np.broadcast_to(inst.ps_capacity, (inst.horizon + 1, inst.K, inst.R))
+    with pytest.raises(ValueError, match="2\\^900"):
+        best_schedule(inst, 1, np.full(shape, 2.0 ** 950), np.zeros(pfree.shape), wfree, pfree,
+                      backend="jax")
+    # the numpy backend takes the same prices
+    assert best_schedule(inst, 1, np.full(shape, 2.0 ** 950), np.zeros(pfree.shape), wfree,
+                         pfree).payoff < 0
+    assert dual_jax.MAX_COST * dual_jax.SCALE < 2.0 ** 1000
+
+
 @settings(max_examples=40)
 @given(dual_cases())
 def test_worker_slot_payoff_at_least_chunk_payoff(case):

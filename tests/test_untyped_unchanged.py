@@ -1,17 +1,25 @@
 """Old instance files read unchanged and give identical results.
 
-``data/untyped/paper-sim-seed7.json`` is an ``oasis-opt/instance@1`` file, and
-``paper-sim-seed7.results.json`` the sha256 of each policy's result document on it (stats keys
-ending in ``_s`` and ``timing``, the wall-clock ones, removed), both written by the package
-before accelerator types existed (commit 4c972a8) with ``python tests/test_untyped_unchanged.py
-OUT_DIR``. The current code must read the file to the same bytes and reproduce every result.
-The offline MILP takes half a minute to solve here, so its model is pinned instead: the sha256
-of its arrays, as the code before accelerator types (commit 56cf220) built them; an identical
-program gives the solver identical input.
+``data/untyped/paper-sim-seed7.json`` is an ``oasis-opt/instance@1`` file written by the package
+before accelerator types existed (commit 4c972a8), and ``paper-sim-seed7.results.json`` each
+policy's result document on it (stats keys ending in ``_s`` and ``timing``, the wall-clock ones,
+removed) as ``oasis_opt.model.canonical`` fingerprints it: the SHA-256 of its decisions and its
+floats, which match to 1e-12 relative (the same result on every CPU, README "Testing"). The
+current code must read the file to the same bytes and reproduce every result.
+
+The offline MILP takes half a minute to solve here, so its model is pinned instead:
+``paper-sim-seed7.milp.npz`` holds its arrays as the code before accelerator types (commit
+56cf220) built them; integer arrays must be equal, float arrays (utilities in the objective)
+equal to 1e-12 relative. An identical program gives the solver identical input.
+
+Until stop 27 both were SHA-256 digests of the exact bytes, written on a CPU with AVX-512, where
+numpy's float64 ``exp`` takes an AVX-512 kernel: on an AVX2 CPU ``tiresias/tree`` and the MILP's
+objective differed in the last place. The fingerprints and arrays were rewritten on an AVX2 CPU
+from commits 4c972a8 and 56cf220 themselves, whose documents and arrays there are byte for byte
+the current code's (and the other 21 digests matched the old exact ones there too).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from pathlib import Path
@@ -33,8 +41,8 @@ def _strip(d):
     return d
 
 
-def digest(inst, policy: str, placement: str | None, schedule=None, as_of=None) -> str:
-    """sha256 of the stripped result document (``as_of``: name that instance's fingerprint)."""
+def document(inst, policy: str, placement: str | None, schedule=None, as_of=None) -> dict:
+    """The stripped result document (``as_of``: name that instance's fingerprint)."""
     from oasis_opt import solve
     from oasis_opt.model.io import result_to_dict
 
@@ -42,7 +50,15 @@ def digest(inst, policy: str, placement: str | None, schedule=None, as_of=None) 
     doc = _strip(result_to_dict(inst, schedule or solve(inst, policy, **opts)))
     if as_of is not None:
         doc["instance_sha256"] = as_of.fingerprint
-    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+    return json.loads(json.dumps(doc))  # JSON types only (tuples as lists)
+
+
+def differences(doc: dict, name: str) -> list[str]:
+    """How ``doc`` differs from the stored result ``name`` ([] when it is the same result)."""
+    from oasis_opt.model import canonical
+
+    stored = json.loads((DATA / "paper-sim-seed7.results.json").read_text())[name]
+    return canonical.differences(doc, stored)
 
 
 def key(policy: str, placement: str | None) -> str:
@@ -77,42 +93,77 @@ def test_results_are_identical(policy, placement):
     from oasis_opt import solve, validate
     from oasis_opt.model.io import load_instance
 
-    expected = json.loads((DATA / "paper-sim-seed7.results.json").read_text())
     inst = load_instance(DATA / "paper-sim-seed7.json")
     opts = {} if placement is None else {"placement": placement}
     sched = solve(inst, policy, **opts)
     if "preemption" not in sched.stats:
-        assert digest(inst, policy, placement, sched) == expected[key(policy, placement)]
+        assert differences(document(inst, policy, placement, sched), key(policy, placement)) == []
         return
     assert policy in ("tiresias", "rrh")
     assert validate(inst, sched).ok
     free = replace(inst, meta={"preemption": {"checkpoint_slots": 1, "restart_slots": 0.0}})
     again = solve(free, policy, **opts)
     assert again.stats.pop("preemption")["jobs"]["lost_work"] == [0.0] * inst.I
-    assert digest(free, policy, placement, again, as_of=inst) == expected[key(policy, placement)]
+    assert differences(document(free, policy, placement, again, as_of=inst),
+                       key(policy, placement)) == []
 
 
-MILP_SHA256 = "2162a0914b41f439bb328606b23db1e461918da60a3bf480739936e18a3daf66"
+def milp_arrays(inst) -> dict:
+    """The offline MILP's arrays (CSR with sorted indices), by name."""
+    from oasis_opt.offline.milp_arrays import build_milp
+
+    m = build_milp(inst)
+    A = m.lp.A.tocsr()
+    A.sort_indices()
+    return {"c": m.lp.c, "indptr": A.indptr, "indices": A.indices, "data": A.data,
+            "row_lower": m.lp.row_lower, "row_upper": m.lp.row_upper, "lower": m.lp.lower,
+            "upper": m.lp.upper, "kind": m.kind, "job": m.job, "slot": m.slot,
+            "server": m.server}
+
+
+def milp_differences(got: dict, want) -> list[str]:
+    """Arrays of ``got`` that differ from the stored ones: integers exactly, floats beyond
+    ``canonical.SAME_RTOL`` (relative) / ``SAME_ATOL``."""
+    import numpy as np
+
+    from oasis_opt.model.canonical import SAME_ATOL, SAME_RTOL
+
+    out = [] if set(got) == set(want.files) else [f"arrays {sorted(got)} != {want.files}"]
+    for name in sorted(set(got) & set(want.files)):
+        g, w = np.asarray(got[name]), want[name]
+        if g.dtype != w.dtype or g.shape != w.shape:
+            out.append(f"{name}: {g.dtype}{g.shape} != stored {w.dtype}{w.shape}")
+        elif g.dtype.kind == "f":
+            if not np.allclose(g, w, rtol=SAME_RTOL, atol=SAME_ATOL, equal_nan=True):
+                out.append(f"{name}: {int((~np.isclose(g, w, SAME_RTOL, SAME_ATOL)).sum())} "
+                           f"entries differ")
+        elif not np.array_equal(g, w):
+            out.append(f"{name}: {int((g != w).sum())} entries differ")
+    return out
 
 
 def test_the_offline_milp_is_the_same_program():
+    """A program with one coefficient changed (a mutant that prices a slot's utility 1e-9
+    higher, or drops a row) is named by its array."""
     import numpy as np
 
     from oasis_opt.model.io import load_instance
-    from oasis_opt.offline.milp_arrays import build_milp
 
-    m = build_milp(load_instance(DATA / "paper-sim-seed7.json"))
-    A = m.lp.A.tocsr()
-    A.sort_indices()
-    h = hashlib.sha256()
-    for a in (m.lp.c, A.indptr, A.indices, A.data, m.lp.row_lower, m.lp.row_upper, m.lp.lower,
-              m.lp.upper, m.kind, m.job, m.slot, m.server):
-        h.update(np.ascontiguousarray(a).tobytes())
-    assert h.hexdigest() == MILP_SHA256
+    got = milp_arrays(load_instance(DATA / "paper-sim-seed7.json"))
+    with np.load(DATA / "paper-sim-seed7.milp.npz") as want:
+        assert milp_differences(got, want) == []
+        nudged = {**got, "c": got["c"] * np.where(np.arange(len(got["c"])) == 7, 1 + 1e-9, 1)}
+        assert milp_differences(nudged, want) == ["c: 1 entries differ"]
+        noise = {**got, "c": np.nextafter(got["c"], np.inf)}  # one ulp everywhere: the same
+        assert milp_differences(noise, want) == []
 
 
 def write(out: Path) -> None:
-    """Write the instance file and the digests (run with the code to pin)."""
+    """Write the instance file, the fingerprints and the MILP's arrays (run with the code to
+    pin)."""
+    import numpy as np
+
+    from oasis_opt.model import canonical
     from oasis_opt.model.io import load_instance, save_instance
     from oasis_opt.workloads import generate
 
@@ -120,9 +171,11 @@ def write(out: Path) -> None:
     save_instance(generate("paper-sim", seed=7, jobs=16, horizon=30, servers=4),
                   out / "paper-sim-seed7.json")
     inst = load_instance(out / "paper-sim-seed7.json")
-    digests = {key(p, pl): digest(inst, p, pl) for p, pl in RUNS}
+    prints = {key(p, pl): canonical.fingerprint(document(inst, p, pl)) for p, pl in RUNS}
     (out / "paper-sim-seed7.results.json").write_text(
-        json.dumps(digests, indent=1, sort_keys=True) + "\n")
+        "{\n" + ",\n".join(f" {json.dumps(k)}: {json.dumps(prints[k], separators=(',', ':'))}"
+                            for k in sorted(prints)) + "\n}\n")
+    np.savez_compressed(out / "paper-sim-seed7.milp.npz", **milp_arrays(inst))
 
 
 if __name__ == "__main__":

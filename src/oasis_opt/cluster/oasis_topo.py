@@ -52,7 +52,7 @@ import time
 import numpy as np
 
 from ..costmodel.placement import _progress_kernel, context
-from ..model.numerics import DONE_EPS, WORK_EPS, fit_count
+from ..model.numerics import DONE_EPS, WORK_EPS, fit_count, payoff_positive
 from ..model.schedule import WORKER
 from ..online.dual import best_schedule_arrays, job_arguments
 from ..online.oasis import OasisPolicy
@@ -214,7 +214,7 @@ class TopoOasisPolicy(OasisPolicy):
                 if key > best_key:
                     best, best_key, best_home = plan, key, home
         best_score = best_key[0]
-        admit = best is not None and best_score > 0
+        admit = best is not None and payoff_positive(best_score, best.cost)
         if admit:
             self._commit(best)
         self.decision_s[job] = time.perf_counter() - t0

@@ -28,7 +28,9 @@ name               value    guards
 ``COST_RTOL``      1e-12    dual subroutine DP: one more worker in a slot must save more than this
                             share of the slot's cost range (tie rule in ``online.dual``)
 ``PAYOFF_RTOL``    1e-12    dual subroutine: a later completion slot replaces the best only if its
-                            payoff is larger by more than ``PAYOFF_RTOL * max(1, |best|)``
+                            payoff is larger by more than ``PAYOFF_RTOL * max(1, |best|)``;
+                            OASiS admits a plan only if its payoff f - cost exceeds
+                            ``PAYOFF_RTOL * max(|f|, cost)`` (``payoff_positive``)
 ``UTILITY_RTOL``   1e-9     validator: claimed utilities equal f_i(completion - a_i) to this
 ``RC_TOL``         1e-9     column generation: reduced costs at or below this (relative to the
                             largest utility) count as "no improving column"
@@ -115,6 +117,21 @@ def fill(order: ArrayLike, fits: np.ndarray, count: int) -> list[tuple[int, int]
             out.append((int(s), n))
             count -= n
     return out if count <= 0 else None
+
+
+def payoff_positive(payoff: float, cost: float) -> bool:
+    """Alg. 1's admission test, payoff f - cost > 0, made robust to float noise: the payoff must
+    exceed ``PAYOFF_RTOL * max(|f|, |cost|)`` (f = payoff + cost, the plan's utility).
+
+    f and the cost are each computed to a few ulp, and on another CPU (numpy's SIMD kernels for
+    exp and log differ in the last place between AVX2 and AVX-512) they come out a few ulp
+    apart: a payoff within that noise of 0 (a job whose utility the prices match exactly) would
+    be admitted on one machine and refused on another, and every later decision would differ.
+    The margin is relative to the terms, not absolute, so a job whose utility has decayed to
+    1e-30 at prices of 1e-300 is still admitted (its payoff is 1e-30, far above the noise).
+    """
+    scale = max(abs(payoff + cost), abs(cost))
+    return payoff > PAYOFF_RTOL * scale
 
 
 def unit_prices(price: ArrayLike, demand: ArrayLike) -> np.ndarray:

@@ -18,6 +18,19 @@ one kernel per work bucket (about log2(max W / min W) of them), and then never a
 Float64 is enabled inside this module's calls only (``jax.enable_x64``); each candidate and each
 F entry is one float64 addition of numbers built by the shared code, as in numpy, so the
 kernel's F and choices are numpy's bit for bit.
+
+**Subnormal costs.** XLA on CPU runs with flush-to-zero and denormals-are-zero: a subnormal
+input (|x| < 2^-1022, about 2.2e-308) reads as 0 and a subnormal result is written as 0. Prices
+near an underflowed floor L (the calibrated pricing of jobs whose utility decays below 1e-300)
+give such slot costs, and numpy keeps them: the kernel then saw ties where numpy saw a cheaper
+count, and chose other plans (``paper_sim(2, jobs=400, horizon=300)``, job 6: cost 2.7e-310 in
+numpy, 0.0 in JAX). So the curves enter the kernel multiplied by ``SCALE`` = 2^64 and its costs
+leave divided by it. Multiplying by a power of two is exact, and the kernel only adds and
+compares non-negative numbers: a sum of two multiples of 2^-1074 is exact while it is
+subnormal, and rounds to 53 bits relative once it is normal, in either scale. So the scaled
+kernel computes numpy's floats times 2^64 exactly, with no subnormal left for XLA to flush
+(2^-1074 * 2^64 = 2^-1010 is normal). A slot cost above ``MAX_COST`` (2^900) would overflow
+when scaled and summed, and raises ``ValueError`` (the numpy backend takes it).
 """
 from __future__ import annotations
 
@@ -32,6 +45,10 @@ from ._dp import (CompletionScan, JobSpec, Plan, infeasible, job_arguments, job_
                   scan_result, range_costs, tie_costs)
 
 BLOCK = 32
+SCALE = 2.0 ** 64
+"""Exact power-of-two scale of the kernel's costs (module docstring: subnormal costs)."""
+MAX_COST = 2.0 ** 900
+"""Largest finite slot cost the scaled kernel takes (2^900 * 2^64 * 2^59 slots < 2^1024)."""
 # worker-count axis of the cost curves: one bucket covers the paper's N_i <= 100 (the DP loops
 # stop at the last affordable count, so the padding costs only curve entries)
 MIN_WORKERS = 128
@@ -83,7 +100,12 @@ def _curves(spec: JobSpec, wprice, pprice, wfree, pfree, start: int, n: int, Kb:
     out[:, :, 0] = 0.0
     out[0, :n, :spec.options] = C
     out[1, :n, :spec.options] = tie_costs(C)
-    return out
+    finite = out[np.isfinite(out)]
+    if finite.size and finite.max() > MAX_COST:
+        raise ValueError(f"backend 'jax': a slot cost of job {spec.job} is "
+                         f"{finite.max():.3g} > 2^900, out of the scaled kernel's range; "
+                         f"use backend='numpy'")
+    return out * SCALE  # exact (module docstring: subnormal costs)
 
 
 def best_schedule_jax(spec: JobSpec, wprice, pprice, wfree, pfree,
@@ -107,7 +129,7 @@ def best_schedule_jax(spec: JobSpec, wprice, pprice, wfree, pfree,
             F, f_target, ch = _block(F, C, Ct, delta, target)
             choices.append(np.asarray(ch)[:n])  # slice on the host: no per-n compile
             done = False
-            for j, cost in enumerate(np.asarray(f_target)[:n].tolist()):
+            for j, cost in enumerate((np.asarray(f_target)[:n] / SCALE).tolist()):
                 done = scan.update(a + start + j, cost)
                 if done:
                     break

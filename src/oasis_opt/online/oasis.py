@@ -2,7 +2,9 @@
 
 Jobs are decided one at a time in arrival order (ties in instance order, as the simulator hands
 them over). For each arriving job the dual subroutine (``best_schedule``, Alg. 2) finds its best
-schedule at the current prices; the job is admitted iff that payoff is strictly positive (A11:
+schedule at the current prices; the job is admitted iff that payoff is strictly positive, beyond
+float noise (``model.numerics.payoff_positive``: larger than 1e-12 of the plan's utility and cost,
+so that the decision is the same on every CPU) (A11:
 the payoff is measured at the prices *before* the allocation, so a plan that fills a resource to
 exactly c is feasible). On admission the whole plan is reserved: for every slot, server and
 resource it uses, the committed amount g (v for PS servers) grows by count * demand and the price
@@ -39,6 +41,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..model import Instance
+from ..model.numerics import payoff_positive
 from ..model.policy import OnlinePolicy
 from ..model.schedule import WORKER
 from .dual import GRANULARITIES, Plan, best_schedule, check_backend
@@ -179,7 +182,7 @@ class OasisPolicy(OnlinePolicy):
                              price_min=(self.worker_min[a:].min(axis=0),
                                         self.ps_min[a:].min(axis=0)),
                              slot_class=self.slot_class, server_index=self.index)
-        admit = plan.payoff > 0
+        admit = plan.feasible and payoff_positive(plan.payoff, plan.cost)
         if admit:
             self._commit(plan)
         self.decision_s[job] = time.perf_counter() - t0

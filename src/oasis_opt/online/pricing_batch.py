@@ -36,6 +36,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..model import Instance
+from ..model.numerics import payoff_positive
 from ..model.schedule import Schedule
 from ._dp import (CompletionScan, JobSpec, cost_lower_bound, finite_prefix, job_arguments,
                   job_spec, scan_result, slot_costs, tie_costs)
@@ -205,7 +206,7 @@ def solve_pricings(instance: Instance, pricings: Sequence[Any], *,
             for member, (scan, choices) in zip(members, _decide(spec, members, arrays)):
                 member.payoff[job] = scan.best if scan.stop is not None else None
                 member.planned[job] = scan.stop
-                admit = scan.stop is not None and scan.best > 0
+                admit = scan.stop is not None and payoff_positive(scan.best, scan.cost)
                 member.record(job, admit)
                 if admit:
                     plan = scan_result(spec, scan, choices, member.worker_price,
