@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from oasis_opt.cli import WRITE_RESERVE, main, parse_option
+from oasis_opt.cli import main
+from oasis_opt.cli.args import parse_option
+from oasis_opt.cli.solve import WRITE_RESERVE
 from oasis_opt.model import DEFAULT_RESOURCES, Instance, Job, Server, Utility
 from oasis_opt.model.io import instance_to_dict, load_instance, load_result, save_instance
 

@@ -4,11 +4,13 @@ Each entry maps a name to ``"module:attribute"`` (a class or factory taking keyw
 returning an object with ``solve(instance, **run_options) -> Schedule``) and a one-line summary.
 Add a policy by adding a line here; the CLI and experiment runner pick it up.
 
-One calling convention (``solve``): keywords are told apart by the policy's signatures. Those
-its class or factory takes are **policy options** (``backend``, ``seed``, ``pricing`` ...), those
-its ``solve`` method takes are **run options** (``progress``; ``time_limit`` for the offline
-solvers; online policies take no time limit); any other keyword is a ``TypeError`` naming it.
-A keyword both take goes to the constructor.
+One router for options (``build``, which ``solve`` uses): keywords are told apart by the
+policy's signatures. Those its class or factory takes are **policy options** (``backend``,
+``seed``, ``pricing`` ...), those its ``solve`` method takes are **run options** (``progress``;
+``time_limit`` for the offline solvers; online policies take no time limit). A keyword both take
+goes to the constructor. Anything wrong with the options raises ``OptionError`` naming the
+parameter at fault (``.param``), so a caller with its own names for them (the command line's
+flags, the service's fields) maps that one name.
 """
 from __future__ import annotations
 
@@ -73,9 +75,37 @@ class Policy(Protocol):
     def solve(self, instance: Instance, **run_options: Any) -> Schedule: ...
 
 
-class UnknownPolicy(KeyError):
+class OptionError(ValueError, TypeError):
+    """An option refused: ``param`` names the parameter at fault and ``message`` says why.
+
+    ``param`` is the option's keyword (``"time_limit"``, ``"backend"``, ``"memory_budget_gb"``),
+    ``"policy"`` for the policy's name, or ``"options"`` when the policy rejects its options
+    without naming one of them. ``str(err)`` is ``"<param>: <message>"``, the form of every
+    library error. It is a ``ValueError`` (a bad value) and, as an unknown keyword always was, a
+    ``TypeError``.
+    """
+
+    def __init__(self, param: str, message: str):
+        super().__init__(f"{param}: {message}")
+        self.param, self.message = param, message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (self.param, self.message)
+
+
+class UnknownPolicy(OptionError, KeyError):
+    """No policy is registered under ``name`` (``param`` ``"policy"``; also a ``KeyError``)."""
+
+    def __init__(self, name: str):
+        super().__init__("policy", f"unknown policy {name!r} "
+                                   f"(known: {', '.join(sorted(_REGISTRY))})")
+        self.name = name
+
     def __str__(self) -> str:
-        return f"unknown policy {self.args[0]!r} (known: {', '.join(sorted(_REGISTRY))})"
+        return self.message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (self.name,)
 
 
 def available_policies() -> dict[str, str]:
@@ -118,33 +148,98 @@ def get_policy(name: str, **options: Any) -> Policy:
     return policy_factory(name)(**options)
 
 
+def construct(name: str, factory: Callable[..., Any], options: dict[str, Any]) -> Any:
+    """``factory(**options)`` for the policy (or study controller) ``name``, every error about
+    the options an ``OptionError``: a keyword ``factory`` does not take (``param`` that keyword),
+    a value it rejects with a ``"<option>: ..."`` error (``param`` that option) or without
+    naming one of them (``param`` ``"options"``). A ``FormatError`` (a file an option names is
+    malformed: its ``field`` locates the fault inside the file) passes through."""
+    from .model.checks import FormatError
+
+    accepted = keyword_names(factory)
+    if accepted is not None:
+        for key in options:
+            if key not in accepted:
+                takes = (f"it takes: {', '.join(sorted(accepted))}" if accepted
+                         else "it takes no options")
+                raise OptionError(key, f"policy {name!r} does not accept option {key!r} "
+                                       f"({takes})")
+    try:
+        return factory(**options)
+    except FormatError:
+        raise
+    except (ValueError, TypeError) as e:
+        raise _naming(e, options, "options") from None
+
+
+def _naming(err: Exception, options: dict[str, Any], default: str) -> OptionError:
+    """``err`` as an ``OptionError``: on the option its ``"<option>: ..."`` names, else on
+    ``default`` with the whole message."""
+    if isinstance(err, OptionError):
+        return err
+    param, sep, rest = str(err).partition(": ")
+    if sep and param in options:
+        return OptionError(param, rest)
+    return OptionError(default, str(err))
+
+
+def build(name: str, options: dict[str, Any]) -> tuple[Policy, dict[str, Any]]:
+    """The policy ``name`` built from its options, and the run options for its ``solve``.
+
+    ``options`` are split by the signatures (module docstring): the constructor's keywords build
+    the policy (``construct``), those its ``solve`` takes are returned as run options. Raises
+    ``OptionError``: ``param`` ``"policy"`` for an unknown name (an ``UnknownPolicy``), the
+    keyword for an option neither takes (``time_limit`` on an online policy says why) or a value
+    the constructor rejects (see ``construct``).
+    """
+    from .model.policy import ONLINE_NO_TIME_LIMIT, OnlinePolicy
+
+    factory = policy_factory(name)
+    takes = keyword_names(factory)
+    given = {k: v for k, v in options.items() if takes is None or k in takes}
+    built = construct(name, factory, given)
+    run = {k: v for k, v in options.items() if k not in given}
+    runs = run_option_names(built)
+    unknown = [] if runs is None else sorted(set(run) - runs)
+    if "time_limit" in unknown and isinstance(built, OnlinePolicy):
+        raise OptionError("time_limit", f"policy {name!r}: {ONLINE_NO_TIME_LIMIT}")
+    if unknown:
+        raise OptionError(unknown[0], unknown_options_message(name, built, unknown, takes, runs))
+    return built, run
+
+
 def solve(instance: Instance, policy: str = "oasis", *, max_work: float | None = None,
           **options: Any) -> Schedule:
     """Run ``policy`` on ``instance`` and return its ``Schedule``, with its policy options
     recorded in ``stats["options"]`` (``summarize`` labels the schedule by them).
 
-    ``options`` are split by the policy's signatures (module docstring): e.g.
-    ``solve(inst, "oasis", backend="jax", progress=True)`` builds ``OasisPolicy(backend="jax")``
-    and runs ``.solve(inst, progress=True)``; ``solve(inst, "offline", time_limit=60)`` limits
-    the solver. A keyword neither takes raises ``TypeError`` naming it.
+    ``options`` are split by ``build``: e.g. ``solve(inst, "oasis", backend="jax",
+    progress=True)`` builds ``OasisPolicy(backend="jax")`` and runs ``.solve(inst,
+    progress=True)``; ``solve(inst, "offline", time_limit=60)`` limits the solver. An option
+    neither takes, or a value refused (by the constructor, or by the run with a
+    ``"<option>: ..."`` error, e.g. a MILP above ``memory_budget_gb``), raises ``OptionError``
+    naming it.
 
     Refuses (``oasis_opt.sizing.TooMuchWork``, a ``ValueError``) an instance whose estimated work
     exceeds ``max_work`` (default ``sizing.DEFAULT_MAX_WORK``; ``math.inf`` for no limit) or whose
     tables would not fit in memory.
     """
+    from .model.checks import FormatError
     from .sizing import DEFAULT_MAX_WORK, check_work, estimate_work
 
+    built, run = build(policy, options)
     check_work(estimate_work(instance, policy), DEFAULT_MAX_WORK if max_work is None else max_work)
-    factory = policy_factory(policy)
-    takes = keyword_names(factory)
-    given = {k: v for k, v in options.items() if takes is None or k in takes}
-    built = factory(**given)
-    run = {k: v for k, v in options.items() if takes is not None and k not in takes}
-    runs = run_option_names(built)
-    unknown = [] if runs is None else sorted(set(run) - runs)
-    if unknown:
-        raise TypeError(unknown_options_message(policy, built, unknown, takes, runs))
-    return record_options(built.solve(instance, **run), given)
+    given = {k: v for k, v in options.items() if k not in run}
+    try:
+        schedule = built.solve(instance, **run)
+    except FormatError:
+        raise
+    except ValueError as e:
+        param, sep, _ = str(e).partition(": ")
+        if sep and param in options:
+            raise _naming(e, options, param) from None
+        raise
+    return record_options(schedule, given)
 
 
 def unknown_options_message(name: str, policy: Policy, unknown: list[str], takes: set[str] | None,

@@ -1,0 +1,133 @@
+"""``execute`` (a schedule run for real on Ray) and ``profile`` (a task's measured speed
+model)."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .args import (PROGRESS, PROGRESS_BAR, TASK, adder, arg, json_object, non_negative_int,
+                   positive_int, positive_int_list, positive_seconds)
+from .common import (EXIT_OK, PROG, CliError, failure, load_instance, load_result, located,
+                     look_up, show_progress, write)
+
+add_execute = adder(
+    arg("instance", metavar="INSTANCE", help="instance JSON (every job the schedule runs "
+        "names a training task)"),
+    arg("result", metavar="RESULT", help="result JSON (the schedule)"),
+    arg("--slot-s", type=positive_seconds, required=True, metavar="S",
+        help="wall-clock seconds per slot"),
+    arg("--address", metavar="ADDR", help="join this running Ray cluster (its nodes "
+        "provide the resources server:<id>; default: a local Ray)"),
+    PROGRESS,
+    arg("--out", required=True, metavar="REPORT",
+        help="execution report JSON to write (oasis-opt/execution@1)"))
+add_profile = adder(
+    TASK,
+    arg("--config", type=json_object, metavar="JSON",
+        help="the task's hyperparameters as a JSON object (default: a documented one per "
+             "task, oasis_opt.runtime.profile.DEFAULT_CONFIGS)"),
+    arg("--workers", type=positive_int_list, default=(1, 2, 4), metavar="W1,W2,...",
+        help="worker counts (default 1,2,4)"),
+    arg("--ps", type=positive_int_list, default=(1, 2), metavar="P1,P2,...",
+        help="PS counts (default 1,2); points with more PSs than workers are skipped"),
+    arg("--iterations", type=positive_int, default=40, metavar="N",
+        help="iterations timed per sample (default 40)"),
+    arg("--repeats", type=positive_int, default=3, metavar="R",
+        help="samples per (workers, PSs) point (default 3)"),
+    arg("--seed", type=non_negative_int, default=0, metavar="S",
+        help="the task's weights and batch order (default 0)"),
+    arg("--address", metavar="ADDR", help="join this running Ray cluster"),
+    PROGRESS_BAR,
+    arg("--out", required=True, metavar="PROFILE", help="profile JSON to write"))
+
+
+def execute(args: argparse.Namespace) -> int:
+    from ..runtime.executor import ExecutionError, execute
+    from ..runtime.plan import ExecutionRefused
+    from ..runtime.report import save_report
+
+    inst = load_instance(args.instance)
+    sched = load_result(inst, args.result, args.instance)
+    bar = None
+    last = int(sched.allocations.slot.max()) if len(sched.allocations) else 0
+
+    def on_slot(record: dict) -> None:
+        nonlocal bar
+        if bar is None:
+            from tqdm import tqdm
+
+            bar = tqdm(total=last, desc=f"execute {sched.policy}", unit="slot")
+        bar.update(1)
+        bar.set_postfix_str(f"jobs {record['jobs']}, workers {record['workers']}, PS "
+                            f"{record['ps']}, overrun {record['overrun_s']:.2f} s")
+
+    if show_progress(args):
+        print(f"{PROG}: starting Ray and warming the containers ...", file=sys.stderr)
+    try:
+        report = execute(inst, sched, slot_seconds=args.slot_s, address=args.address,
+                         on_slot=on_slot if show_progress(args) else None)
+    except ExecutionRefused as e:
+        raise (CliError(args.result, e.message) if e.field == "schedule"
+               else located(e, args.instance)) from None
+    except ExecutionError as e:
+        return failure(e)
+    finally:
+        if bar is not None:
+            bar.close()
+    write(args.out, save_report, report)
+    print(report.summary())
+    print(f"-> {args.out}")
+    return EXIT_OK
+
+
+def profile(args: argparse.Namespace) -> int:
+    from statistics import median
+
+    from ..automl.tasks import get_task
+    from ..costmodel.profile import save_profile
+    from ..runtime.executor import ExecutionError
+    from ..runtime.profile import DEFAULT_CONFIGS, profile_points, profile_task
+    from ..sim.report import format_table
+
+    task = look_up(get_task, args.task, "--task")
+    try:
+        config = task.space.check(args.config if args.config is not None
+                                  else DEFAULT_CONFIGS[task.name], "--config")
+    except ValueError as e:
+        raise CliError(*str(e).split(": ", 1)) from None
+    points = profile_points(args.workers, args.ps)
+    if len(points) < 4:
+        raise CliError("--workers", f"{len(points)} (workers, PSs) points with PSs <= workers; "
+                       "the speed model's 4 parameters need at least 4")
+    bar = None
+    if args.progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(points) * (1 + args.repeats), desc=f"profile {task.name}",
+                   unit="slot")
+    try:
+        prof = profile_task({"name": task.name, "config": config, "seed": args.seed},
+                            args.workers, args.ps, iterations=args.iterations,
+                            repeats=args.repeats, address=args.address,
+                            progress=None if bar is None else lambda d, n: bar.update(d - bar.n))
+    except ExecutionError as e:
+        return failure(e)
+    finally:
+        if bar is not None:
+            bar.close()
+    write(args.out, save_profile, prof)
+
+    def measured(w: int, p: int) -> float:
+        return median(s.iteration_s for s in prof.samples if (s.workers, s.ps) == (w, p))
+
+    rows = [[w, p, f"{1e3 * measured(w, p):.2f}", f"{1e3 * prof.iteration_time(w, p):.2f}"]
+            for w, p in points]
+    print(format_table(["workers", "PSs", "measured ms/iteration (median)", "fitted"], rows))
+    print(f"t(w, p) = {prof.theta['const'] * 1e3:.3f} + {prof.theta['ps_load'] * 1e3:.3f} w/p + "
+          f"{prof.theta['per_worker'] * 1e3:.3f} w + {prof.theta['per_ps'] * 1e3:.3f} p  ms; fit "
+          f"error RMS {100 * prof.fit['rms_rel_error']:.1f} %, max "
+          f"{100 * prof.fit['max_rel_error']:.1f} % -> {args.out}")
+    return EXIT_OK
+
+
+COMMANDS = {"execute": (add_execute, execute), "profile": (add_profile, profile)}

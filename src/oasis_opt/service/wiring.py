@@ -1,0 +1,110 @@
+"""The service put together: ``build_service`` wires the state store, the scheduler with its
+online policy, the slot runner and the FastAPI application; ``Service.serve`` runs it.
+
+Every refusal is an ``oasis_opt.policies.OptionError`` naming the parameter at fault: ``policy``
+(unknown, or not online), one of the policy's options, ``pricing`` (required by OASiS: the
+service does not know its jobs in advance) or ``state`` (a state file that cannot be opened or
+resumed). A state file made for another cluster or policy raises the store's ``StateMismatch``;
+a malformed pricing file its ``FormatError``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from ..model import Instance
+    from ..model.policy import OnlinePolicy
+    from .runner import ServiceRunner
+    from .scheduler import Scheduler
+    from .store import Store
+
+# online policies priced from every job in advance unless given a pricing file
+NEEDS_PRICING = ("oasis", "oasis-topo")
+
+
+@dataclass
+class Service:
+    """A wired service: ``app`` over ``scheduler``, whose slots ``runner`` paces."""
+
+    store: Store
+    scheduler: Scheduler
+    runner: ServiceRunner
+    app: FastAPI
+
+    def serve(self, host: str, port: int) -> None:
+        """Run the slot runner and the HTTP server until the server stops (Ctrl-C), then stop
+        the runner and close the state."""
+        from .._extras import require
+
+        uvicorn = require("uvicorn", extra="service", feature="the scheduling service")
+        self.runner.start()
+        try:
+            uvicorn.run(self.app, host=host, port=port, log_level="warning")
+        finally:
+            self.runner.stop()
+            self.store.close()
+
+
+def require_extras(execute: bool = True) -> None:
+    """``MissingExtra`` unless the service's dependencies are installed (``execute``: and those
+    of running jobs), said before anything starts rather than when the first slot runs."""
+    from .._extras import require
+
+    require("fastapi", extra="service", feature="the scheduling service")
+    require("uvicorn", extra="service", feature="the scheduling service")
+    if execute:
+        require("ray", extra="ray", feature="running jobs (serve without --no-execute)")
+        require("optax", extra="automl", feature="running jobs (serve without --no-execute)")
+
+
+def online_policy(name: str, options: dict[str, Any]) -> OnlinePolicy:
+    """The online policy ``name`` built with ``options`` (``policies.build``); one that needs
+    every job in advance is an ``OptionError`` on ``policy``."""
+    from ..model.policy import OnlinePolicy
+    from ..policies import OptionError, build
+
+    policy, _ = build(name, options)
+    if not isinstance(policy, OnlinePolicy):
+        raise OptionError("policy", f"{name!r} is not an online policy (it needs every job in "
+                                    "advance)")
+    return policy
+
+
+def build_service(cluster: Instance, policy: str, options: dict[str, Any], *, slot_s: float,
+                  state: str | None = None, execute: bool = True, address: str | None = None,
+                  token: str | None = None) -> Service:
+    """The service deciding jobs on ``cluster`` (its servers, resources, horizon and topology;
+    its jobs are not submitted) with the online policy ``policy`` and its ``options``, a slot
+    every ``slot_s`` wall-clock seconds, its state in the SQLite file ``state`` (None: in
+    memory) so that a service restarted with it goes on where it stopped. ``execute``: run the
+    jobs on Ray (``address``: a running Ray cluster), else account progress as the simulator
+    does. ``token``: required on mutating requests when set."""
+    from ..model.io import FormatError
+    from ..policies import OptionError
+    from .app import create_app
+    from .runner import ServiceRunner
+    from .scheduler import ReplayMismatch, Scheduler
+    from .store import StateMismatch, Store
+
+    require_extras(execute)
+    if policy in NEEDS_PRICING and "pricing" not in options:
+        raise OptionError("pricing", f"required by policy {policy!r}: the service does not "
+                          "know its jobs in advance, which oracle pricing needs (`oasis-opt "
+                          "estimate-pricing` makes a pricing file from past instances)")
+    online_policy(policy, options)  # checks the policy and its options before anything starts
+    try:
+        store = Store(state or ":memory:")
+    except Exception as e:  # noqa: BLE001 - sqlite3 errors: not a database, unwritable ...
+        raise OptionError("state", f"cannot open {state}: {e}") from None
+    try:
+        scheduler = Scheduler(cluster, lambda: online_policy(policy, options), store=store,
+                              policy=policy, options=dict(options), executes=execute)
+    except StateMismatch:
+        raise
+    except (FormatError, ReplayMismatch) as e:
+        raise OptionError("state", f"cannot resume {state}: {e}") from None
+    runner = ServiceRunner(scheduler, slot_s, execute=execute, address=address)
+    return Service(store, scheduler, runner, create_app(scheduler, runner, token))
