@@ -82,3 +82,44 @@ def test_get_policy_and_solve_agree(inst):
     assert a.admitted == b.admitted and a.total_utility == b.total_utility
     with pytest.raises(TypeError, match="'options'"):  # one convention: no options={...} dict
         solve(inst, "oasis", options={"u_scale": 0.5})
+
+
+@pytest.mark.parametrize("policy, options, param", [
+    ("greedy", {"colour": "red"}, "colour"),  # an option neither the policy nor its run takes
+    ("oasis", {"time_limit": 5}, "time_limit"),  # a run option an online policy does not take
+    ("greedy", {"placement": "nowhere"}, "options"),  # a value refused without naming it
+    ("offline", {"node_limit": -1}, "node_limit"),  # a value refused by name
+    ("nope", {}, "policy"),  # no such policy
+])
+def test_build_raises_an_option_error_naming_the_parameter(policy, options, param):
+    """Catches the router refusing in words only: every refusal of ``policies.build`` is an
+    ``OptionError`` whose ``.param`` names the parameter at fault, so the command line and the
+    service can map it to their own flag or field (and it stays a ValueError and TypeError)."""
+    from oasis_opt.policies import OptionError, build
+
+    with pytest.raises(OptionError) as err:
+        build(policy, options)
+    assert err.value.param == param, err.value
+    assert isinstance(err.value, ValueError) and isinstance(err.value, TypeError)
+    assert str(err.value) == f"{param}: {err.value.message}" or policy == "nope"
+
+
+def test_build_splits_policy_and_run_options():
+    """Catches a router that sends a run option to the constructor or drops it: ``build``
+    returns the built policy and exactly the keywords its ``solve`` takes."""
+    from oasis_opt.policies import build
+
+    policy, run = build("offline", {"time_limit": 5.0, "progress": False, "node_limit": 3})
+    assert run == {"time_limit": 5.0, "progress": False}
+    assert type(policy).__name__ == "OfflinePolicy"
+
+
+def test_solve_names_an_option_a_run_refuses(inst):
+    """Catches a run-time refusal (a MILP above ``memory_budget_gb``) that reaches the caller
+    without the option's name, which the command line needs to name ``--option
+    memory_budget_gb``."""
+    from oasis_opt.policies import OptionError
+
+    with pytest.raises(OptionError) as err:
+        solve(inst, "offline", memory_budget_gb=1e-6)
+    assert err.value.param == "memory_budget_gb"
