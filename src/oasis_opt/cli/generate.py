@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
+from ..workloads.trace_registry import TRACES, trace_loader
 from .args import (MAX_WORK, adder, arg, blame, existing_file, non_negative_int, positive_int,
                    positive_number, positive_seconds)
 from .common import EXIT_OK, CliError, check_size, load_profile, write
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
 add_generate = adder(
     arg("--preset", metavar="NAME",
         help="workload preset (see `oasis-opt presets`), e.g. paper-sim"),
-    arg("--trace", choices=("philly", "gavel"),
+    arg("--trace", choices=tuple(TRACES),
         help="build the instance from a real trace instead of --preset"),
     arg("--file", type=existing_file, metavar="TRACE",
         help="--trace gavel: a Gavel *.trace file (default: its dev trace, shipped)"),
@@ -92,59 +93,64 @@ def generate(args: argparse.Namespace) -> int:
 
 def _generate_trace(args: argparse.Namespace) -> int:
     from ..model.io import FormatError, save_instance
-    from ..workloads.traces import philly_instance
 
     if args.preset is not None:
         raise CliError("--trace", "give either --preset or --trace")
     if args.profile or args.slowdown is not None:
         raise CliError("--profile" if args.profile else "--slowdown",
                        "a trace takes no speed profile")
-    if args.trace == "gavel":
-        return _generate_gavel(args)
     for name in ("file", "throughputs"):
-        if getattr(args, name) is not None:
-            raise CliError(f"--{name}", "only for --trace gavel")
-    if args.slot_s is None:
-        args.slot_s = 3600.0
+        if getattr(args, name) is not None and args.trace not in _TAKES_FILES:
+            raise CliError(f"--{name}", f"only for --trace {', '.join(_TAKES_FILES)}")
+    build, line, fields = _TRACE_FLAGS[args.trace]
+    try:
+        inst = build(args, trace_loader(args.trace))
+    except FormatError:
+        raise
+    except ValueError as e:
+        raise blame(e, fields, f"--trace {args.trace}") from None
+    _check_generated(inst, args)
+    write(args.out, save_instance, inst)
+    print(f"wrote {args.out}: {line(args, inst)}")
+    return EXIT_OK
+
+
+def _philly(args: argparse.Namespace, load: Callable[..., Instance]) -> Instance:
     if not args.days > 0:
         raise CliError("--days", f"must be > 0, got {args.days}")
-    try:
-        inst = philly_instance(args.start, args.days, args.seed,
-                               slot_s=3600.0 if args.slot_s is None else args.slot_s,
-                               root=args.trace_root)
-    except FormatError:
-        raise
-    except ValueError as e:
-        raise CliError(f"--trace {args.trace}", str(e)) from None
-    _check_generated(inst, args)
-    write(args.out, save_instance, inst)
-    print(f"wrote {args.out}: Philly trace from {args.start} for {args.days:g} days, {inst.I} jobs, "
-          f"T={inst.horizon}, {inst.H} worker + {inst.K} PS servers")
-    return EXIT_OK
+    return load(args.start, args.days, args.seed,
+                slot_s=3600.0 if args.slot_s is None else args.slot_s, root=args.trace_root)
 
 
-def _generate_gavel(args: argparse.Namespace) -> int:
-    from ..model.io import FormatError, save_instance
-    from ..workloads.gavel import ROUND_S, gavel_files, gavel_instance
+def _philly_line(args: argparse.Namespace, inst: Instance) -> str:
+    return (f"Philly trace from {args.start} for {args.days:g} days, {inst.I} jobs, "
+            f"T={inst.horizon}, {inst.H} worker + {inst.K} PS servers")
+
+
+def _gavel(args: argparse.Namespace, load: Callable[..., Instance]) -> Instance:
+    from ..workloads.gavel import ROUND_S, gavel_files
 
     shipped = gavel_files()  # the dev trace and its table, shipped with the package
-    try:
-        inst = gavel_instance(args.file or shipped["trace"],
-                              args.throughputs or shipped["throughputs"], cluster=args.cluster,
-                              gpus_per_server=args.gpus_per_server,
-                              slot_s=ROUND_S if args.slot_s is None else args.slot_s,
-                              seed=args.seed)
-    except FormatError:
-        raise
-    except ValueError as e:
-        raise blame(e, {"cluster": "--cluster", "gpus_per_server": "--gpus-per-server",
-                        "slot_s": "--slot-s"}, "--trace gavel") from None
-    _check_generated(inst, args)
-    write(args.out, save_instance, inst)
-    print(f"wrote {args.out}: Gavel trace {inst.meta['trace']}, {inst.I} jobs, "
-          f"T={inst.horizon} slots of {inst.meta['slot_s']:g} s, {inst.H} worker servers "
-          f"({', '.join(map(str, inst.types))}) + {inst.K} PS")
-    return EXIT_OK
+    return load(args.file or shipped["trace"], args.throughputs or shipped["throughputs"],
+                cluster=args.cluster, gpus_per_server=args.gpus_per_server,
+                slot_s=ROUND_S if args.slot_s is None else args.slot_s, seed=args.seed)
+
+
+def _gavel_line(args: argparse.Namespace, inst: Instance) -> str:
+    return (f"Gavel trace {inst.meta['trace']}, {inst.I} jobs, T={inst.horizon} slots of "
+            f"{inst.meta['slot_s']:g} s, {inst.H} worker servers "
+            f"({', '.join(map(str, inst.types))}) + {inst.K} PS")
+
+
+# each registered trace: its flags -> its loader's call, its summary line, and the loader's
+# parameters whose errors name a flag of their own (the others: --trace NAME)
+_TRACE_FLAGS: dict[str, tuple[Callable[[argparse.Namespace, Callable[..., Instance]], Instance],
+                              Callable[[argparse.Namespace, Instance], str], dict[str, str]]] = {
+    "philly": (_philly, _philly_line, {}),
+    "gavel": (_gavel, _gavel_line, {"cluster": "--cluster", "gpus_per_server": "--gpus-per-server",
+                                    "slot_s": "--slot-s"}),
+}
+_TAKES_FILES = ("gavel",)  # the traces read from --file / --throughputs
 
 
 def _check_generated(inst: Instance, args: argparse.Namespace) -> None:

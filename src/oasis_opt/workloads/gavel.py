@@ -74,7 +74,7 @@ def gavel_files(root: str | Path | None = None) -> dict[str, Path]:
     """Paths of the Gavel files shipped with the package (``oasis_opt/data/traces/gavel``) or
     under ``root`` laid out the same way: ``trace`` (dev.trace), ``throughputs`` and
     ``results`` (Gavel's own numbers on the dev trace)."""
-    from .traces import trace_root
+    from .trace_common import trace_root
 
     folder = trace_root(root) / "gavel"
     return {"trace": folder / "dev.trace", "throughputs": folder / "throughputs.json",
