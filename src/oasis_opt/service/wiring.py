@@ -62,11 +62,16 @@ def require_extras(execute: bool = True) -> None:
 
 def online_policy(name: str, options: dict[str, Any]) -> OnlinePolicy:
     """The online policy ``name`` built with ``options`` (``policies.build``); one that needs
-    every job in advance is an ``OptionError`` on ``policy``."""
+    every job in advance is an ``OptionError`` on ``policy``, a run option (the service runs
+    the policy slot by slot itself) one on that option."""
     from ..model.policy import OnlinePolicy
     from ..policies import OptionError, build
 
-    policy, _ = build(name, options)
+    policy, run = build(name, options)
+    if run:
+        key = next(iter(run))
+        raise OptionError(key, f"policy {name!r}: {key!r} is a run option, which the service "
+                               "sets itself")
     if not isinstance(policy, OnlinePolicy):
         raise OptionError("policy", f"{name!r} is not an online policy (it needs every job in "
                                     "advance)")
