@@ -10,9 +10,9 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oasis_opt.offline.solver import (IncrementalLP, LinearProgram, _decimal_scale, _scale_row,
-                                      STOPPED, new_highs, ordered_bound, set_highs_threads,
-                                      solve_program, to_highs_lp)
+from oasis_opt.offline.cpsat import decimal_scale, scale_row
+from oasis_opt.offline.solver import (STOPPED, IncrementalLP, LinearProgram, new_highs, ordered_bound,
+                                      set_highs_threads, solve_program, to_highs_lp)
 
 
 def program(c, A, lo, up, lower, upper, integer=True, sense="max"):
@@ -108,11 +108,11 @@ def test_bad_input_names_the_field():
 
 
 def test_decimal_scaling_is_exact_and_minimal():
-    assert _decimal_scale(np.array([1.0, 2.0])) == 1
-    assert _decimal_scale(np.array([0.25, 3.5])) == 100
-    assert _decimal_scale(np.array([0.1, 0.7])) == 10
-    assert _decimal_scale(np.array([1 / 3])) is None
-    a, lo, up, exact = _scale_row(np.array([0.5, 1.5]), -math.inf, 2.75, np.array([5.0, 5.0]))
+    assert decimal_scale(np.array([1.0, 2.0])) == 1
+    assert decimal_scale(np.array([0.25, 3.5])) == 100
+    assert decimal_scale(np.array([0.1, 0.7])) == 10
+    assert decimal_scale(np.array([1 / 3])) is None
+    a, lo, up, exact = scale_row(np.array([0.5, 1.5]), -math.inf, 2.75, np.array([5.0, 5.0]))
     assert exact and a.tolist() == [5, 15] and lo is None and up == 27
 
 
@@ -120,7 +120,7 @@ def test_inexact_rows_keep_feasible_points_and_only_those_within_tolerance():
     coef = np.array([1 / 3, 1 / 7, 0.3])
     box = np.array([9.0, 9.0, 9.0])
     for up in (2.0, 1.0, 0.0, 3.0 + 3 / 7):
-        a, lo, iup, exact = _scale_row(coef, -math.inf, up, box)
+        a, lo, iup, exact = scale_row(coef, -math.inf, up, box)
         assert not exact and lo is None
         for x in itertools.product(range(10), range(10), range(10)):
             act = coef @ np.asarray(x, float)

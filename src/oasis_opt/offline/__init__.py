@@ -19,8 +19,9 @@ loads neither Pyomo nor OR-Tools; the HiGHS paths need only the core install):
 * the readable Pyomo model (the reference the array model is tested against; needs the
   ``pyomo`` extra): ``build_pyomo``, ``solve_pyomo``.
 
-Modules: :mod:`.solver` (HiGHS via highspy arrays, CP-SAT with documented integer scaling, LP
-duals), :mod:`.milp_arrays` / :mod:`.milp_pyomo` (the MILP as arrays / as Pyomo), :mod:`.exact`
+Modules: :mod:`.solver` (the solver layer's entry point: :mod:`.lp` the program, result and status
+vocabulary, :mod:`.highs` HiGHS via highspy arrays with LP duals, :mod:`.cpsat` CP-SAT with
+documented integer scaling, :mod:`.child` a solve killed when it overshoots its limit), :mod:`.milp_arrays` / :mod:`.milp_pyomo` (the MILP as arrays / as Pyomo), :mod:`.exact`
 (policies ``offline``, ``offline-cpsat`` and ``lp_bound``), :mod:`.colgen` (column generation
 and policy ``offline-colgen``), :mod:`.topo` (policy ``offline-topo`` and the placement-aware
 bracket).
