@@ -28,7 +28,7 @@ pytest.importorskip("optax")
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
-    from oasis_opt.service.case_study import CaseStudy, run_case_study
+    from oasis_opt.experiments.case_study import CaseStudy, run_case_study
 
     out = tmp_path_factory.mktemp("case-study")
     settings = CaseStudy(trials=4, concurrent=1, jobs=0, epochs=4, slot_s=1.0, horizon=60,

@@ -1,4 +1,4 @@
-"""``case-study``: the computer-vision case study (``service.case_study.run_case_study``)."""
+"""``case-study``: the computer-vision case study (``experiments.case_study.run_case_study``)."""
 from __future__ import annotations
 
 import argparse
@@ -53,7 +53,7 @@ def case_study(args: argparse.Namespace) -> int:
         require(module, extra=extra, feature="the case study")
     from ..automl.controllers import controller_factory
     from ..policies import OptionError, construct
-    from ..service.case_study import CaseStudy, format_summary, run_case_study
+    from ..experiments.case_study import CaseStudy, format_summary, run_case_study
     from ..service.wiring import online_policy
 
     options = policy_options(args)

@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from .client import ServiceError, request
+from ..service.client import ServiceError, request
 
 if TYPE_CHECKING:
     from ..automl.replay import Controller
@@ -524,8 +524,8 @@ def _report(settings: CaseStudy, out: Path, driver: Driver, views: dict[str, dic
     from ..model.io import _jsonable
     from ..model.validate import validate
     from ..runtime.plan import job_plan
-    from .scheduler import stored_schedule
-    from .store import Store
+    from ..service.scheduler import stored_schedule
+    from ..service.store import Store
 
     store = Store(out / "state.db")
     try:
