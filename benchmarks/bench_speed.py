@@ -18,9 +18,11 @@ shared machine is inflated by the other processes) and the setup (``start``: pri
     nice -n 10 .venv/bin/python benchmarks/bench_speed.py            # baseline: main
     nice -n 10 .venv/bin/python benchmarks/bench_speed.py --baseline 56cf220 --quick
     nice -n 10 .venv/bin/python benchmarks/bench_speed.py --cells 1000:8000 --max-jobs 0 \
-        --first 800 --repeats 1 --out benchmarks/results/speed_scale.md
+        --first 800 --repeats 1 --out /tmp/oasis_scale.md   # then a section of speed.md
 
-Writes benchmarks/results/speed.md (and the raw numbers to speed.json).
+Writes benchmarks/results/speed.md (and the raw numbers to speed.json), replacing both; the named
+runs kept there (sections of speed.md, ``runs`` in speed.json) are added by hand from an ``--out``
+elsewhere, as in the last example.
 """
 from __future__ import annotations
 

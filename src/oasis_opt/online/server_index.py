@@ -2,7 +2,8 @@
 
 At cluster scale most of a decision went into reading every server of every slot the
 completion scan reaches: unit prices, fit counts and a partition over thousands of servers, per
-slot and pool, only to keep the N_i cheapest containers (``benchmarks/results/oasis_scale.md``).
+slot and pool, only to keep the N_i cheapest containers (``benchmarks/results/speed.md``,
+section oasis_scale).
 A ``ServerIndex`` keeps, for one pool and every slot a commit has touched, each resource's
 servers sorted by price (ascending) and by free capacity (descending) as of the slot's last
 sort, and the servers changed since ("dirty"). Untouched slots share one sort of the initial
