@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from oasis_opt.automl.classify import (POOR, PROMISING, UNCERTAIN, Thresholds, classify,
                                        expected_improvement, p_above, water_fill)
 from oasis_opt.automl.curves import Curve
-from oasis_opt.automl.evaluate import (classification_quality, fold_of, predict_study,
-                                       prediction_quality)
+from oasis_opt.automl.evaluate import (Predictions, classification_quality, fold_of,
+                                       predict_study, prediction_quality)
 from oasis_opt.automl.predict import (FAMILIES, MAX_STD, MIN_STD, BaggedSVR, ConfigEncoder,
                                       ParametricPredictor, RegressionPredictor, fit_family,
                                       last_value, predict, remaining_time)
@@ -233,6 +233,8 @@ def study_curves(n: int = 30):
 
 
 def test_the_evaluation_predicts_each_trial_without_its_own_final(monkeypatch):
+    """No fold's model sees its own finals; the classification rows count the true members of
+    both classes (a promising truth that copies the poor one fails here)."""
     curves = study_curves()
     fold = fold_of(len(curves))
     assert sorted(np.bincount(fold)) == [6] * 5
@@ -259,6 +261,28 @@ def test_the_evaluation_predicts_each_trial_without_its_own_final(monkeypatch):
     cls = classification_quality(preds)
     assert {(r["predictor"], r["class"]) for r in cls} == {
         (p_, c) for p_ in ("last-value", "parametric", "regression") for c in (POOR, PROMISING)}
+    eps = Thresholds().epsilon
+    true = {POOR: int(np.sum(p.final < p.incumbent)),
+            PROMISING: int(np.sum(p.final >= p.incumbent - eps))}
+    assert true[POOR] > 0 and true[PROMISING] > 0 and true[POOR] != true[PROMISING]
     for r in cls:
-        assert r["true"] == int(np.sum(p.final < p.incumbent)) if r["class"] == POOR else True
+        assert r["true"] == true[r["class"]]
         assert math.isnan(r["precision"]) or 0.0 <= r["precision"] <= 1.0
+
+
+def test_classification_quality_by_hand():
+    """Three trials against an incumbent of 0.9 (epsilon = 0.005): truly poor are the finals
+    below 0.9, truly promising those at or above 0.895. Catches a promising truth that drops
+    epsilon (the 0.897 trial) or copies the poor one."""
+    final = np.array([0.5, 0.897, 0.95])
+    p = Predictions("s", 0.2, 8, final, {"last-value": np.array([0.3, 0.96, 0.96])},
+                    {"last-value": np.array([0.01, 0.01, 0.01])}, {"last-value": 0},
+                    np.full(3, 0.9))
+    rows = {r["class"]: r for r in classification_quality([p], ("last-value",))}
+    assert set(rows) == {POOR, PROMISING}
+    # poor: truly poor trials 0 and 1 (0.5, 0.897 < 0.9); predicted poor trial 0 only
+    assert (rows[POOR]["true"], rows[POOR]["predicted"]) == (2, 1)
+    assert (rows[POOR]["precision"], rows[POOR]["recall"]) == (1.0, 0.5)
+    # promising: truly promising trials 1 and 2 (>= 0.895); predicted promising 1 and 2
+    assert (rows[PROMISING]["true"], rows[PROMISING]["predicted"]) == (2, 2)
+    assert (rows[PROMISING]["precision"], rows[PROMISING]["recall"]) == (1.0, 1.0)

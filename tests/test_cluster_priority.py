@@ -115,6 +115,46 @@ def test_a_higher_band_preempts_and_the_victim_is_degraded_then_promoted():
     assert _events(slow) == [("low", 3, "preempt", "high")]
 
 
+def two_jobs_one_server(checkpoint_slots: int, restart_slots: float = 0.5):
+    """"low" (4 GPUs, one V100 worker: 10 units a slot, W = 8 x 10 = 80 units) from slot 1;
+    "high" (4 GPUs, 2 slots) arrives in slot 3 and stops "low" there; a CPU server (1 unit a
+    slot for "low")."""
+    jobs = [_job("low", 1, 4, slots=8), _job("high", 3, 4, user="high", kind="prod-train",
+                                            slots=2)]
+    return _cluster(jobs, racks=(("r0", 1),),
+                    meta={"preemption": {"checkpoint_slots": checkpoint_slots,
+                                         "restart_slots": restart_slots}})
+
+
+@pytest.mark.parametrize("policy, checkpoint_slots, lost, completion", [
+    # kill, checkpoints every 3 slots: slots 1, 2 credit 10 + 10 units, no checkpoint yet (2 < 3
+    # slots), so the stop in slot 3 loses 20. From slot 5 (after "high", slots 3-4): slot 5 is a
+    # restart of rho = 0.5 slots, credited floor(10 x 0.5) = 5; then 10 a slot: 0 + 5 + 10 k >= 80
+    # at k = 8, slots 6..13: completion 13.
+    ("priority-kill", 3, 20.0, 13),
+    # kill, checkpoints every 2 slots: saved at the end of slot 2, the stop loses 0;
+    # 20 + 5 + 10 k >= 80 at k = 6: completion 11.
+    ("priority-kill", 2, 0.0, 11),
+    # degrade, every 3 slots: the stop in slot 3 loses 20; on CPU slot 3 is the restart,
+    # floor(1 x 0.5) = 0, slot 4 credits 1 (unsaved: 2 slots < 3); the promote in slot 5 loses
+    # that 1: 21 in all, and from 0 units the V100 again needs slots 5..13.
+    ("priority-degrade", 3, 21.0, 13),
+    # degrade, every 2 slots: the degrade loses 0; on CPU slots 3 (0 units) and 4 (1 unit) are
+    # 2 slots: checkpointed, the promote loses 0; 21 + 5 + 10 k >= 80 at k = 6: completion 11.
+    ("priority-degrade", 2, 0.0, 11),
+])
+def test_lost_work_by_hand(policy, checkpoint_slots, lost, completion):
+    """Lost work and completion computed by hand (the arithmetic in the cases): a ledger that
+    loses no work at a stop, or loses it at a checkpoint, fails here."""
+    inst = two_jobs_one_server(checkpoint_slots)
+    s = _run(inst, policy)
+    counters = s.stats["preemption"]["jobs"]
+    assert counters["lost_work"] == [lost, 0.0]
+    assert s.completion == (completion, 4)
+    # the restart slots: one after each stop (rho = 0.5 < 1 slot)
+    assert counters["restart_slots"] == [1 if policy == "priority-kill" else 2, 0]
+
+
 def test_equal_bands_never_preempt_each_other():
     """Same band, however long "late" waits (aging) and with delta 0: no preemption."""
     jobs = [_job("first", 1, 4, user="mid", kind="automl", slots=20),

@@ -6,7 +6,6 @@ from __future__ import annotations
 import ast
 import json
 import math
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -17,8 +16,11 @@ from oasis_opt.costmodel import (ACCELERATOR_SERVERS, ACCELERATORS, CATALOGUE, C
                                  chunk_time_on, cpu_mode_worker, integer_speeds, model_family,
                                  relative_speed)
 from oasis_opt.costmodel.models import MODELS
+from oasis_opt.workloads.gavel import gavel_files
 
-GAVEL = Path("/work/shared/traces/gavel/simulation_throughputs.json")
+# Gavel's isolated throughputs as the package ships them (values unchanged from Gavel's
+# simulation_throughputs.json; provenance and licence in oasis_opt/data/traces/README.md)
+GAVEL = gavel_files()["throughputs"]
 GAVEL_NAMES = {"resnet18": "ResNet-18", "resnet50": "ResNet-50", "transformer": "Transformer",
                "lm": "LM", "recommendation": "Recommendation", "a3c": "A3C",
                "cyclegan": "CycleGAN"}
@@ -45,8 +47,9 @@ def test_speeds_are_relative_to_one_v100_with_the_documented_ranges():
     assert relative_speed("lm", "cpu", reference="k80") == pytest.approx(0.1 / 0.25)
 
 
-@pytest.mark.skipif(not GAVEL.exists(), reason=f"Gavel's throughput table not at {GAVEL}")
 def test_p100_and_k80_are_gavels_geometric_means():
+    """Read from the repository's copy of Gavel's table, so it runs everywhere: a P100 or K80
+    speed off Gavel's geometric mean by more than 5e-4 fails here."""
     table = json.loads(GAVEL.read_text())
     for family, name in GAVEL_NAMES.items():
         ratios = {"p100": [], "k80": []}

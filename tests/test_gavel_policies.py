@@ -34,13 +34,18 @@ def _rows(schedule):
 @given(inst=st.one_of(hetero_instances(max_jobs=6, max_horizon=8), instances(max_jobs=5)),
        seed=st.integers(0, 3))
 def test_valid_and_deterministic_on_random_instances(policy, options, inst, seed):
+    """Valid, deterministic, and rigid: a job runs with its whole gang, k_j = N_i capped by what
+    fits on the empty cluster (``workers_alone``, from the instance, not the policy's report), on
+    one type, or not at all. A policy that runs gangs one worker short fails here."""
+    from oasis_opt.model.numerics import workers_alone
+
     first = solve(inst, policy, seed=seed, **options)
     report = validate(inst, first)
     assert report.ok, f"{policy}{options}: {report}"
     again = solve(inst, policy, seed=seed, **options)
     assert _rows(again) == _rows(first)
-    # rigid: a job runs with all its k_j workers on one type, or not at all
-    k = first.stats["rigid_workers"]
+    k = [workers_alone(inst, j) for j in range(inst.I)]
+    assert first.stats["rigid_workers"] == k
     a = first.allocations
     w = a.role == WORKER
     for j, t in set(zip(a.job[w].tolist(), a.slot[w].tolist())):

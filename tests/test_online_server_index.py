@@ -178,6 +178,9 @@ class _ShallowIndex(OasisPolicy):
 @pytest.mark.parametrize("seed,T,servers,jobs", [(0, 60, 300, 400), (1, 40, 420, 300),
                                                  (2, 80, 260, 500)])
 def test_oasis_with_and_without_the_index_gives_the_same_schedule(seed, T, servers, jobs):
+    """Both paths give the same rows, and the schedule is valid: a plan that places one PS
+    fewer than ceil(k b_i / B_i) in both paths (the same rows, so the comparisons alone pass)
+    breaks rule (6) and fails here."""
     inst = paper_sim(seed, jobs=jobs, horizon=T, worker_servers=servers, ps_servers=servers)
     plain = OasisPolicy(server_index=False)
     result = simulate(inst, plain)
@@ -189,7 +192,9 @@ def test_oasis_with_and_without_the_index_gives_the_same_schedule(seed, T, serve
         assert result.total_utility == indexed.total_utility
         assert result.admitted == indexed.admitted
         assert plain.payoff == policy.payoff
-        validate(inst, indexed)
+        report = validate(inst, indexed)
+        assert report.ok, str(report)
+    assert any(result.admitted) and validate(inst, result).ok
 
 
 def test_the_index_is_automatic_at_cluster_scale_only():

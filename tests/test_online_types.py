@@ -4,10 +4,12 @@ exact optimum on tiny typed instances."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from oasis_opt import solve, validate
 from oasis_opt.model import DEFAULT_RESOURCES, Instance, Job, JobType, Server, Utility
@@ -70,25 +72,47 @@ def test_oasis_buys_the_work_where_it_is_cheapest():
     assert {int(r[2]) for r in workers if r[3] == 0} == {0}
 
 
-@settings(max_examples=40, deadline=None)
-@given(hetero_instances(max_jobs=1, max_horizon=5))
-def test_an_empty_cluster_admits_a_job_its_leanest_type_can_hold(inst):
-    """(25'): f(T - a) > 0 and a plan on the job's leanest type (V_i) that fits by T: then its
-    payoff at the floor prices is positive, so OASiS admits it."""
-    if inst.I == 0 or inst.work[0] == 0:
-        return
-    pricing = oracle_pricing(inst)
-    T, H, K, R = inst.horizon, inst.H, inst.K, inst.R
+def _leanest(inst) -> tuple[int, int]:
+    """Job 0's leanest type (the argmin of V_i, ``pricing.leanest_use``) and its slots alone
+    there with one worker, ceil(W_i / s_ig)."""
     slots = -(-inst.work[0] // np.maximum(inst.type_speed[0], 1))
     use = np.where(inst.usable[0], slots * inst.type_demand[0].sum(axis=1), np.inf)
     lean = int(np.argmin(use))
+    return lean, int(slots[lean])
+
+
+@st.composite
+def lone_jobs(draw):
+    """One job on a ``hetero_instances`` cluster, built to meet the precondition of (25'): its
+    types cut to those with a server that holds one of its workers (so its leanest type can hold
+    a plan), and the horizon stretched so that one worker from its arrival finishes by T."""
+    inst = draw(hetero_instances(min_jobs=1, max_jobs=1, max_horizon=5))
+    job = inst.jobs[0]
+    holds = inst.worker_fits(0, inst.worker_capacity).max(axis=1) > 0  # per type
+    if not holds[inst.usable[0]].all():
+        types = {inst.types[g]: (job.types or {}).get(inst.types[g], JobType(job.unit))
+                 for g in np.flatnonzero(holds)}
+        inst = inst.with_jobs([replace(job, types=types)])
+    _, slots = _leanest(inst)
+    return replace(inst, horizon=max(inst.horizon, job.arrival - 1 + slots))
+
+
+@settings(max_examples=40, deadline=None)
+@given(lone_jobs())
+def test_an_empty_cluster_admits_a_job_its_leanest_type_can_hold(inst):
+    """(25'): f(T - a) > 0 and a plan on the job's leanest type (V_i) that fits by T: then its
+    payoff at the floor prices is positive, so OASiS admits it. The strategy builds that
+    precondition, so every example reaches the admission check: an OASiS that rejects a job it
+    could place alone (a floor price above the payoff) fails here."""
+    pricing = oracle_pricing(inst)
+    T, H, K, R = inst.horizon, inst.H, inst.K, inst.R
+    lean, _ = _leanest(inst)
     wfree = np.broadcast_to(inst.worker_capacity, (T + 1, H, R)).copy()
     wfree[:, inst.worker_type != lean] = 0.0  # only the leanest type
     pfree = np.broadcast_to(inst.ps_capacity, (T + 1, K, R)).copy()
     zero_w, zero_p = np.zeros((T + 1, H, R)), np.zeros((T + 1, K, R))
-    fits = best_schedule(inst, 0, zero_w, zero_p, wfree, pfree).feasible
-    if not fits or inst.utility_table[0, T] <= 0:
-        return
+    assert best_schedule(inst, 0, zero_w, zero_p, wfree, pfree).feasible  # a plan that fits
+    assert inst.work[0] > 0 and inst.utility_table[0, T] > 0
     s = solve(inst, "oasis")
     assert s.admitted == (True,) and validate(inst, s).ok
     assert pricing.alpha >= 1

@@ -111,6 +111,52 @@ def test_metrics_on_a_run():
     assert mn["lost_gpu_hours"] == 0 and mn["chain_lengths"] == []
 
 
+def _stopped_once(last_slot: int, lost_work: float) -> tuple:
+    """The instance of ``test_cluster_priority.two_jobs_one_server`` (checkpoints every 3 slots,
+    restarts of 0.5 slots) and a schedule written by hand: "low" on the V100 server in slots 1-2
+    and 5..``last_slot``, preempted by "high" (slots 3-4) in slot 3, completing in
+    ``last_slot``; its counters claim ``lost_work``."""
+    from test_cluster_priority import two_jobs_one_server
+
+    from oasis_opt.model import PS, WORKER
+
+    inst = two_jobs_one_server(3)
+    v0, p0 = inst.server_index["v0"], inst.server_index["p0"]
+    low = [1, 2, *range(5, last_slot + 1)]
+    rows = [(j, t, server, role, 1) for j, slots in ((0, low), (1, [3, 4])) for t in slots
+            for server, role in ((v0, WORKER), (p0, PS))]
+    completion = (last_slot, 4)
+    utility = tuple(inst.utility_of(i, c) for i, c in enumerate(completion))
+    counters = {"preemptions": [1, 0], "degradations": [0, 0], "promotions": [0, 0],
+                "resizes": [0, 0], "lost_work": [lost_work, 0.0], "restart_slots": [1, 0]}
+    stats = {"preemption": {"events": [["low", 3, "preempt", "high"]], "jobs": counters}}
+    return inst, Schedule("hand", (True, True), Allocations.from_rows(rows), completion, utility,
+                          float(sum(utility)), stats)
+
+
+def test_lost_work_by_hand_in_the_validator_and_the_metrics():
+    """"low" (10 units a slot on the V100, W = 80) runs in slots 1-2 and is preempted in slot 3
+    with no checkpoint yet (2 < 3 slots): it loses 10 + 10 = 20 units. Slot 5 is its restart
+    (rho = 0.5): floor(10 x 0.5) = 5 credited, 5 withheld; 5 + 10 k >= 80 at k = 8: slots 6..13,
+    completion 13. The validator accepts that schedule, and rejects both the same counters with
+    lost_work 0 and the runs ending in slot 11, which 20 + 5 + 60 = 85 >= 80 would allow if
+    nothing were lost. The metrics: (20 lost + 5 withheld) units x 4 GPUs / 10 units a worker-slot
+    = 10 GPU-hours in 1-hour slots. A ledger that loses no work at a stop fails here."""
+    inst, good = _stopped_once(13, 20.0)
+    report = validate(inst, good)
+    assert report.ok, str(report)
+    claims_nothing_lost = _stopped_once(13, 0.0)[1]
+    assert validate(inst, claims_nothing_lost).rules() == {"lost-work"}
+    inst, early = _stopped_once(11, 20.0)  # 20 - 20 + 5 + 6 x 10 = 65 units: not complete
+    assert [(v.rule, v.job, v.message) for v in validate(inst, early).violations] == [
+        ("lost-work", "low", "completed with 65 work units < 80 needed")]
+    m = preemption_metrics(inst, good, 3600.0)
+    assert m["lost_gpu_hours"] == pytest.approx(10.0)
+    # held: "low" 2 + 9 slots and "high" 2 slots of one 4-GPU worker = 52 GPU-hours
+    assert m["gpu_hours"] == pytest.approx(52.0)
+    assert m["useful_gpu_hours"] == pytest.approx(42.0)
+
+
 # ---- reproduce preemption -----------------------------------------------------------------------
 def test_reproduce_preemption_draws_and_resumes(tmp_path, monkeypatch):
     from oasis_opt.experiments import preemption as exp

@@ -75,13 +75,13 @@ ACCELERATOR_NAMES = ("v100", "p100", "k80", "cpu")
 
 @st.composite
 def hetero_instances(draw, max_jobs: int = 4, max_horizon: int = 6, max_servers: int = 3,
-                     max_work: int = 24) -> Instance:
+                     max_work: int = 24, min_jobs: int = 0) -> Instance:
     """Small valid instances with accelerator types: 1 to 3 types drawn from
     ``ACCELERATOR_NAMES`` over 1 to ``max_servers`` worker servers ("cpu" servers have no GPU);
-    each job lists some types with speeds 1..6 (a CPU type with its own demand and the slowest
-    speed) or none (every type at its unit speed), has a unit u_i in 1..3, may span types, and
-    needs at most ``max_work`` work units; every job fits one worker and its PSs on a server of a
-    type it can use."""
+    ``min_jobs`` to ``max_jobs`` jobs, each listing some types with speeds 1..6 (a CPU type with
+    its own demand and the slowest speed) or none (every type at its unit speed), with a unit u_i
+    in 1..3, maybe spanning types, needing at most ``max_work`` work units; every job fits one
+    worker and its PSs on a server of a type it can use."""
     T = draw(st.integers(1, max_horizon))
     names = draw(st.lists(st.sampled_from(ACCELERATOR_NAMES), min_size=1, max_size=3,
                           unique=True))
@@ -98,7 +98,7 @@ def hetero_instances(draw, max_jobs: int = 4, max_horizon: int = 6, max_servers:
     present = list(dict.fromkeys(s.accelerator for s in ws))
     ps = draw(servers("p", K, False))
     jobs = []
-    for i in range(draw(st.integers(0, max_jobs))):
+    for i in range(draw(st.integers(min_jobs, max_jobs))):
         host = draw(st.sampled_from(ws))
         phost = draw(st.sampled_from(ps))
         bw = float(draw(st.integers(1, min(5, int(host.capacity["bw"])))))

@@ -12,7 +12,10 @@ its compiled kernels stay warm, the training state does not (it comes from the j
 - PS: holds ``flat[b[j]:b[j+1]]`` and its optimiser state; ``step(*grads)`` averages the shards
   of the iteration's workers (``mean_gradients``: equal batches, equal weights) and takes one
   optimiser step (element-wise, so a shard steps as the whole vector would); returns the new
-  shard and an acknowledgement, the step count.
+  shard and an acknowledgement, the number of gradients it averaged.
+
+``assign_worker`` and ``assign_ps`` return the id of the logical server the container holds (the
+``server:<id>`` resource Ray assigned it), so the executor reports where its containers really ran.
 
 The jitted kernels live at module level in ``oasis_opt.automl.tasks``, so a process compiles each
 architecture and shard size once, whatever the jobs it serves.
@@ -71,6 +74,18 @@ class Container:
     def ping(self) -> int:
         return os.getpid()
 
+    def server(self) -> str | None:
+        """The logical server whose ``server:<id>`` resource this container holds (None outside
+        Ray or without one)."""
+        try:
+            import ray
+
+            held = ray.get_runtime_context().get_assigned_resources()
+        except Exception:  # noqa: BLE001 - not inside a Ray actor
+            return None
+        ids = [name.split(":", 1)[1] for name in held if name.startswith("server:")]
+        return ids[0] if len(ids) == 1 else None
+
     def _data(self, spec) -> _JobData:
         key = _key(spec)
         if key not in self._jobs:
@@ -101,13 +116,13 @@ class Container:
         return time.perf_counter() - t0
 
     # ---- worker ----------------------------------------------------------------------------
-    def assign_worker(self, spec: dict) -> int:
+    def assign_worker(self, spec: dict) -> str | None:
         from ..automl.shards import shard_bounds
 
         self.role, self.job = "worker", self._data(spec)
         self.bounds = shard_bounds(self.job.size, spec["ps"])
         self.shard = self.state = None
-        return os.getpid()
+        return self.server()
 
     def gradient(self, n: int, *shards: np.ndarray):
         """Gradient shards of mini-batch ``n`` at the parameters ``concat(shards)``."""
@@ -121,23 +136,24 @@ class Container:
         return parts if len(parts) > 1 else parts[0]
 
     # ---- PS --------------------------------------------------------------------------------
-    def assign_ps(self, spec: dict, shard: np.ndarray, state: Any) -> int:
+    def assign_ps(self, spec: dict, shard: np.ndarray, state: Any) -> str | None:
         import jax.numpy as jnp
 
         self.role, self.job = "ps", self._data(spec)
         self.shard = jnp.asarray(shard)
         self.state = state
         self.steps = 0
-        return os.getpid()
+        return self.server()
 
     def step(self, *grads: np.ndarray):
-        """Average the workers' gradient shards, one optimiser step: (new shard, step count)."""
+        """Average the workers' gradient shards, one optimiser step: (new shard, the number of
+        gradients averaged)."""
         from ..automl.tasks import mean_gradients
 
         g = mean_gradients(list(grads), [self.job.batch_size] * len(grads))
         self.shard, self.state = self.job.model.optimizer.step(g, self.state, self.shard)
         self.steps += 1
-        return np.asarray(self.shard), self.steps
+        return np.asarray(self.shard), len(grads)
 
     def checkpoint(self):
         """(shard, optimiser state) as numpy, for the job's checkpoint."""

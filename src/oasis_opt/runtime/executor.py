@@ -19,6 +19,12 @@ is the whole interface, so a service can drive it with allocations decided as jo
 3. each job is *checkpointed*: the PSs' shards and optimiser states gathered and joined; a job
    whose mini-batches are all done completes (its validation accuracy is measured).
 
+**What ran.** A slot's record reports what the containers did, not what the allocation asked:
+``workers``, ``ps`` and ``servers`` count the containers that held the job, each on the server it
+reported when it was assigned (the ``server:<id>`` resource Ray gave it); ``assigned`` the
+containers assigned to it at the slot's start (0 when it kept its containers); ``iterations`` the
+optimiser steps its PSs acknowledged and ``real_minibatches`` the gradients they averaged.
+
 **Time.** Slot t is due at ``(t - 1) S`` seconds after slot 1 began and ends at ``max(t S, the end
 of its work)``: real time paces slots but never cuts planned work, so the real progress of every
 slot is exactly what the schedule planned, and a slot whose work takes longer than S *overruns*
@@ -114,6 +120,7 @@ class _Job:
     alloc: Allocation | None = None
     workers: list = field(default_factory=list)  # (server, actor)
     pss: list = field(default_factory=list)
+    placed: list = field(default_factory=list)  # (server id, role) the containers reported
     slots: list = field(default_factory=list)  # per-slot records (dicts)
     restarts: list = field(default_factory=list)
     completion_slot: int | None = None
@@ -130,6 +137,7 @@ class _Run:
         self.next = 0
         self.n = job.done
         self.inflight: collections.deque = collections.deque()
+        self.gradients: list[int] = []  # per acknowledged iteration: gradients its PSs averaged
         self.first = self.last = None
 
 
@@ -261,7 +269,7 @@ class Executor:
     def _release(self, job: _Job) -> None:
         for server, actor in job.workers + job.pss:
             self._idle(server).append(actor)
-        job.workers, job.pss, job.alloc = [], [], None
+        job.workers, job.pss, job.alloc, job.placed = [], [], None, []
 
     def _discard(self, job: _Job) -> None:
         """After a failure: kill the job's dead containers, return the live ones to the pools."""
@@ -275,7 +283,7 @@ class Executor:
                     ray.kill(actor)
                 except Exception:  # noqa: BLE001
                     pass
-        job.workers, job.pss, job.alloc = [], [], None
+        job.workers, job.pss, job.alloc, job.placed = [], [], None, []
 
     def containers(self, job: int) -> dict[str, list]:
         """The actors serving job ``job`` now: ``{"workers": [...], "ps": [...]}``."""
@@ -381,10 +389,8 @@ class Executor:
                                      f"completed in slot {job.completion_slot}")
             job.worker_slots += alloc.workers
             target = job.plan.planned_minibatches(job.worker_slots)
-            records[j] = {"slot": t, "workers": alloc.workers, "ps": alloc.ps,
-                          "servers": [{"server": self.instance.servers[s].id,
-                                       "role": ("worker", "ps")[r], "count": c}
-                                      for s, r, c in alloc.rows],
+            # workers, ps, servers, iterations, real_minibatches: filled from what ran
+            records[j] = {"slot": t, "workers": 0, "ps": 0, "servers": [], "assigned": 0,
                           "planned_worker_slots": alloc.workers,
                           "planned_minibatches": target - job.done,
                           "planned_iterations": len(iteration_sizes(target - job.done,
@@ -414,8 +420,8 @@ class Executor:
         record = {"slot": t, "start_s": begin - self._origin, "work_end_s": work_end - self._origin,
                   "end_s": end - self._origin,
                   "overrun_s": max(0.0, work_end - self._origin - t * self.slot_seconds),
-                  "jobs": len(allocs), "workers": sum(a.workers for a in allocs.values()),
-                  "ps": sum(a.ps for a in allocs.values())}
+                  "jobs": len(allocs), "workers": sum(r["workers"] for r in records.values()),
+                  "ps": sum(r["ps"] for r in records.values())}
         self.slots.append(record)
         if self.on_slot is not None:
             self.on_slot(record)
@@ -452,6 +458,12 @@ class Executor:
             records[j]["restart_s"] += seconds
             if err is not None:
                 failed[j] = _cause(err, "restarting its containers")
+                continue
+            job = pending[j][0]
+            where = ray.get(assign[j])  # the server each container holds
+            job.placed = ([(w, "worker") for w in where[:len(job.workers)]]
+                          + [(w, "ps") for w in where[len(job.workers):]])
+            records[j]["assigned"] = len(where)
         # 2. the slot's iterations, all jobs at once
         runs = {}
         for j, (job, alloc) in pending.items():
@@ -465,8 +477,13 @@ class Executor:
         for j, run in runs.items():
             if j not in failed:
                 rec = records[j]
-                rec["iterations"] = len(run.sizes)
-                rec["real_minibatches"] = run.n - run.job.done
+                placed = collections.Counter(run.job.placed)
+                rec["workers"] = sum(c for (_, role), c in placed.items() if role == "worker")
+                rec["ps"] = sum(c for (_, role), c in placed.items() if role == "ps")
+                rec["servers"] = [{"server": server, "role": role, "count": c}
+                                  for (server, role), c in placed.items()]
+                rec["iterations"] = len(run.gradients)
+                rec["real_minibatches"] = sum(run.gradients)
                 rec["busy_s"] = (run.last - run.first) if run.first is not None else 0.0
         # 3. checkpoint
         gather = {j: [a.checkpoint.remote() for _, a in runs[j].job.pss] for j in runs
@@ -535,10 +552,11 @@ class Executor:
                 run = runs[j]
                 acks = run.inflight.popleft()
                 try:
-                    ray.get(acks)
+                    averaged = ray.get(acks)  # per PS: the gradients it averaged
                 except Exception as err:  # noqa: BLE001 - sorted out by _cause
                     failed[j] = _cause(err, "training")
                     continue
+                run.gradients.append(min(averaged))
                 run.last = time.perf_counter()
                 submit(j, run)
         return failed

@@ -25,8 +25,11 @@ the task's validation split)``}``, all null for a job that did not complete; ``m
 ``{"planned": E_i N_i M_i, "real": done}``; ``minibatches_per_chunk`` (M_i); ``checkpoint_s``
 and ``restart_s`` (sums over its slots); ``restarts`` (``[{"slot", "cause"}]``, one per failed
 attempt); ``slots``: per slot it ran, ``slot``, ``workers``, ``ps``, ``servers``
-(``[{"server", "role", "count"}]``), ``planned_worker_slots`` (its workers), ``planned_minibatches``
-/ ``real_minibatches``, ``planned_iterations`` / ``iterations``, ``real_chunks`` (cumulative
+(``[{"server", "role", "count"}]``: the containers that held the job, each on the server it
+reported), ``assigned`` (containers assigned to it at the slot's start, 0 when it kept its
+containers), ``planned_worker_slots`` (its workers in the schedule), ``planned_minibatches`` /
+``real_minibatches`` (gradients its PSs averaged), ``planned_iterations`` / ``iterations`` (steps
+its PSs acknowledged), ``real_chunks`` (cumulative
 chunk passes, real minibatches / M_i), ``busy_s`` (first iteration submitted to last one done),
 ``predicted_s`` (the chunk-time model: iterations x_i S / M_i), ``profile_predicted_s`` (the
 job's fitted speed model when its provenance has one: iterations t(w, p) at the job's own
@@ -61,7 +64,7 @@ JOB_FIELDS = ("id", "task", "arrival", "admitted", "planned", "real", "minibatch
               "minibatches_per_chunk", "checkpoint_s", "restart_s", "restarts", "slots")
 REAL_FIELDS = ("completion_slot", "completion_s", "wall_slot", "utility", "val_accuracy",
                "val_loss")
-JOB_SLOT_FIELDS = ("slot", "workers", "ps", "servers", "planned_worker_slots",
+JOB_SLOT_FIELDS = ("slot", "workers", "ps", "servers", "assigned", "planned_worker_slots",
                    "planned_minibatches", "real_minibatches", "planned_iterations", "iterations",
                    "real_chunks", "busy_s", "predicted_s", "profile_predicted_s",
                    "shared_predicted_s", "restart_s",
