@@ -95,3 +95,18 @@ def test_lazy_names_are_the_defining_objects():
     assert oasis_opt.Instance is Instance
     assert oasis_opt.offline.bracket is bracket
     assert oasis_opt.offline.solve_program is solve_program
+
+
+def test_a_lazy_name_spelled_like_its_submodule_survives_that_submodules_import():
+    """``workloads.testbed_real`` (the generator, defined in ``workloads/testbed_real.py``): a
+    child that imports the submodule first must still get the function from the package, as an
+    eager ``from .testbed_real import testbed_real`` gave it (with plain PEP 562 laziness the
+    import system binds the package attribute to the module: "'module' object is not
+    callable")."""
+    code = ("import oasis_opt.workloads.testbed_real, oasis_opt.workloads.testbed\n"
+            "from oasis_opt.workloads import testbed_real, testbed\n"
+            "import oasis_opt.workloads as w\n"
+            "print(callable(testbed_real), callable(testbed), callable(w.testbed_real),\n"
+            "      type(__import__('sys').modules['oasis_opt.workloads.testbed_real']).__name__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True", "True", "module"]

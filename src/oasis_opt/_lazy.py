@@ -9,7 +9,26 @@ readers see the same names in an ``if TYPE_CHECKING:`` block of that ``__init__`
 from __future__ import annotations
 
 import importlib
+import sys
+from types import ModuleType
 from typing import Any, Callable, Mapping
+
+
+class _Package(ModuleType):
+    """A package whose lazy names include one spelled like its submodule (``workloads.testbed``
+    the function, in ``workloads/testbed.py``). Importing that submodule makes the import system
+    set the package's attribute to the *module*, which would hide the name for good (the
+    package's ``__getattr__`` is asked only for missing attributes); here the name is bound to the
+    submodule's object of that name instead, as an eager ``from .testbed import testbed`` leaves
+    it. ``sys.modules`` still holds the submodule."""
+
+    _shadowed: frozenset[str] = frozenset()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if (name in self._shadowed and isinstance(value, ModuleType)
+                and value.__name__ == f"{self.__name__}.{name}" and hasattr(value, name)):
+            value = getattr(value, name)
+        super().__setattr__(name, value)
 
 
 def lazy_exports(namespace: dict[str, Any], exports: Mapping[str, str]
@@ -20,6 +39,10 @@ def lazy_exports(namespace: dict[str, Any], exports: Mapping[str, str]
     ``".model.io"``) that defines it under the same name.
     """
     package = namespace["__name__"]
+    shadowed = frozenset(name for name, module in exports.items() if module == f".{name}")
+    if shadowed and package in sys.modules:
+        module_obj = sys.modules[package]
+        module_obj.__class__ = type("_Package", (_Package,), {"_shadowed": shadowed})
 
     def __getattr__(name: str) -> Any:
         if name not in exports:
