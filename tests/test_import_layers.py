@@ -401,3 +401,21 @@ def test_importing_the_dual_subroutine_loads_no_simulator_cluster_or_networkx():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert "oasis_opt.cluster.tree" in out.stdout.split()
+
+
+def test_the_models_names_of_the_cost_model_resolve():
+    """``model`` reaches the cost model by ``"module:attr"`` names only (``model.registry``): each
+    must name a function that exists there, else a placement-aware run fails only when it
+    first validates (a renamed ``placement_work_remaining`` would pass every import check)."""
+    from oasis_opt.costmodel import placement, preemption
+    from oasis_opt.model import registry
+
+    names = {n: getattr(registry, n) for n in ("PLACEMENT_PROGRESS", "PLACEMENT_WORK_REMAINING",
+                                               "PREEMPTION_COSTS", "RESTART_SHARE")}
+    expected = {"PLACEMENT_PROGRESS": placement.placement_progress,
+                "PLACEMENT_WORK_REMAINING": placement.placement_work_remaining,
+                "PREEMPTION_COSTS": preemption.preemption_costs,
+                "RESTART_SHARE": preemption.restart_share}
+    assert {n: registry.resolve(v) for n, v in names.items()} == expected
+    with pytest.raises(AttributeError):
+        registry.resolve("oasis_opt.costmodel.placement:no_such_function")
