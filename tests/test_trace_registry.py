@@ -30,7 +30,7 @@ def test_the_traces_module_keeps_every_name_where_it_was():
     """Catches a name lost in splitting the traces into one module each: importers of
     ``oasis_opt.workloads.traces`` (experiments, automl, tests) keep working."""
     assert trace_loader("philly") is traces.philly_instance
-    for name in traces.__all__ + ["_parse_float", "_parse_int", "_parse_str", "_window"]:
+    for name in traces.__all__ + ["parse_float", "parse_int", "parse_str", "_window"]:
         assert getattr(traces, name) is not None, name
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from ..model.io import FormatError
-from ..workloads.traces import _parse_float, _parse_int, _parse_str, read_csv
+from ..workloads.traces import parse_float, parse_int, parse_str, read_csv
 
 COLUMNS = ("study", "trial", "epoch", "val_accuracy", "val_loss", "seconds", "config")
 
@@ -84,7 +84,7 @@ def _config_json(config: Mapping[str, Any], where: str) -> str:
 
 # ---- reading ------------------------------------------------------------------------------------
 def _accuracy(v: str) -> float:
-    x = _parse_float(0.0)(v)
+    x = parse_float(0.0)(v)
     if x > 1.0:
         raise ValueError(f"must be in [0, 1], got {v!r}")
     return x
@@ -113,8 +113,8 @@ def _config(v: str) -> dict:
     return value
 
 
-_PARSERS = {"study": _parse_str, "trial": _parse_int(0), "epoch": _parse_int(1),
-            "val_accuracy": _accuracy, "val_loss": _loss, "seconds": _parse_float(0.0),
+_PARSERS = {"study": parse_str, "trial": parse_int(0), "epoch": parse_int(1),
+            "val_accuracy": _accuracy, "val_loss": _loss, "seconds": parse_float(0.0),
             "config": _config}
 
 

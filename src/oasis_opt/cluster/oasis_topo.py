@@ -51,7 +51,7 @@ import time
 
 import numpy as np
 
-from ..costmodel.placement import _progress_kernel, context
+from ..costmodel.placement import progress_kernel, context
 from ..model.numerics import DONE_EPS, WORK_EPS, fit_count, payoff_positive
 from ..model.schedule import WORKER
 from ..online.dual import best_schedule_arrays, job_arguments
@@ -144,7 +144,7 @@ class TopoOasisPolicy(OasisPolicy):
         if not len(rows):
             return plan.utility, True, 1.0
         slots, group = np.unique(rows[:, 1], return_inverse=True)
-        progress = _progress_kernel(inst, self._ctx, group, len(slots),
+        progress = progress_kernel(inst, self._ctx, group, len(slots),
                                     np.full(len(slots), job, dtype=np.int64), rows[:, 2],
                                     rows[:, 3], rows[:, 4])
         k = np.bincount(group, weights=np.where(rows[:, 3] == WORKER, rows[:, 4], 0),

@@ -52,14 +52,12 @@ from typing import Mapping
 import numpy as np
 
 from ..baselines.common import fixed_workers, make_placement
+from ..model.classes import CLASS_OF_UTILITY, USER_CLASSES, user_class  # noqa: F401 - re-exported
 from ..model.numerics import useful_workers
 from ..model.preemption import CPU_MODE, cpu_servers
 from ..sim.core import OnlinePolicy
 from ..sim.placement import Placement, apply
 
-USER_CLASSES: dict[str, tuple[int, float]] = {"high": (2, 1.0), "mid": (1, 0.5), "low": (0, 0.0)}
-"""user class -> (band, user priority)."""
-CLASS_OF_UTILITY = {"time-critical": "high", "time-sensitive": "mid", "time-insensitive": "low"}
 JOB_TYPES = {"prod-train": 1.0, "dev": 0.6, "automl": 0.3}
 DEGRADED_TYPE_WEIGHT = 0.2
 WEIGHT_NAMES = ("user", "type", "wait", "remaining", "unsaved", "preempted")
@@ -67,17 +65,6 @@ DEFAULT_WEIGHTS = {"user": 0.3, "type": 0.2, "wait": 0.2, "remaining": 0.15, "un
                    "preempted": 0.05}
 MODES = ("degrade", "kill", "nopreempt")
 Rows = list[tuple[int, int, int]]
-
-
-def user_class(job) -> str:
-    """The job's user class (module docstring); ValueError naming the field if unknown."""
-    cls = (job.provenance or {}).get("user_class")
-    if cls is None:
-        return CLASS_OF_UTILITY.get(job.job_class or "", "mid")
-    if cls not in USER_CLASSES:
-        raise ValueError(f"jobs[{job.id}].provenance.user_class: unknown class {cls!r} "
-                         f"(known: {', '.join(USER_CLASSES)})")
-    return str(cls)
 
 
 def job_type(job) -> str:

@@ -53,7 +53,7 @@ instance's ``meta["costmodel"]["default_model"]``, else ``models.DEFAULT_MODEL``
 the simulator (microseconds against slots); the standalone ``iteration_time`` takes it.
 
 Two implementations: ``iteration_time`` walks the topology graph (readable reference, also for
-hand-computed examples); ``_progress_kernel`` works on arrays for many (job, slot) groups at once
+hand-computed examples); ``progress_kernel`` works on arrays for many (job, slot) groups at once
 and is what the simulator (``placement_progress``) and the validator
 (``placement_work_remaining``) both call, so they agree bit for bit. Tests hold them against each
 other.
@@ -338,7 +338,7 @@ def context(instance) -> _Context:
 
 
 # ---- the array kernel: many (job, slot) groups at once ---------------------------------------
-def _progress_kernel(instance, ctx: _Context, group: np.ndarray, n_groups: int,
+def progress_kernel(instance, ctx: _Context, group: np.ndarray, n_groups: int,
                      group_job: np.ndarray, server: np.ndarray, role: np.ndarray,
                      count: np.ndarray) -> np.ndarray:
     """Worker-slots credited to each group: k T_ref / T_actual (module docstring).
@@ -399,7 +399,7 @@ def placement_progress(instance, job: int, rows, t: int) -> float:
     server, role, count)]: k T_ref / T_actual (module docstring). The simulator's progress
     function when ``instance.progress == "placement"``.
 
-    The arithmetic of ``_progress_kernel`` for one group, on Python floats (a job has a handful
+    The arithmetic of ``progress_kernel`` for one group, on Python floats (a job has a handful
     of rows; numpy's per-call overhead would dominate): the same operations in the same order,
     so the result equals the kernel's bit for bit (tests hold them to ==).
     """
@@ -464,7 +464,7 @@ def placement_worker_slots(instance, allocations):
     key = job * (int(slot.max()) - lo + 1) + (slot - lo)  # sorts by job, then slot
     uniq, first, group = np.unique(key, return_index=True, return_inverse=True)
     gjob, gslot = job[first], slot[first]
-    progress = _progress_kernel(instance, context(instance), group, len(uniq), gjob, server,
+    progress = progress_kernel(instance, context(instance), group, len(uniq), gjob, server,
                                 role, count)
     return gjob, gslot, progress
 

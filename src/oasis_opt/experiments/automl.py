@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..model.io import _jsonable, read_json, write_json_atomic
+from ..model.io import jsonable, read_json, write_json_atomic
 
 POLICIES = ("automl-thesis", "optuna-median", "optuna-sh", "optuna-hyperband", "asha", "no-stop")
 RIVALS = ("optuna-median", "optuna-sh", "optuna-hyperband", "asha")
@@ -149,7 +149,7 @@ def compute(quick: bool = False, results: str | Path = "results", workers: int |
         bar = tqdm(total=len(todo), desc=f"automl{' (quick)' if quick else ''}", unit="run")
 
     def store(kind, key, path, record):
-        record = _jsonable(record)  # NaN (a rank correlation of constant predictions) -> null
+        record = jsonable(record)  # NaN (a rank correlation of constant predictions) -> null
         write_json_atomic(path, record)
         data[kind][key] = record
         if bar is not None:

@@ -521,7 +521,7 @@ def _report(settings: CaseStudy, out: Path, driver: Driver, views: dict[str, dic
     """Read the state, validate it, export the best model and test it on the held-out split."""
     from ..automl.export import load_model, save_model
     from ..automl.tasks import get_task
-    from ..model.io import _jsonable
+    from ..model.io import jsonable
     from ..model.validate import validate
     from ..runtime.plan import job_plan
     from ..service.scheduler import stored_schedule
@@ -597,7 +597,7 @@ def _report(settings: CaseStudy, out: Path, driver: Driver, views: dict[str, dic
                        "trials_started": len(driver.trials), "stopped": len(stopped),
                        "minibatches_saved": sum(j["minibatches_to_complete"] - j["minibatches"]
                                                 for j in stopped),
-                       "stats": _jsonable(driver.controller.stats())},
+                       "stats": jsonable(driver.controller.stats())},
         "split": split_sizes, "best": heldout, "jobs": jobs,
         "files": {name: str(out / name) for name in ("cluster.json", "state.db", "serve.log",
                                                       "summary.json", "model.npz",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..model.io import _jsonable, read_json, write_json_atomic
+from ..model.io import jsonable, read_json, write_json_atomic
 
 POLICIES = ("priority-degrade", "priority-kill", "priority-nopreempt", "tiresias")
 CLASSES = ("high", "mid", "low")
@@ -69,7 +69,7 @@ def compute(quick: bool = False, results: str | Path = "results", workers: int |
         if path.is_file():
             data["runs"][k] = read_json(path)
         else:
-            rec = _jsonable(run(p, load, seed, s["max_jobs"]))
+            rec = jsonable(run(p, load, seed, s["max_jobs"]))
             write_json_atomic(path, rec)
             data["runs"][k] = rec
             data["computed"] += 1

@@ -21,7 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from ..model.io import FormatError, _jsonable, read_json, write_json_atomic
+from ..model.io import FormatError, jsonable, read_json, write_json_atomic
 from .spec import METRICS, RunSpec, resolve_generator, resolve_policy
 
 RUN_FORMAT = "oasis-opt/run@1"
@@ -85,15 +85,15 @@ def compute_run(spec: RunSpec) -> dict:
                        f"({len(report.violations)} violations):\n{head}"
                        + (f"\n  ... and {more} more" if more > 0 else ""))
     t3 = time.perf_counter()
-    metrics = {name: _jsonable(METRICS[name](instance, schedule)) for name in spec.metrics}
+    metrics = {name: jsonable(METRICS[name](instance, schedule)) for name in spec.metrics}
     t4 = time.perf_counter()
     return {
         "format": RUN_FORMAT,
         "key": spec.key,
         "spec": spec.to_dict(),
         "metrics": metrics,
-        "summary": _jsonable(summarize(instance, schedule)),
-        "stats": _jsonable(schedule.stats),
+        "summary": jsonable(summarize(instance, schedule)),
+        "stats": jsonable(schedule.stats),
         # wall times, and the CPU time of the whole run (what a loaded machine does not inflate)
         "timing": {"generate_s": t1 - t0, "solve_s": t2 - t1, "validate_s": t3 - t2,
                    "metrics_s": t4 - t3, "total_s": t4 - t0, "cpu_s": time.process_time() - c0},

@@ -49,7 +49,7 @@ def mutate(instance: Any, rng: np.random.Generator, *, max_epochs: int = 200,
 
     ``priority``: the gamma1 range (default the instance's ``meta["priority"]``).
     """
-    from ..workloads._common import TARGET_RANGE
+    from ..workloads.paper import TARGET_RANGE
 
     jobs = list(instance.jobs)
     lo, hi = priority if priority is not None else instance.meta["priority"]

@@ -251,15 +251,17 @@ def result_to_dict(inst: Instance, sched: Schedule) -> dict:
                   "utility": sched.utility[n]} for n, j in enumerate(inst.jobs)],
         "allocations": [{"job": inst.jobs[j].id, "slot": t, "server": sid[s], "role": ROLES[r],
                          "count": c} for j, t, s, r, c in sched.allocations.rows()],
-        "stats": _jsonable(sched.stats),
+        "stats": jsonable(sched.stats),
     }
 
 
-def _jsonable(v: Any) -> Any:
+def jsonable(v: Any) -> Any:
+    """``v`` as plain JSON values: numpy scalars and arrays as Python numbers and lists, tuples as
+    lists, keys as strings, NaN as null and infinities as "inf" / "-inf" (what ``dumps`` writes)."""
     if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
+        return {str(k): jsonable(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
+        return [jsonable(x) for x in v]
     if isinstance(v, np.generic):
         return v.item()
     if isinstance(v, np.ndarray):

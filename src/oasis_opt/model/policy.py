@@ -1,4 +1,5 @@
-"""What the simulator asks of a slot-by-slot policy: the ``OnlinePolicy`` hooks.
+"""What the simulator asks of a slot-by-slot policy (the ``OnlinePolicy`` hooks) and of a
+placement (the ``Placement`` protocol).
 
 The simulator (``oasis_opt.sim.core.simulate``) owns time and capacity and sits above the
 policies that implement these hooks (OASiS in ``online``, the baselines), so the base class sits
@@ -11,7 +12,7 @@ bad input for them). Time limits belong to the offline solvers.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -66,3 +67,31 @@ class OnlinePolicy:
         simulate = resolve(SIMULATOR)
         schedule: Schedule = simulate(instance, self, show_progress=progress)
         return schedule
+
+
+Rows = list[tuple[int, int, int]]
+"""A placement's rows ``(global server, role, count)``: worker servers 0..H-1, PS servers H..H+K-1."""
+
+
+@runtime_checkable
+class Placement(Protocol):
+    """What a policy asks of a placement: *where* its containers go once it has decided *how
+    many* (``sim.placement`` holds the greedy base class, first-fit, round-robin, random and
+    packing; ``cluster.tree`` the topology-aware tree placement). ``free`` is the free capacity
+    (H+K, R) and is never modified; ``None``: the containers do not fit."""
+
+    name: str
+
+    def reset(self, instance: Any) -> None:
+        """Called once before a run (a placement may keep state between slots)."""
+
+    def place(self, instance: Any, job: int, k: int, free: np.ndarray) -> Rows | None:
+        """Rows for k workers and the PSs constraint (6) gives them."""
+
+    def place_counts(self, instance: Any, job: int, workers: int, ps: int, free: np.ndarray, *,
+                     on_type: int | None = None) -> Rows | None:
+        """Rows for exactly ``workers`` workers and ``ps`` PSs (workers on ``on_type`` if given)."""
+
+    def place_most(self, instance: Any, job: int, k_max: int, free: np.ndarray, *,
+                   remaining: float | None = None) -> tuple[int, Rows]:
+        """The largest k <= k_max that fits, with its rows (0 and [] if none)."""

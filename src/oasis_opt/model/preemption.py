@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .registry import PLACEMENT_PROGRESS, PREEMPTION_COSTS, RESTART_SHARE, resolve
 from .schedule import WORKER
 
 if TYPE_CHECKING:
@@ -66,9 +67,7 @@ class PreemptionLedger:
     placement-aware progress."""
 
     def __init__(self, instance: Instance, whole_units: bool = True):
-        from ..costmodel.preemption import preemption_costs
-
-        costs = preemption_costs(instance)
+        costs = resolve(PREEMPTION_COSTS)(instance)
         self.checkpoint_slots = costs.checkpoint_slots
         self.restart_slots_needed = costs.restart_slots
         self.whole = whole_units
@@ -106,12 +105,10 @@ class PreemptionLedger:
 
     def credit(self, job: int, gross: float) -> float:
         """Credit a slot with workers whose progress is ``gross`` units; return what counts."""
-        from ..costmodel.preemption import restart_share
-
         got = gross
         n = int(self.restart_n[job])
         if n >= 0:
-            share = restart_share(n, float(self.restart_slots_needed[job]))
+            share = resolve(RESTART_SHARE)(n, float(self.restart_slots_needed[job]))
             got = math.floor(gross * share + 1e-9) if self.whole else gross * share
             if share < 1.0:
                 self.counts["restart_slots"][job] += 1
@@ -169,8 +166,7 @@ def slot_progress(instance: Instance, allocations: Allocations) -> dict[tuple[in
     m = (a.role == WORKER) & (a.slot >= 1) & (a.slot <= instance.horizon)
     out: dict[tuple[int, int], float] = {}
     if instance.progress == "placement":
-        from ..costmodel.placement import placement_progress
-
+        placement_progress = resolve(PLACEMENT_PROGRESS)
         rows: dict[tuple[int, int], list] = {}
         for j, t, s, r, c in a.rows():
             if 1 <= t <= instance.horizon:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator
 import numpy as np
 
 from .numerics import DONE_EPS
+from .registry import PLACEMENT_WORK_REMAINING, resolve
 
 if TYPE_CHECKING:
     from .instance import Instance
@@ -115,9 +116,7 @@ def derive_outcome(instance: Instance, allocations: Allocations, events: list | 
     workers = allocations.workers_per_job_slot(instance.I, instance.horizon)
     done = work_done(instance, allocations) >= instance.work
     if instance.progress == "placement":  # placement-aware worker-slots (costmodel.placement)
-        from ..costmodel.placement import placement_work_remaining
-
-        done = placement_work_remaining(instance, allocations)[1] <= DONE_EPS
+        done = resolve(PLACEMENT_WORK_REMAINING)(instance, allocations)[1] <= DONE_EPS
     if events:
         from .preemption import replay
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from .numerics import DONE_EPS, UTILITY_RTOL, capacity_slack
+from .registry import PLACEMENT_WORK_REMAINING, resolve
 from .preemption import COUNTERS, cpu_servers, parse_events, record_of, replay
 from .schedule import PS, WORKER, Schedule, derive_outcome, work_done
 
@@ -198,9 +199,7 @@ def validate(instance: Instance, schedule: Schedule) -> ValidationReport:
     got = work_done(instance, a)
     short, unit = got < instance.work, "work units" if instance.typed else "worker-slots"
     if instance.progress == "placement":  # placement-aware worker-slots (costmodel.placement)
-        from ..costmodel.placement import placement_work_remaining
-
-        got, remaining = placement_work_remaining(instance, a)
+        got, remaining = resolve(PLACEMENT_WORK_REMAINING)(instance, a)
         short, unit = remaining > DONE_EPS, "placement-aware worker-slots"
     if ledger is not None and events:  # credited units net of lost work and restarts
         got = ledger.progress

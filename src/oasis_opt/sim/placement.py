@@ -66,7 +66,8 @@ def by_speed(instance, job: int, order: np.ndarray) -> np.ndarray:
 
 
 class Placement:
-    """Base: subclasses give the server orders; ``place`` fills them greedily."""
+    """The greedy base of ``model.policy.Placement``: subclasses give the server orders;
+    ``place`` fills them greedily."""
 
     name = "base"
 

@@ -1,6 +1,6 @@
 """Metrics of preemption: per priority class, useful and lost GPU-time, and chain lengths.
 
-* **Per class** (a job's ``cluster.priority.user_class``): JCT = (completion - arrival + 1)
+* **Per class** (a job's ``model.classes.user_class``): JCT = (completion - arrival + 1)
   slots in hours (mean, p50, p95 over its completed jobs), queueing delay = (first slot with
   workers - arrival) in hours (mean, over jobs that ran), misses = jobs not completed, or
   completed after their utility's target gamma3 (completion - arrival > gamma3).
@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..model.classes import user_class
 from ..model.preemption import parse_events, record_of, replay
 
 
@@ -72,9 +73,7 @@ def _stats(x: list[float]) -> dict[str, float | None]:
 def preemption_metrics(instance, schedule, slot_s: float = 3600.0,
                        classes: list[str] | None = None) -> dict[str, Any]:
     """The metrics of the module docstring; ``classes[i]``: job i's class (default: its
-    ``cluster.priority.user_class``); ``slot_s``: seconds per slot, for hours."""
-    from ..cluster.priority import user_class  # (classes are the priority policies')
-
+    ``model.classes.user_class``); ``slot_s``: seconds per slot, for hours."""
     h = slot_s / 3600.0
     classes = classes or [user_class(j) for j in instance.jobs]
     a = schedule.allocations

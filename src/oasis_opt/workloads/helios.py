@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from ..model.io import FormatError
-from .trace_common import _parse_float, _parse_int, _parse_time, read_csv, trace_root
+from .trace_common import parse_float, parse_int, parse_time, read_csv, trace_root
 
 HELIOS_COLUMNS = ("time", "total_gpu_num", "running_gpu_num", "pending_gpu_num",
                   "gpu_utilization", "running_job_num", "pending_job_num")
@@ -19,9 +19,9 @@ def load_helios_utilisation(root: str | Path | None = None) -> tuple[np.ndarray,
     Checks that ``gpu_utilization`` = running / total GPUs (to the file's 3 decimals)."""
     path = trace_root(root) / "helios-util" / "earth_vc6YE_10min.csv"
     rows = read_csv(path, HELIOS_COLUMNS, {
-        "time": _parse_time, "total_gpu_num": _parse_int(1), "running_gpu_num": _parse_int(0),
-        "pending_gpu_num": _parse_int(0), "gpu_utilization": _parse_float(0.0),
-        "running_job_num": _parse_int(0), "pending_job_num": _parse_int(0)})
+        "time": parse_time, "total_gpu_num": parse_int(1), "running_gpu_num": parse_int(0),
+        "pending_gpu_num": parse_int(0), "gpu_utilization": parse_float(0.0),
+        "running_job_num": parse_int(0), "pending_job_num": parse_int(0)})
     for r in rows:
         expect = r["running_gpu_num"] / r["total_gpu_num"]
         if r["gpu_utilization"] > 1 or abs(r["gpu_utilization"] - expect) > 6e-4:

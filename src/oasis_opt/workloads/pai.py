@@ -16,15 +16,15 @@ import numpy as np
 from ..model import Server
 from ..model.io import FormatError
 from ._common import check_int, check_seed
-from .trace_common import _parse_float, _parse_int, _parse_str, read_csv, trace_root
+from .trace_common import parse_float, parse_int, parse_str, read_csv, trace_root
 
 PAI_COLUMNS = ("machine", "gpu_type", "cap_cpu", "cap_mem", "cap_gpu")
 
 
 def read_pai_machines(path: str | Path) -> list[dict]:
     rows = read_csv(path, PAI_COLUMNS, {
-        "machine": _parse_str, "gpu_type": _parse_str, "cap_cpu": _parse_float(0.0, strict=True),
-        "cap_mem": _parse_float(0.0, strict=True), "cap_gpu": _parse_int(0)})
+        "machine": parse_str, "gpu_type": parse_str, "cap_cpu": parse_float(0.0, strict=True),
+        "cap_mem": parse_float(0.0, strict=True), "cap_gpu": parse_int(0)})
     name = Path(path).name
     seen = set()
     for r in rows:

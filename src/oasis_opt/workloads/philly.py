@@ -15,8 +15,8 @@ from ..model import Instance, Server
 from ..model.io import FormatError
 from ._common import check_int
 from .pai import pai_cluster
-from .trace_common import (TIME_FORMAT, TraceJob, _parse_float, _parse_int, _parse_str,
-                           _parse_time, _window, read_csv, trace_instance, trace_root)
+from .trace_common import (TIME_FORMAT, TraceJob, parse_float, parse_int, parse_str,
+                           parse_time, _window, read_csv, trace_instance, trace_root)
 
 PHILLY_SOURCES = {"month": "philly_2017-11.csv", "multigpu": "philly_multigpu.csv"}
 PHILLY_COLUMNS = ("timestamp", "submit_s", "duration", "num_gpus", "gpu_time", "cluster")
@@ -35,9 +35,9 @@ def read_philly(path: str | Path) -> list[PhillyJob]:
     """The Philly digest (columns ``PHILLY_COLUMNS``), checked row by row; ``gpu_time`` must
     equal ``duration * num_gpus``."""
     rows = read_csv(path, PHILLY_COLUMNS, {
-        "timestamp": _parse_time, "submit_s": _parse_int(0),
-        "duration": _parse_float(0.0, strict=True), "num_gpus": _parse_int(1),
-        "gpu_time": _parse_float(0.0), "cluster": _parse_str})
+        "timestamp": parse_time, "submit_s": parse_int(0),
+        "duration": parse_float(0.0, strict=True), "num_gpus": parse_int(1),
+        "gpu_time": parse_float(0.0), "cluster": parse_str})
     name = Path(path).name
     for r in rows:
         expect = r["duration"] * r["num_gpus"]

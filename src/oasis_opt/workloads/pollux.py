@@ -11,7 +11,7 @@ from ..model import Instance
 from ..model.io import FormatError
 from ._common import check_int, check_seed
 from .philly import philly_cluster
-from .trace_common import (TraceJob, _parse_float, _parse_int, _parse_str, read_csv, trace_instance,
+from .trace_common import (TraceJob, parse_float, parse_int, parse_str, read_csv, trace_instance,
                            trace_root)
 
 POLLUX_COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
@@ -36,8 +36,8 @@ def pollux_instance(workload: int = 1, seed: int = 0, *, slot_s: float = 600.0,
         raise ValueError(f"workload: the Pollux study has workloads 1..8, got {workload}")
     path = trace_root(root) / "pollux-workloads" / f"workload-{workload}.csv"
     rows = read_csv(path, POLLUX_COLUMNS, {
-        "name": _parse_str, "time": _parse_float(0.0), "application": _parse_str,
-        "num_replicas": _parse_int(1), "batch_size": _parse_int(1)})
+        "name": parse_str, "time": parse_float(0.0), "application": parse_str,
+        "num_replicas": parse_int(1), "batch_size": parse_int(1)})
     for r in rows:
         if r["application"] not in POLLUX_GPU_HOURS:
             raise FormatError(f"{path.name} row {r['_row']} column application",

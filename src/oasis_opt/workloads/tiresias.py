@@ -6,7 +6,7 @@ from pathlib import Path
 from ..model import Instance, Server
 from ..model.io import FormatError
 from ._common import check_int
-from .trace_common import (WORKER_DEMAND, TraceJob, _parse_float, _parse_int, _parse_str, read_csv,
+from .trace_common import (WORKER_DEMAND, TraceJob, parse_float, parse_int, parse_str, read_csv,
                            trace_instance, trace_root)
 
 TIRESIAS_COLUMNS = ("job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration",
@@ -17,7 +17,7 @@ CLUSTER_SPEC_COLUMNS = ("num_switch", "num_node_p_switch", "num_gpu_p_node", "nu
 
 def read_cluster_spec(path: str | Path) -> dict:
     """A Tiresias ``cluster_spec.csv`` (one data row)."""
-    rows = read_csv(path, CLUSTER_SPEC_COLUMNS, {c: _parse_int(1) for c in CLUSTER_SPEC_COLUMNS})
+    rows = read_csv(path, CLUSTER_SPEC_COLUMNS, {c: parse_int(1) for c in CLUSTER_SPEC_COLUMNS})
     if len(rows) != 1:
         raise FormatError(f"{Path(path).name} row 2", f"expected one data row, got {len(rows)}")
     return rows[0]
@@ -36,9 +36,9 @@ def tiresias_instance(seed: int = 0, *, spec: str = "cluster_spec.csv", slot_s: 
     sp = read_cluster_spec(folder / spec)
     path = folder / "60_job.csv"
     rows = read_csv(path, TIRESIAS_COLUMNS, {
-        "job_id": _parse_int(0), "num_gpu": _parse_int(1), "submit_time": _parse_float(0.0),
-        "iterations": _parse_int(1), "model_name": _parse_str,
-        "duration": _parse_float(0.0, strict=True), "interval": _parse_float(0.0)})
+        "job_id": parse_int(0), "num_gpu": parse_int(1), "submit_time": parse_float(0.0),
+        "iterations": parse_int(1), "model_name": parse_str,
+        "duration": parse_float(0.0, strict=True), "interval": parse_float(0.0)})
     from ..costmodel.models import MODELS
 
     for r in rows:

@@ -63,7 +63,9 @@ def trace_root(root: str | Path | None = None) -> Path:
 
 
 # ---- strict CSV reading -------------------------------------------------------------------------
-def _parse_int(minimum: int) -> Callable[[str], int]:
+def parse_int(minimum: int) -> Callable[[str], int]:
+    """A CSV cell parser: an integer (written as an integral number) >= ``minimum``, else
+    ValueError saying what it expected."""
     def parse(v: str) -> int:
         try:
             x = float(v)
@@ -77,7 +79,8 @@ def _parse_int(minimum: int) -> Callable[[str], int]:
     return parse
 
 
-def _parse_float(minimum: float, strict: bool = False) -> Callable[[str], float]:
+def parse_float(minimum: float, strict: bool = False) -> Callable[[str], float]:
+    """A CSV cell parser: a finite number >= ``minimum`` (> with ``strict``), else ValueError."""
     def parse(v: str) -> float:
         try:
             x = float(v)
@@ -91,13 +94,15 @@ def _parse_float(minimum: float, strict: bool = False) -> Callable[[str], float]
     return parse
 
 
-def _parse_str(v: str) -> str:
+def parse_str(v: str) -> str:
+    """A CSV cell, stripped; ValueError if it is empty."""
     if not v.strip():
         raise ValueError("expected a non-empty value")
     return v.strip()
 
 
-def _parse_time(v: str) -> datetime:
+def parse_time(v: str) -> datetime:
+    """A CSV cell as a timestamp in ``TIME_FORMAT``; ValueError naming the format otherwise."""
     try:
         return datetime.strptime(v.strip(), TIME_FORMAT)
     except ValueError:

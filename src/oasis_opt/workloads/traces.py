@@ -20,7 +20,7 @@ from .philly import (PHILLY_COLUMNS, PHILLY_FULL_SIZE, PHILLY_SOURCES, PhillyJob
 from .pollux import POLLUX_COLUMNS, POLLUX_GPU_HOURS, pollux_instance
 from .tiresias import CLUSTER_SPEC_COLUMNS, TIRESIAS_COLUMNS, read_cluster_spec, tiresias_instance
 from .trace_common import (PS_DEMAND, TIME_FORMAT, WORKER_DEMAND, WORKERS_PER_PS, TraceJob,
-                           _parse_float, _parse_int, _parse_str, _parse_time, _window, read_csv,
+                           parse_float, parse_int, parse_str, parse_time, _window, read_csv,
                            trace_instance, trace_root)
 
 __all__ = ["CLUSTER_SPEC_COLUMNS", "HELIOS_COLUMNS", "PAI_COLUMNS", "PHILLY_COLUMNS",
