@@ -494,3 +494,17 @@ def test_span_rule_decides_the_completion_slot(policy, span, completion):
     assert validate(inst, s).ok and s.completion == (completion,)
     assert s.total_utility == pytest.approx(brute_force(inst))
     assert (build_milp(inst).kind == 4).any() != span  # v columns only without span_types
+
+
+def test_the_milp_counts_container_fits_as_the_simulator_does():
+    """``server_room`` is ``model.numerics.fit_count``: 2999.9999995 of a resource holds two
+    containers of 1000, not three. The former floor(c / d + 1e-9) rounded 2.9999999995 up to 3,
+    so the MILP could place a container the validator then finds over capacity."""
+    from oasis_opt.model.numerics import fit_count
+    from oasis_opt.offline.milp_arrays import server_room
+
+    capacity = np.array([[2999.9999995, 8.0], [3000.0, 8.0], [0.3, 1.0]])
+    demand = np.array([[1000.0, 0.0], [0.1 + 0.2, 1.0], [0.0, 0.0]])
+    room = server_room(capacity, demand)
+    assert room.tolist() == [[2, 3, 0], [8, 8, 1], [2**31] * 3]
+    assert room.tolist() == [fit_count(capacity, d, cap=2**31).tolist() for d in demand]

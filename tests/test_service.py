@@ -350,3 +350,25 @@ def test_the_state_schema_is_as_documented(tmp_path):
         fields = re.sub(r",\s*PRIMARY KEY \(.*\)$", "", inner).split(",")
         documented[name] = [f.split()[0] for f in fields if f.strip()]
     assert documented == tables
+
+
+def test_a_container_that_fits_up_to_float_noise_is_taken_as_the_simulator_takes_it():
+    """The service's "larger than every server" refusal counts fits as the simulator, the dual
+    subroutine and the validator do (``model.numerics.fit_count``, with ``FIT_EPS``): a worker
+    that needs exactly one server's capacity, give or take float noise (0.1 + 0.2 of 0.3), is
+    accepted; the former ``demand <= capacity`` test refused it. A container larger by far more
+    than the noise is still refused, naming the role."""
+    from oasis_opt.model.numerics import FIT_EPS, fit_count
+
+    inst, _ = workload()
+    server = inst.worker_servers[0]
+    doc = instance_to_dict(inst)["jobs"][0]
+    noisy = {r: float(v) + FIT_EPS / 10 for r, v in server.capacity.items()}
+    assert any(noisy[r] > v for r, v in server.capacity.items())  # the old test: refused
+    need = np.array([noisy.get(r, 0.0) for r in inst.resources])
+    assert fit_count(inst.worker_capacity[:1], need)[0] == 1  # the simulator: one fits
+    sched = service(inst, "greedy")
+    assert sched.submit({**doc, "worker": noisy})["id"] == doc["id"]
+    with pytest.raises(BadRequest) as err:
+        sched.submit({**doc, "id": "too-big", "worker": {r: v + 1e-3 for r, v in noisy.items()}})
+    assert err.value.field == "worker" and "larger than every worker server" in str(err.value)

@@ -48,12 +48,13 @@ from ..model.policy import OnlinePolicy
 from ..sim.core import simulate
 from ..sim.placement import FirstFit, apply, free_after
 from ..workloads.traces import PS_DEMAND, WORKER_DEMAND, WORKERS_PER_PS
+from ..model.numerics import DIVISOR_FLOOR, NOISE_RTOL, WORK_EPS
 from .curves import Curve
 from .replay import CONTINUE, STOP, VERDICTS, Controller, ControllerError, TrialInfo, \
     one_study, study_order
 
 TRIAL_PREFIX = "trial-"
-EPOCH_EPS = 1e-9
+EPOCH_EPS = WORK_EPS
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ def study_instance(curves: Sequence[Curve], background: Instance, *, model: str 
     bw = WORKER_DEMAND["bw"]
     jobs, work = [], []
     for c, s in zip(curves, mean_s):
-        tau = spec.compute_s * max(s, 1e-12) / median
+        tau = spec.compute_s * max(s, DIVISOR_FLOOR) / median
         x = chunk_time(M, tau, spec.size_mb, bw, slot_s)
         prov = {**provenance(M, tau, spec.size_mb, bw, slot_s), "model": model,
                 "automl_study": c.study, "automl_trial": c.trial}
@@ -125,7 +126,7 @@ class ClusterStudy:
     def best_at(self, gpu_hours: float) -> float | None:
         out = None
         for spent, _, best in self.trajectory:
-            if spent > gpu_hours * (1 + 1e-12):
+            if spent > gpu_hours * (1 + NOISE_RTOL):
                 break
             out = best
         return out

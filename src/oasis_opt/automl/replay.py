@@ -35,6 +35,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ..model.numerics import NOISE_RTOL
 from .curves import Curve
 
 CONTINUE, STOP, PAUSE = "continue", "stop", "pause"
@@ -43,7 +44,7 @@ FORMAT = "oasis-opt/automl-replay@1"
 # status of a trial at the end of a replay
 COMPLETED, STOPPED, PAUSED, CUT, NOT_STARTED = ("completed", "stopped", "paused", "cut by budget",
                                                 "not started")
-_TIME_RTOL = 1e-12
+_TIME_RTOL = NOISE_RTOL
 
 
 class ControllerError(RuntimeError):

@@ -84,7 +84,8 @@ from collections import Counter
 import numpy as np
 import scipy.sparse as sp
 
-from ..model.numerics import FIT_EPS, WORK_EPS, capacity_slack
+from ..model.numerics import (DIVISOR_FLOOR, INTEGER_RTOL, WORK_EPS, capacity_slack,
+                              fit_one_resource)
 from ..sim.placement import Placement, apply
 from .common import (DominantShare, EventPolicy, grow_one, max_workers_alone, merge_rows,
                      progressive_fill, ps_table, work_cap)
@@ -188,8 +189,8 @@ class DormPolicy(EventPolicy):
         m = len(running)
         ns = n if soft else 0
         mu = self.share.per_worker[J]
-        scale = max(float(mu.max()), 1e-12)
-        lam = 1e-3 * max(float(mu.min()), 1e-12) / scale
+        scale = max(float(mu.max()), DIVISOR_FLOOR)
+        lam = 1e-3 * max(float(mu.min()), DIVISOR_FLOOR) / scale
         c = np.concatenate([mu / scale, np.zeros(n), np.full(m, -lam),
                             -FAIRNESS_PENALTY * mu[:ns] / scale])
 
@@ -374,7 +375,7 @@ def effective_demand(capacity: np.ndarray, demand: np.ndarray) -> np.ndarray:
         need = demand[:, r] > 0
         if not need.any():
             continue
-        fits = np.floor((capacity[None, :, r] + FIT_EPS) / demand[need, r][:, None]).sum(axis=1)
+        fits = fit_one_resource(capacity[None, :, r], demand[need, r][:, None]).sum(axis=1)
         gran = total[r] / np.maximum(fits, 1)  # fits = 0: the job never runs (k <= 0 anyway)
         out[need, r] = np.maximum(demand[need, r], gran)
     return out
@@ -384,4 +385,4 @@ def round_up(x: np.ndarray, decimals: int = COEF_DECIMALS) -> np.ndarray:
     """x rounded up to ``decimals`` decimals (values within 1e-9 of a grid point stay on it)."""
     scale = 10.0**decimals
     xs = np.asarray(x, dtype=float) * scale
-    return np.ceil(xs - 1e-9 * np.maximum(1.0, np.abs(xs))) / scale
+    return np.ceil(xs - INTEGER_RTOL * np.maximum(1.0, np.abs(xs))) / scale

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model.numerics import workers_alone
+from ..model.numerics import FIT_EPS, VALUE_EPS, workers_alone
 from ..model.policy import OnlinePolicy
 from ..offline import gavel_lp
 from ..model.numerics import fill, fit_count
@@ -131,7 +131,7 @@ class GavelPolicy(OnlinePolicy):
         active = state.active()
         active = active[self.k[active] > 0]
         # jobs whose usable types have no room for their GPUs at all cannot get time
-        room = ((self.D[active] <= self.n[None, :] + 1e-9) & (self.T[active] > 0)).any(axis=1)
+        room = ((self.D[active] <= self.n[None, :] + FIT_EPS) & (self.T[active] > 0)).any(axis=1)
         active = active[room]
         if self.last_s is not None:  # Gavel's _reset_time_run_so_far, with the old X
             self.deficit += self.X * (now - self.last_s) - (self.ran - self.credit)
@@ -184,7 +184,7 @@ class GavelPolicy(OnlinePolicy):
             if j in self.fifo_type:
                 continue
             order = self.instance.type_order(j)
-            room = [g for g in order if self.D[j, g] <= left[g] + 1e-9]
+            room = [g for g in order if self.D[j, g] <= left[g] + FIT_EPS]
             if not room:
                 break  # head-of-line blocking
             g = room[0]
@@ -236,7 +236,7 @@ class GavelPolicy(OnlinePolicy):
         inst = self.instance
         now = (t - 1) * self.slot_s
         if self.changed and (self.last_s is None or self.last_s == 0
-                             or now - self.last_s >= self.recompute_s - 1e-9):
+                             or now - self.last_s >= self.recompute_s - VALUE_EPS):
             self._recompute(t, state)
         jobs = [j for j in state.active().tolist() if self.in_alloc[j]]
         if not jobs:
@@ -259,7 +259,7 @@ class GavelPolicy(OnlinePolicy):
                             and not (fifo and prio[j, g] <= 0)),
                            key=lambda j: (-prio[j, g], -self.deficit[j, g], -self.X[j, g], j))
             for j in cands:
-                if self.D[j, g] <= left[g] + 1e-9:
+                if self.D[j, g] <= left[g] + FIT_EPS:
                     left[g] -= self.D[j, g]
                     taken[j] = g
         out = self._place(taken, state.free.copy())
@@ -312,7 +312,7 @@ class GavelPolicy(OnlinePolicy):
 def _fits(inst, job: int, rows, free: np.ndarray) -> bool:
     trial = free.copy()
     apply(inst, job, rows, trial)
-    return bool((trial >= -1e-9).all())
+    return bool((trial >= -FIT_EPS).all())
 
 
 def _arrival_s(inst, job: int, slot_s: float) -> float:

@@ -36,6 +36,7 @@ from ..sim.core import OnlinePolicy
 from ..sim.placement import Placement
 from .common import (DominantShare, grow_one, make_placement, max_workers_alone, merge_rows,
                      ps_table, rows_type, work_cap)
+from ..model.numerics import DIVISOR_FLOOR
 
 
 class OptimusPolicy(OnlinePolicy):
@@ -61,7 +62,7 @@ class OptimusPolicy(OnlinePolicy):
         dp = self.ps[job][k + 1] - self.ps[job][k]
         cost = float((self.share.w[job] + dp * self.share.s[job]).max())
         gain = remaining / k - remaining / (k + 1)
-        return gain / max(cost, 1e-12)
+        return gain / max(cost, DIVISOR_FLOOR)
 
     def slots_left(self, job: int, rows, remaining: float) -> float:
         """r_i in worker-slots on the type of the job's workers: remaining units / its speed

@@ -53,7 +53,7 @@ import numpy as np
 
 from ..baselines.common import fixed_workers, make_placement
 from ..model.classes import CLASS_OF_UTILITY, USER_CLASSES, user_class  # noqa: F401 - re-exported
-from ..model.numerics import useful_workers
+from ..model.numerics import FIT_EPS, NOISE_RTOL, useful_workers
 from ..model.preemption import CPU_MODE, cpu_servers
 from ..sim.core import OnlinePolicy
 from ..sim.placement import Placement, apply
@@ -185,7 +185,7 @@ class PriorityPolicy(OnlinePolicy):
     def may_preempt(self, a: int, b: int, prio: np.ndarray, degraded: np.ndarray) -> bool:
         """The rule: A not degraded, band(A) > band(B), prio(A) - prio(B) >= delta."""
         return (self.mode != "nopreempt" and not degraded[a] and self.band[a] > self.band[b]
-                and prio[a] - prio[b] >= self.delta - 1e-12)
+                and prio[a] - prio[b] >= self.delta - NOISE_RTOL)
 
     # ---- placement helpers ----------------------------------------------------------------------
     def _masked(self, free: np.ndarray, keep_workers: np.ndarray,
@@ -237,7 +237,7 @@ class PriorityPolicy(OnlinePolicy):
                     if got is not None:
                         chosen, rows = rest, got
                 gpus = sum(self.gpus_of(b) for b in chosen)
-                if gpus > budget + 1e-9:
+                if gpus > budget + FIT_EPS:
                     continue
                 key = (max(prio[b] for b in chosen), len(chosen),
                        sum(float(unsaved[b]) for b in chosen))

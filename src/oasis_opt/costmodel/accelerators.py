@@ -52,6 +52,8 @@ from typing import Mapping
 
 import numpy as np
 
+from ..model.numerics import INTEGER_RTOL
+
 REFERENCE_ACCELERATOR = "v100"
 CPU_WORKER_VCPUS = 16  # vCPUs of one CPU-mode worker [choice]
 SPEED_TOLERANCE = 0.01  # largest share of a speed lost by rounding it to whole units
@@ -170,7 +172,7 @@ def integer_speeds(ratios: Mapping[str, float], tolerance: float = SPEED_TOLERAN
     top = min(max_unit, int(math.ceil(1.0 / (tolerance * r.min()))) + 1)
     u = np.arange(1, top + 1, dtype=np.int64)[:, None]
     exact = u * r[None, :]
-    s = np.floor(exact * (1.0 + 1e-9))
+    s = np.floor(exact * (1.0 + INTEGER_RTOL))
     ok = ((s >= 1) & ((exact - s) < tolerance * exact)).all(axis=1)
     if not ok.any():
         raise ValueError(f"integer_speeds: no unit up to {max_unit} rounds {dict(ratios)!r} "

@@ -29,6 +29,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..model.io import jsonable, read_json, write_json_atomic
+from ..model.numerics import NOISE_RTOL
 
 POLICIES = ("automl-thesis", "optuna-median", "optuna-sh", "optuna-hyperband", "asha", "no-stop")
 RIVALS = ("optuna-median", "optuna-sh", "optuna-hyperband", "asha")
@@ -181,7 +182,7 @@ def best_at(trajectory, spent: float) -> float | None:
     """Best final accuracy found within ``spent`` (trajectory points are (spent, time, best))."""
     out = None
     for point in trajectory:
-        if point[0] > spent * (1 + 1e-12):
+        if point[0] > spent * (1 + NOISE_RTOL):
             break
         out = point[2]
     return out
@@ -240,8 +241,9 @@ def wins(data: dict, study: str, rival: str, ours: str = "automl-thesis") -> lis
     rows = []
     for j, g in enumerate(BUDGETS):
         d = b[:, j] - a[:, j]
-        rows.append({"budget": g, "wins": int(np.sum(d > 1e-12)),
-                     "ties": int(np.sum(np.abs(d) <= 1e-12)), "losses": int(np.sum(d < -1e-12)),
+        rows.append({"budget": g, "wins": int(np.sum(d > NOISE_RTOL)),
+                     "ties": int(np.sum(np.abs(d) <= NOISE_RTOL)),
+                     "losses": int(np.sum(d < -NOISE_RTOL)),
                      "gain": float(d.mean())})
     return rows
 

@@ -54,6 +54,7 @@ def _best_opt(instance: Any, time_limit: float | None, opt: str, oasis: Any) -> 
     and ``oasis`` (OASiS's schedule under the row's pricing); every schedule validated."""
     from ..offline.colgen import bracket, policy_schedules
     from ..offline.exact import OfflinePolicy
+    from ..offline.lp import MIP_GAP
 
     lower, upper, admitted, parts = 0.0, math.inf, 0, []
     if opt in ("auto", "milp"):
@@ -73,7 +74,7 @@ def _best_opt(instance: Any, time_limit: float | None, opt: str, oasis: Any) -> 
             lower, admitted = float(b.lower), int(sum(b.schedule.admitted))
         upper = min(upper, float(b.upper))
         parts.append(f"colgen:{b.source}")
-    return {"method": "bracket", "proven": bool(upper <= lower * (1 + 1e-6)), "lower": lower,
+    return {"method": "bracket", "proven": bool(upper <= lower * (1 + MIP_GAP)), "lower": lower,
             "upper": upper, "admitted": admitted, "from": "+".join(parts)}
 
 

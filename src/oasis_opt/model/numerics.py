@@ -37,6 +37,17 @@ name               value    guards
 ``BOUND_RTOL``     1e-6     offline solvers: a proven bound on the wrong side of a feasible value
                             by at most this (relative to max(1, |value|)) is float noise and is
                             moved onto the value; a larger inversion raises (``solver.ordered_bound``)
+``INTEGER_RTOL``   1e-9     a float within this share of an integer counts as that integer
+                            (accelerator speed units, Dorm's rounding to a grid, CP-SAT's
+                            decimal scaling)
+``VALUE_EPS``      1e-9     absolute slack between utilities and objective values: a candidate must
+                            beat another by more than this (column generation's improvements),
+                            an LP entry above it counts as nonzero, class mixes sum to 1 within it
+``NOISE_RTOL``     1e-12    two floats that should be equal (one computed in another order, a
+                            threshold met exactly) may differ by this share of their size; the
+                            comparison gives the tie to equality
+``DIVISOR_FLOOR``  1e-12    the smallest divisor of a ratio (a zero cost, spread or share does not
+                            divide by zero)
 =================  =======  ========================================================================
 """
 from __future__ import annotations
@@ -73,9 +84,24 @@ RC_TOL = 1e-9
 BOUND_RTOL = 1e-6
 """Offline solvers: a bound below a feasible value (max) by at most this, relative to
 max(1, |value|), is float noise (HiGHS's 1e-9 tolerances, rounded integer columns)."""
+INTEGER_RTOL = 1e-9
+"""A float within this share of an integer counts as that integer."""
+VALUE_EPS = 1e-9
+"""Absolute slack between utilities and objective values (an improvement must exceed it)."""
+NOISE_RTOL = 1e-12
+"""Relative float noise: floats that should be equal may differ by this share of their size."""
+DIVISOR_FLOOR = 1e-12
+"""The smallest divisor of a ratio."""
 
 UNLIMITED = 1 << 40
 """Fit count of a container that demands nothing (no resource limits it)."""
+
+
+def fit_one_resource(free: ArrayLike, demand: float) -> np.ndarray:
+    """Containers that resource r alone admits: ``floor((free + FIT_EPS) / demand)`` for a
+    demand > 0 of r (the one container-fit formula; ``fit_count`` takes its minimum over the
+    resources a container demands)."""
+    return np.floor((np.asarray(free, dtype=float) + FIT_EPS) / demand)
 
 
 def fit_count(free: ArrayLike, demand: ArrayLike, cap: int | None = None) -> np.ndarray:
@@ -96,7 +122,7 @@ def fit_count_columns(column: Callable[[int], np.ndarray], shape: tuple[int, ...
     demand = np.asarray(demand, dtype=float)
     fits = None
     for r in np.flatnonzero(demand > 0).tolist():  # a loop over R beats a reduce over a short axis
-        f = np.floor((column(r) + FIT_EPS) / demand[r])
+        f = fit_one_resource(column(r), demand[r])
         fits = f if fits is None else np.minimum(fits, f, out=fits)
     top = UNLIMITED if cap is None else cap
     if fits is None:

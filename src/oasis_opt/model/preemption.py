@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .numerics import WORK_EPS
 from .registry import PLACEMENT_PROGRESS, PREEMPTION_COSTS, RESTART_SHARE, resolve
 from .schedule import WORKER
 
@@ -109,7 +110,7 @@ class PreemptionLedger:
         n = int(self.restart_n[job])
         if n >= 0:
             share = resolve(RESTART_SHARE)(n, float(self.restart_slots_needed[job]))
-            got = math.floor(gross * share + 1e-9) if self.whole else gross * share
+            got = math.floor(gross * share + WORK_EPS) if self.whole else gross * share
             if share < 1.0:
                 self.counts["restart_slots"][job] += 1
                 self.restart_n[job] = n + 1

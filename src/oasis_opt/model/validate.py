@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from .numerics import DONE_EPS, UTILITY_RTOL, capacity_slack
+from .numerics import DONE_EPS, NOISE_RTOL, UTILITY_RTOL, VALUE_EPS, capacity_slack
 from .registry import PLACEMENT_WORK_REMAINING, resolve
 from .preemption import COUNTERS, cpu_servers, parse_events, record_of, replay
 from .schedule import PS, WORKER, Schedule, derive_outcome, work_done
@@ -158,7 +158,7 @@ def validate(instance: Instance, schedule: Schedule) -> ValidationReport:
     b, B, N = instance.worker_bw, instance.ps_bw, instance.chunks
     for j, t in zip(*np.nonzero(y > N[:, None])):
         add("max-workers", f"{y[j, t]} workers > N_i = {N[j]}", j, t)
-    for j, t in zip(*np.nonzero(z * B[:, None] < y * b[:, None] * (1 - 1e-12))):
+    for j, t in zip(*np.nonzero(z * B[:, None] < y * b[:, None] * (1 - NOISE_RTOL))):
         add("ps-bandwidth", f"{z[j, t]} PSs x B_i={B[j]:g} < {y[j, t]} workers x b_i={b[j]:g}", j, t)
     for j, t in zip(*np.nonzero((z > y) & (y > 0))):
         add("ps-le-workers", f"{z[j, t]} PSs > {y[j, t]} workers", j, t)
@@ -221,10 +221,10 @@ def validate(instance: Instance, schedule: Schedule) -> ValidationReport:
         if claimed is not None and not schedule.admitted[j]:
             add("rejected", "a rejected job cannot complete", j)
         expect = instance.utility_of(j, claimed) if claimed is not None and 1 <= claimed <= T else 0.0
-        if not math.isclose(schedule.utility[j], expect, rel_tol=UTILITY_RTOL, abs_tol=1e-12):
+        if not math.isclose(schedule.utility[j], expect, rel_tol=UTILITY_RTOL, abs_tol=NOISE_RTOL):
             add("utility", f"claims utility {schedule.utility[j]!r}, f gives {expect!r}", j)
     if not math.isclose(schedule.total_utility, math.fsum(schedule.utility), rel_tol=UTILITY_RTOL,
-                        abs_tol=1e-9):
+                        abs_tol=VALUE_EPS):
         out.append(Violation("total", f"total {schedule.total_utility!r} != sum of job utilities "
                              f"{math.fsum(schedule.utility)!r}"))
     return ValidationReport(tuple(out))
@@ -263,7 +263,7 @@ def _check_preemption(instance: Instance, schedule: Schedule, record: Any,
             continue
         for j in range(instance.I):
             if not (isinstance(have[j], (int, float)) and
-                    math.isclose(have[j], got[j], rel_tol=1e-9, abs_tol=1e-9)):
+                    math.isclose(have[j], got[j], rel_tol=UTILITY_RTOL, abs_tol=VALUE_EPS)):
                 add("lost-work", f"claims {c} = {have[j]!r}, the events give {got[j]:.12g}", j)
     # degraded intervals: from a degrade event's slot until a promote event's slot
     cpu = cpu_servers(instance)

@@ -69,11 +69,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..model import Instance
-from ..model.numerics import RC_TOL, capacity_slack, fit_count
+from ..model.numerics import DIVISOR_FLOOR, RC_TOL, VALUE_EPS, capacity_slack, fit_count
 from ..model.schedule import WORKER, Schedule, ScheduleBuilder
 from ..model.validate import assert_valid
 from .solver import (STOPPED, IncrementalLP, LinearProgram, ordered_bound, relative_gap,
                      solve_program)
+from .lp import MIP_GAP
 
 if TYPE_CHECKING:
     from ..online.dual import Plan
@@ -332,7 +333,7 @@ class RestrictedMaster:
             prices = row_prices.reshape(T1, 2, R)[:, self.group, :]
         else:
             prices = row_prices.reshape(self.pool.shape)
-        xs = {self.cols[k]: float(v) for k, v in enumerate(x) if v > 1e-9}
+        xs = {self.cols[k]: float(v) for k, v in enumerate(x) if v > VALUE_EPS}
         return value, xs, prices, np.maximum(duals[:inst.I], 0.0)
 
 
@@ -552,7 +553,7 @@ def ruin_and_recreate(pool: ColumnPool, start: list[int], prices: Sequence[np.nd
                               backend=backend)
         done += 1
         v = worth(trial)
-        if v >= value - 1e-9:
+        if v >= value - VALUE_EPS:
             best, value = trial, v
     return best, done
 
@@ -759,13 +760,13 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0,
     lns_done = 0
     now = time.perf_counter()
     if lns_rounds != 0 and (deadline is None or now < deadline):
-        score = mass + 0.5 * top_utility / max(1e-12, float(top_utility.max(initial=0.0)))
+        score = mass + 0.5 * top_utility / max(DIVISOR_FLOOR, float(top_utility.max(initial=0.0)))
         lns_prices = [p for p in (state.center, np.zeros(pool.shape)) if p is not None]
         improved, lns_done = ruin_and_recreate(
             pool, best, lns_prices, score, seed=seed, backend=backend,
             rounds=LNS_ROUNDS if lns_rounds is None and deadline is None else lns_rounds,
             deadline=None if deadline is None else now + lns_share * (deadline - now))
-        if worth(improved) > values[source] + 1e-9:
+        if worth(improved) > values[source] + VALUE_EPS:
             source = f"{source}+lns"
             found[source], values[source] = improved, worth(improved)
             best = improved
@@ -775,12 +776,12 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0,
     res = solve_program(lp, backend="highs", seed=seed, initial=initial, node_limit=node_limit,
                         deadline=deadline)
     if res.incumbent == "solver" and res.x is not None and res.objective is not None \
-            and res.objective > float(lp.c @ initial) + 1e-9:
+            and res.objective > float(lp.c @ initial) + VALUE_EPS:
         best, source = [cand[k] for k in np.flatnonzero(res.x > 0.5)], "mip"
     if source == "mip" and (deadline is None or time.perf_counter() < deadline):
         filled = fill_residual(pool, best, state.center if state.center is not None
                                else np.zeros(pool.shape), jobs, backend=backend)
-        if worth(filled) > worth(best) + 1e-9:
+        if worth(filled) > worth(best) + VALUE_EPS:
             best, source = filled, "mip+fill"
     mip_s = time.perf_counter() - t_mip
 
@@ -800,7 +801,7 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0,
                   state.iterations, len(pool), seed_schedule.total_utility, greedy_value,
                   seed_policy, schedule, source, res.status, cg_s, mip_s, seed_s, state.history,
                   values, lns_done)
-    closed = gap <= 1e-6
+    closed = gap <= MIP_GAP
     # what stopped the search short of convergence: phase 2's limit, else the integer master's
     stopped = ({"time": "time_limit", "iterations": "iteration_limit"}.get(two["stopped"])
                or (res.status if res.status in STOPPED else None))
@@ -808,7 +809,7 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0,
     schedule.stats.update({"status": "optimal" if closed else "bracket",
                            "stopped_by": None if closed else stopped, "incumbent": True,
                            "objective": lower, "bound": upper, "proven_optimal": closed,
-                           "message": ("optimal (bracket closed)" if gap <= 1e-6 else
+                           "message": ("optimal (bracket closed)" if gap <= MIP_GAP else
                                        f"bracket [{lower:.6g}, {upper:.6g}], gap {gap:.3%}: "
                                        "NOT proven optimal")})
     return out

@@ -26,7 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._extras import require
-from ..model.numerics import ROW_TOL
+from ..model.numerics import FEAS_TOL, INTEGER_RTOL, ROW_TOL
 from .lp import LinearProgram, SolverResult, finish, time_left
 
 log = logging.getLogger("oasis_opt.offline.solver")  # one logger for the solver layer
@@ -45,7 +45,8 @@ def decimal_scale(values: np.ndarray, max_decimals: int = CPSAT_MAX_DECIMALS) ->
         s = 10.0**k
         sv = v * s
         # only float representation noise may separate S v from an integer
-        if np.all(np.abs(sv - np.round(sv)) <= np.maximum(1e-9, 16 * np.finfo(float).eps * sv)) \
+        if np.all(np.abs(sv - np.round(sv))
+                  <= np.maximum(INTEGER_RTOL, 16 * np.finfo(float).eps * sv)) \
                 and sv.max() < 2**53:
             return 10**k
     return None
@@ -109,8 +110,8 @@ def solve_cpsat(lp: LinearProgram, *, deadline: float | None, seed: int, mip_gap
     if not (np.isfinite(lp.lower).all() and np.isfinite(lp.upper).all()):
         raise ValueError("lower/upper: CP-SAT needs finite variable bounds")
     t0 = time.perf_counter()
-    lo_b = np.ceil(np.asarray(lp.lower, float) - 1e-9).astype(np.int64)
-    up_b = np.floor(np.asarray(lp.upper, float) + 1e-9).astype(np.int64)
+    lo_b = np.ceil(np.asarray(lp.lower, float) - FEAS_TOL).astype(np.int64)
+    up_b = np.floor(np.asarray(lp.upper, float) + FEAS_TOL).astype(np.int64)
     if np.any(lo_b > up_b):
         return finish(lp, "cpsat", "infeasible", info={"reason": "empty variable domain"})
     box = np.maximum(np.abs(lo_b), np.abs(up_b)).astype(float)
@@ -140,7 +141,7 @@ def solve_cpsat(lp: LinearProgram, *, deadline: float | None, seed: int, mip_gap
         cols, vals = cols[keep], vals[keep]
         lo, up = float(lp.row_lower[r]), float(lp.row_upper[r])
         if len(cols) == 0:
-            if lo > 1e-9 or up < -1e-9:
+            if lo > FEAS_TOL or up < -FEAS_TOL:
                 return finish(lp, "cpsat", "infeasible", build_s=time.perf_counter() - t0,
                                info={"reason": f"row {r}"})
             continue

@@ -26,7 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
-from ..model.numerics import FEAS_TOL
+from ..model.numerics import BOUND_RTOL, FEAS_TOL
 from .lp import LinearProgram, SolverResult, finish, time_left
 
 log = logging.getLogger("oasis_opt.offline.solver")  # one logger for the solver layer
@@ -227,7 +227,7 @@ def solve_highs(lp: LinearProgram, *, deadline: float | None, relax: bool, seed:
             x[ints] = np.round(x[ints])
     if x is not None and initial is not None and start and outcome in ("optimal", "limit"):
         reported = float(info.objective_function_value)
-        if abs(float(lp.c @ x) - reported) > 1e-6 * max(1.0, abs(reported)):
+        if abs(float(lp.c @ x) - reported) > BOUND_RTOL * max(1.0, abs(reported)):
             # HiGHS 1.16 hands back the start solution as its own when presolve solves the MIP
             # outright (its objective and bound are right, its column values are not): again,
             # without the start

@@ -31,7 +31,7 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
 # HiGHS feasibility, CP-SAT row scaling, bound vs incumbent noise
-from ..model.numerics import BOUND_RTOL, ROW_TOL
+from ..model.numerics import BOUND_RTOL, FEAS_TOL, NOISE_RTOL, ROW_TOL, VALUE_EPS
 
 BACKENDS = ("highs", "cpsat")
 # the status of a solve stopped short, by what stopped it
@@ -153,9 +153,9 @@ def relative_gap(objective: float | None, bound: float | None) -> float | None:
     if objective is None or bound is None or not math.isfinite(bound):
         return None
     diff = abs(bound - objective)
-    if diff <= 1e-12 * max(1.0, abs(bound)):
+    if diff <= NOISE_RTOL * max(1.0, abs(bound)):
         return 0.0
-    return diff / abs(objective) if abs(objective) > 1e-9 else math.inf
+    return diff / abs(objective) if abs(objective) > VALUE_EPS else math.inf
 
 
 def check_limits(backend: str, is_lp: bool, **limits: float | None) -> None:
@@ -202,7 +202,7 @@ def check_point(lp: LinearProgram, x: ArrayLike, field_name: str = "x") -> np.nd
             j = int(np.flatnonzero(bad)[0])
             raise ValueError(f"{field_name}: not feasible: column {j} = {float(x[j])!r} is {name}")
     ints = np.asarray(lp.integer, bool)
-    frac = ints & (np.abs(x - np.round(x)) > 1e-9)
+    frac = ints & (np.abs(x - np.round(x)) > FEAS_TOL)
     if frac.any():
         j = int(np.flatnonzero(frac)[0])
         raise ValueError(f"{field_name}: not feasible: integer column {j} = {float(x[j])!r}")
@@ -285,7 +285,7 @@ def time_left(deadline: float | None) -> float | None:
 
 def solve_empty(lp: LinearProgram, backend: str) -> SolverResult:
     """No columns: feasible iff every row admits activity 0."""
-    ok = bool(np.all(lp.row_lower <= 1e-9) and np.all(lp.row_upper >= -1e-9))
+    ok = bool(np.all(lp.row_lower <= FEAS_TOL) and np.all(lp.row_upper >= -FEAS_TOL))
     info = {"objective_error": 0.0} if backend == "cpsat" else {}
     if not ok:
         return finish(lp, backend, "infeasible", info=info)

@@ -57,7 +57,7 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
 from ..model.instance import Instance
-from ..model.numerics import WORK_EPS
+from ..model.numerics import NOISE_RTOL, WORK_EPS, fit_count
 from ..model.schedule import PS, WORKER, Schedule, ScheduleBuilder
 from .solver import LinearProgram
 
@@ -68,15 +68,14 @@ KINDS = ("x", "u", "y", "z", "v")
 def server_room(capacity: np.ndarray, demand: np.ndarray) -> np.ndarray:
     """``[i, s]`` = most containers of job i (demand row) that fit on an empty server s.
 
-    min over resources with positive demand of floor(c_s^r / d_i^r); a large number when the
-    job demands nothing of the pool.
+    ``model.numerics.fit_count``: the fit the simulator, the dual subroutine and the validator
+    use, min over resources with positive demand of floor((c_s^r + FIT_EPS) / d_i^r); 2^31 when
+    the job demands nothing of the pool.
     """
-    with np.errstate(divide="ignore", invalid="ignore"):
-        q = np.where(demand[:, None, :] > 0,
-                     np.floor(capacity[None, :, :] / np.where(demand > 0, demand, 1)[:, None, :]
-                              + WORK_EPS), np.inf)
-    room = q.min(axis=2) if demand.shape[1] else np.full((len(demand), len(capacity)), np.inf)
-    return np.minimum(room, 2**31)
+    room = np.empty((len(demand), len(capacity)))
+    for i, d in enumerate(demand):
+        room[i] = fit_count(capacity, d, cap=2**31)
+    return room
 
 
 @dataclass(frozen=True)
@@ -417,7 +416,7 @@ def build_milp(instance: Instance, deadline: float | None = None) -> MilpModel:
             most = np.zeros((T + 1) * cap.shape[0])
             np.add.at(most, k, cf * ub[cc])
             capk = cap[:, r][k % cap.shape[0]]
-            binding = most[k] > capk * (1 + 1e-12)  # otherwise no choice can violate the row
+            binding = most[k] > capk * (1 + NOISE_RTOL)  # otherwise no choice can violate the row
             if not binding.any():
                 continue
             k, cc, cf = k[binding], cc[binding], cf[binding]

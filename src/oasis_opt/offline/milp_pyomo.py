@@ -30,6 +30,7 @@ import numpy as np
 
 from .._extras import require
 from ..model import Instance
+from .lp import MIP_GAP
 
 require("pyomo.environ", extra="pyomo", feature="the Pyomo model of the MILP")
 import pyomo.environ as pyo  # noqa: E402
@@ -108,7 +109,7 @@ def build_pyomo(instance: Instance) -> pyo.ConcreteModel:
 
 
 def solve_pyomo(instance: Instance, *, time_limit: float | None = None, relax: bool = False,
-                mip_gap: float = 1e-6) -> dict:
+                mip_gap: float = MIP_GAP) -> dict:
     """Build and solve the Pyomo model with HiGHS (Pyomo's ``contrib.solver`` interface).
 
     Returns ``status`` (Pyomo's termination condition), ``objective`` (incumbent or None),

@@ -68,6 +68,7 @@ from ..model.validate import assert_valid
 from .exact import OfflinePolicy
 from .milp_arrays import KINDS, U, X, Y, Z, MilpModel, build_milp, job_sets, milp_size
 from .solver import MIP_GAP, LinearProgram, solve_program
+from ..model.numerics import NOISE_RTOL
 
 # column kind of the link binaries, after milp_arrays' kinds; their ``server`` field is
 # 2 n + 0 for d (W_in > 0) and 2 n + 1 for e (P_in > 0) of oversubscribed link n
@@ -251,7 +252,7 @@ def full_speed_jobs(instance: Instance, schedule: Schedule) -> list[int]:
         from ..costmodel.placement import placement_worker_slots
 
         gjob, gslot, got = placement_worker_slots(instance, a)
-        slow = got < workers[gjob, gslot] * (1.0 - 1e-12)
+        slow = got < workers[gjob, gslot] * (1.0 - NOISE_RTOL)
         ok[gjob[slow]] = False
         speed_ok = ~_slow_servers(instance)
         w = (a.role == 0) & (a.count > 0)

@@ -97,7 +97,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._extras import require
-from ..model.numerics import ps_count
+from ..model.numerics import NOISE_RTOL, ps_count
 from ._dp import (GRANULARITIES, JobSpec, Plan, cost_lower_bound, job_arguments, job_spec,
                   make_plan)
 
@@ -202,7 +202,7 @@ def best_schedule_arrays(worker_price: ArrayLike, ps_price: ArrayLike, worker_fr
     tail = u[a:]
     if not np.isfinite(tail).all():
         raise ValueError("utility: must be finite from the arrival slot on")
-    if (np.diff(tail) > 1e-12 * max(1.0, float(np.abs(tail).max()))).any():
+    if (np.diff(tail) > NOISE_RTOL * max(1.0, float(np.abs(tail).max()))).any():
         raise ValueError("utility: must be non-increasing from the arrival slot on")
     need = _ps_need(N, worker_bw, ps_bw, ps_need)
     types = _types(server_type, type_speed, type_demand, span_types, H, R)

@@ -56,6 +56,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..model.checks import FormatError
+from ..model.numerics import WORK_EPS
 
 EXECUTION_FORMAT = "oasis-opt/execution@1"
 TOP_FIELDS = ("format", "instance_sha256", "policy", "slot_seconds", "ray", "startup_s", "wall_s",
@@ -135,7 +136,7 @@ def build_report(executor, schedule=None, *, policy: str | None = None) -> "Exec
                         ratios[name].append(row["busy_s"] / row[key])
             restarts = list(run.restarts)
             if run.completion_slot is not None:
-                wall_slot = max(1, math.ceil(run.completion_s / S - 1e-9))
+                wall_slot = max(1, math.ceil(run.completion_s / S - WORK_EPS))
                 real = {"completion_slot": run.completion_slot, "completion_s": run.completion_s,
                         "wall_slot": wall_slot, "utility": inst.utility_of(i, wall_slot),
                         "val_accuracy": run.val_accuracy, "val_loss": run.val_loss}

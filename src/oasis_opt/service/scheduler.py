@@ -31,6 +31,7 @@ import numpy as np
 
 from ..model import Instance
 from ..model.checks import FormatError
+from ..model.numerics import fit_count
 from ..model.io import instance_from_dict, instance_to_dict
 from ..model.schedule import ROLES, WORKER, Schedule, ScheduleBuilder
 from ..model.policy import OnlinePolicy
@@ -174,8 +175,10 @@ class Scheduler:
         job = inst.jobs[seq]
         for role, servers, demand in (("worker", inst.worker_servers, job.worker),
                                       ("ps", inst.ps_servers, job.ps)):
-            if not any(all(d <= s.capacity.get(r, 0.0) for r, d in demand.items())
-                       for s in servers):
+            need = [float(demand.get(r, 0.0)) for r in inst.resources]
+            capacity = np.array([[float(s.capacity.get(r, 0.0)) for r in inst.resources]
+                                 for s in servers]).reshape(len(servers), len(inst.resources))
+            if not (fit_count(capacity, need) >= 1).any():
                 raise BadRequest(role, f"one {role} container ({_amounts(demand)}) is larger "
                                  f"than every {role} server of the cluster")
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..model import DEFAULT_RESOURCES, JOB_CLASSES, Server, Utility
 from ..model.instance import required_work
-from ..model.numerics import FIT_EPS
+from ..model.numerics import FIT_EPS, VALUE_EPS
 
 RESOURCES = DEFAULT_RESOURCES  # ("gpu", "cpu", "mem", "storage", "bw")
 BW = RESOURCES.index("bw")
@@ -74,7 +74,7 @@ def check_class_mix(v) -> tuple[float, float, float]:
     if len(mix) != len(JOB_CLASSES) or not all(math.isfinite(p) and p >= 0 for p in mix):
         raise ValueError(f"class_mix: expected three probabilities >= 0 "
                          f"({', '.join(JOB_CLASSES)}), got {v!r}")
-    if abs(sum(mix) - 1.0) > 1e-9:
+    if abs(sum(mix) - 1.0) > VALUE_EPS:
         raise ValueError(f"class_mix: must sum to 1, got {v!r} (sum {sum(mix)})")
     return mix  # type: ignore[return-value]
 

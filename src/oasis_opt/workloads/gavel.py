@@ -43,6 +43,7 @@ from typing import Mapping
 from ..model import Instance, Job, JobType, Server, Utility
 from ..model.io import FormatError
 from ._common import RESOURCES, check_int, check_positive, check_seed
+from ..model.numerics import WORK_EPS
 
 TRACE_COLUMNS = ("job_type", "command", "working_directory", "num_steps_arg", "needs_data_dir",
                  "total_steps", "scale_factor", "priority_weight", "SLO", "arrival_time")
@@ -209,9 +210,9 @@ def gavel_instance(trace: str | Path, throughputs: str | Path, *, cluster: str =
             raise FormatError(f"{where} column scale_factor", f"{gj.scale_factor} GPUs do not "
                               f"fit on any type it can use in the cluster {cluster}")
         step_unit = ref * slot_s / (gj.scale_factor * SPEED_SCALE)  # q_i, steps per unit
-        work = math.ceil(gj.total_steps / step_unit - 1e-9)
+        work = math.ceil(gj.total_steps / step_unit - WORK_EPS)
         chunk_time = work / (gj.scale_factor * SPEED_SCALE)  # x_i: W_i = ceil(N_i x_i u_i)
-        arrival = math.ceil(gj.arrival_s / slot_s - 1e-9) + 1
+        arrival = math.ceil(gj.arrival_s / slot_s - WORK_EPS) + 1
         alone = -(-work // (gj.scale_factor * max(speeds.values())))  # d_i, isolated slots
         prov = {"trace_line": gj.line, "gavel_job_id": n, "job_type": gj.job_type,
                 "total_steps": gj.total_steps, "scale_factor": gj.scale_factor,

@@ -43,7 +43,7 @@ from ..costmodel.catalogue import CATALOGUE, TESTBED_BW_GBPS
 from ..costmodel.chunktime import chunk_time, comm_time_s
 from ..model import Instance
 from ..model.load import load_factor
-from ..model.numerics import workers_alone
+from ..model.numerics import WORK_EPS, workers_alone
 from ._common import (DEFAULT_CLASS_MIX, MAX_REDRAWS, RESOURCES, check_class_mix, check_interval,
                       check_seed, make_servers, sample_utilities, tie_order)
 from .paper import build_jobs
@@ -134,7 +134,7 @@ def testbed(seed: int, *, class_mix=DEFAULT_CLASS_MIX, priority=(1.0, 100.0)) ->
     extra = [{"model": MODELS[m], "target_duration_slots": float(d), "typical_workers": int(w)}
              for m, d, w in zip(params["model"], params["duration_slots"], k)]
     # the target: the duration (completion slot - arrival) of a run at the typical allocation
-    utilities = [replace(u, target=float(math.ceil(d - 1e-9) - 1)) if u.kind == "sigmoid" else u
+    utilities = [replace(u, target=float(math.ceil(d - WORK_EPS) - 1)) if u.kind == "sigmoid" else u
                  for u, d in zip(utilities, params["duration_slots"])]
     order = tie_order(r_ord, arrival)
     meta = {"generator": "testbed", "seed": seed, "class_mix": list(class_mix),

@@ -37,6 +37,7 @@ from ..costmodel.profile import SPEED_MODEL, THETA, SpeedProfile
 from ..model import JOB_CLASSES, Instance, Job, Server
 from ._common import (DEFAULT_CLASS_MIX, check_class_mix, check_int, check_interval,
                       check_positive, check_seed, job_ids, sample_utilities, tie_order)
+from ..model.numerics import WORK_EPS
 
 RESOURCES = ("gpu", "cpu", "mem", "storage", "bw")
 SERVER_CAPACITY = {"gpu": 0.0, "cpu": 2.0, "mem": 8.0, "storage": 100.0, "bw": 10.0}
@@ -88,7 +89,7 @@ def testbed_real(seed: int, *, profiles: Sequence[SpeedProfile] = (), jobs: int 
             raise ValueError(f"profiles: {prof.task['name']!r} has fewer training examples "
                              f"({prof.train_size}) than one mini-batch of {prof.batch_size}")
         workers = chunks
-        ps = max(1, math.ceil(workers * bw_ratio - 1e-9))
+        ps = max(1, math.ceil(workers * bw_ratio - WORK_EPS))
         t_iter = float(prof.iteration_time(workers, ps))
         chunk_time = minibatches * t_iter / slot_s
         epochs = max(1, round(duration[i] * workers / (chunks * chunk_time)))
