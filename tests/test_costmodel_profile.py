@@ -195,3 +195,22 @@ def test_profile_command_refuses_bad_input_before_running(capsys):
         assert main(["profile", *argv, "--out", "unused.json"]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith(f"oasis-opt: error: {field}: "), err
+
+
+def test_reproduce_testbed_real_plans_every_policy_without_ray():
+    """The planning half of `reproduce testbed-real` (it crashed on main with "policy 'oasis'
+    takes no option 'options'" after minutes of profiling, since it still passed
+    ``options={...}`` to ``solve``): every policy plans the quick settings from a profile, the
+    schedules are valid, and OASiS ran with the estimated pricing (recorded in its options)."""
+    from oasis_opt.experiments.figures import testbed_real as fig
+
+    s = fig.settings(quick=True)
+    inst, pricing, schedules = fig.plan(s, [profile()], 1.0)
+    assert sorted(schedules) == sorted(fig.POLICIES)
+    assert inst.I == s["jobs"] and inst.horizon == s["horizon"]
+    for policy, sched in schedules.items():
+        assert validate(inst, sched).ok, policy
+    # OASiS ran with the pricing estimated on the history seeds (its options record it)
+    assert schedules["oasis"].stats["options"] == {"pricing": json.loads(json.dumps(pricing))}
+    assert all("options" not in sched.stats or sched.stats["options"] == {}
+               for policy, sched in schedules.items() if policy != "oasis")

@@ -123,30 +123,44 @@ class _Session:
         self._pool = None
 
 
-def _round(folder: Path, prefix: str, s: dict, profiles, slowdown: float, session: _Session,
-           progress: bool) -> dict:
-    """Generate (with ``slowdown``), price OASiS, solve, execute each policy's schedule."""
+def plan(s: dict, profiles, slowdown: float) -> tuple:
+    """The round's instance (generated with ``slowdown``), OASiS's pricing (estimated on the
+    history seeds of ``s``) and every policy's validated schedule: ``(instance, pricing,
+    {policy: schedule})``. Needs no Ray (the executor runs afterwards, in ``_round``)."""
     from ... import solve, validate
-    from ...model.io import save_instance, save_result
     from ...online.estimate import estimate_pricing
-    from ...runtime.executor import execute
-    from ...runtime.report import save_report
     from ...workloads.testbed_real import testbed_real
 
     kw = dict(profiles=profiles, jobs=s["jobs"], horizon=s["horizon"], slot_s=s["slot_s"],
               slowdown=slowdown)
     inst = testbed_real(s["seed"], **kw)
-    save_instance(inst, folder / f"{prefix}instance.json")
     pricing = estimate_pricing([testbed_real(h, **kw) for h in s["history"]])
-    schedules, reports = {}, {}
+    schedules = {}
     for policy in POLICIES:
-        sched = solve(inst, policy, options={"pricing": pricing} if policy == "oasis" else {})
-        assert validate(inst, sched).ok, policy
+        sched = solve(inst, policy, **({"pricing": pricing} if policy == "oasis" else {}))
+        check = validate(inst, sched)
+        if not check.ok:
+            raise RuntimeError(f"testbed-real: the {policy} schedule is invalid: {check}")
+        schedules[policy] = sched
+    return inst, pricing, schedules
+
+
+def _round(folder: Path, prefix: str, s: dict, profiles, slowdown: float, session: _Session,
+           progress: bool) -> dict:
+    """Plan (``plan``), then execute each policy's schedule (a stored report of the same
+    instance and schedule is reused)."""
+    from ...model.io import save_instance, save_result
+    from ...runtime.executor import execute
+    from ...runtime.report import save_report
+
+    inst, pricing, schedules = plan(s, profiles, slowdown)
+    save_instance(inst, folder / f"{prefix}instance.json")
+    reports = {}
+    for policy, sched in schedules.items():
         result = folder / f"{prefix}result-{policy}.json"
         report = folder / f"{prefix}execution-{policy}.json"
         same = _stored_schedule_is(inst, result, sched)
         save_result(inst, sched, result)
-        schedules[policy] = sched
         stored = _stored_report(inst, report) if same else None
         if stored is not None:
             reports[policy] = stored
