@@ -16,6 +16,10 @@ STAMP := $(VENV)/.installed-stamp
 EXTRAS ?= all
 LOCK := requirements/lock.txt
 PYTEST_ARGS ?=
+# pytest-xdist workers of `make test` (2 = both cores of a 2-core CI machine; 0 runs the suite in
+# one process); each worker takes whole files (--dist loadfile: a module's fixtures run once)
+TEST_WORKERS ?= 2
+XDIST := -n $(TEST_WORKERS) --dist loadfile
 # busy-loop processes that keep the CPUs loaded during `make stress-test` (2 = both cores of a
 # 2-core CI machine), and how many times the suite runs under that load
 STRESS_PROCS ?= 2
@@ -80,7 +84,7 @@ docs: $(STAMP)
 	JAX_PLATFORMS=cpu $(BIN)/python docs/build.py docs/api
 
 test: $(STAMP) typecheck
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # No test may depend on the machine's speed: the suite must pass with every core busy. The busy
 # processes are started here and killed (by their ids) when the recipe ends, pass or fail.
@@ -91,7 +95,7 @@ stress-test: $(STAMP)
 	echo "stress-test: $(STRESS_PROCS) busy processes (pids$$pids)"; \
 	for run in $$(seq $(STRESS_RUNS)); do \
 	  start=$$(date +%s); \
-	  $(BIN)/python -m pytest -q $(PYTEST_ARGS) \
+	  $(BIN)/python -m pytest -q $(XDIST) $(PYTEST_ARGS) \
 	    || { echo "stress-test: run $$run of $(STRESS_RUNS) FAILED"; exit 1; }; \
 	  echo "stress-test: run $$run of $(STRESS_RUNS) passed in $$(( $$(date +%s) - start )) s"; \
 	done
