@@ -17,9 +17,10 @@ EXTRAS ?= all
 LOCK := requirements/lock.txt
 PYTEST_ARGS ?=
 # pytest-xdist workers of `make test` (2 = both cores of a 2-core CI machine; 0 runs the suite in
-# one process); each worker takes whole files (--dist loadfile: a module's fixtures run once)
+# one process); each worker takes whole units (tests/conftest.py's scheduler: a file, or every
+# test that starts Ray)
 TEST_WORKERS ?= 2
-XDIST := -n $(TEST_WORKERS) --dist loadfile
+XDIST := -n $(TEST_WORKERS)
 # busy-loop processes that keep the CPUs loaded during `make stress-test` (2 = both cores of a
 # 2-core CI machine), and how many times the suite runs under that load
 STRESS_PROCS ?= 2

@@ -95,9 +95,20 @@ COMMAND_GUARD_S = 1800
 BLOCK_GUARD_S = 7200
 
 
+# commands that start a local Ray (their blocks join the suite's Ray unit, tests/conftest.py)
+RAY_COMMANDS = ("oasis-opt execute", "oasis-opt profile", "oasis-opt case-study",
+                "oasis-opt serve", "oasis-opt reproduce testbed-real")
+
+
+def starts_ray(code: str) -> bool:
+    """Whether a block runs a command of ``RAY_COMMANDS`` (one not in ``SKIP``)."""
+    return any(c.startswith(RAY_COMMANDS) for c in commands(code) if c not in SKIP)
+
+
 @pytest.mark.timeout(BLOCK_GUARD_S)
-@pytest.mark.parametrize("heading, code", BASH,
-                         ids=[f"bash{n}-{slug(h)}" for n, (h, _) in enumerate(BASH)])
+@pytest.mark.parametrize("heading, code", [
+    pytest.param(h, c, marks=[pytest.mark.ray] if starts_ray(c) else [],
+                 id=f"bash{n}-{slug(h)}") for n, (h, c) in enumerate(BASH)])
 def test_bash_block_runs_as_written(heading, code, tmp_path):
     env = {**os.environ, "MPLBACKEND": "Agg", "JAX_PLATFORMS": "cpu"}
     ran = 0
