@@ -77,6 +77,10 @@ def test_stopped_trials_trained_fewer_minibatches(study):
         assert 0 < j["minibatches"] < j["minibatches_to_complete"], j
         assert j["completion"] is None and j["utility"] == 0.0
     assert summary["controller"]["stopped"] == len(stopped)
+    for j in summary["jobs"]:  # a stop the service refused (409): the trial completed whole
+        if j.get("stop_too_late_at_epoch") is not None:
+            assert j["state"] == "completed" and j["stopped_at_epoch"] is None, j
+            assert j["minibatches"] == j["minibatches_to_complete"], j
     assert summary["controller"]["minibatches_saved"] == sum(
         j["minibatches_to_complete"] - j["minibatches"] for j in stopped) > 0
 

@@ -109,6 +109,45 @@ def test_a_cancelled_job_stops_at_the_next_boundary():
     assert err.value.status == 409
 
 
+def test_a_job_whose_completing_slot_is_decided_cannot_be_cancelled():
+    """The case study's race (a stop arriving while the job's last slot runs): the service
+    accepted the cancel for the next boundary and then called the job cancelled, though the
+    slot already decided completed it (its real training had run every mini-batch). Now the
+    cancel is refused with 409 and the job completes with its utility."""
+    inst, _ = workload()
+    docs = instance_to_dict(inst)["jobs"]
+    sched = service(inst, "greedy")
+    for d in docs:
+        sched.submit(d)
+    seq = next(n for n in range(len(docs)) if simulate(inst, get_policy("greedy")
+                                                         ).completion[n] >= 0)
+    while True:  # decide slots (finishing the one before) until seq's completing slot is decided
+        slot = sched.advance()
+        if seq in slot.finished:
+            break
+        sched.finish(slot.t)
+    assert sched.job_view(seq)["state"] == "running"  # the slot is decided, not finished
+    with pytest.raises(BadRequest) as err:
+        sched.cancel(docs[seq]["id"])
+    assert err.value.status == 409 and f"completes in slot {slot.t}" in err.value.message
+    sched.finish(slot.t)
+    view = sched.job_view(seq)
+    assert view["state"] == "completed" and view["completion"] == slot.t
+    assert view["utility"] == pytest.approx(inst.utility_of(seq, slot.t)) and view["utility"] > 0
+
+
+def test_the_slot_loop_refuses_to_cancel_a_completed_job():
+    from oasis_opt.sim.core import SlotLoop
+
+    inst, _ = workload()
+    loop = SlotLoop(inst, get_policy("greedy"))
+    while not (loop.state.completion >= 0).any():
+        loop.step()
+    done = int(np.flatnonzero(loop.state.completion >= 0)[0])
+    with pytest.raises(ValueError, match="completed job cannot be cancelled"):
+        loop.cancel(done)
+    assert not loop.state.cancelled[done]
+
 # ---- the state file ------------------------------------------------------------------------------
 def test_a_restarted_scheduler_resumes_its_state(tmp_path):
     """Stop after a few slots (one decided, not run), resume from the file: the same jobs and

@@ -30,7 +30,10 @@ images nothing saw before:
    the controller's units per trial are therefore one (``automl-thesis`` runs with
    ``max_units=1``), and controllers that pause trials (``asha``) cannot run here. A stop is
    seen after the slot that shows it, and a cancellation takes effect at the next boundary not
-   yet decided: a stopped trial may train one slot more than the controller needed.
+   yet decided: a stopped trial may train one slot more than the controller needed. A stop
+   that comes after the slot the trial completes in was decided is refused by the service
+   (409): the trial completes, and counts as completed, not stopped
+   (``stop_too_late_at_epoch`` in the summary).
 5. **The end.** When every job has ended (completed, rejected or cancelled) the service is
    stopped (SIGINT: it shuts its Ray down) and its state is read: the schedule it ran
    (``scheduler.stored_schedule``) is checked by ``model.validate``; the completed job with the
@@ -299,9 +302,10 @@ class Screenshot:
 class _Trial:
     trial: int
     job_id: str
-    status: str = "running"  # running, completed, stopped, rejected
+    status: str = "running"  # running, completed, stopped, rejected, completing
     observed: int = 0  # epochs told to the controller
     stopped_at: int | None = None
+    stop_too_late: int | None = None  # the epoch of a stop the service refused (409)
     values: list = field(default_factory=list)
 
 
@@ -350,6 +354,9 @@ class Driver:
                 self.log(f"{job.id}: submitted ({task_of(job)['name']})")
         now = slot * s.slot_s
         for t, tr in sorted(self.trials.items()):
+            if tr.status == "completing" and views.get(tr.job_id, {}).get("state") in ENDED:
+                tr.status = views[tr.job_id]["state"]
+                self.log(f"{tr.job_id}: {tr.status} after the stop came too late")
             if tr.status != "running" or tr.job_id not in views:
                 continue
             v = views[tr.job_id]
@@ -386,8 +393,12 @@ class Driver:
                 try:
                     request("DELETE", self.url, f"/jobs/{tr.job_id}")
                 except ServiceError as e:
-                    if e.field != "id":  # 409: it ended meanwhile
+                    if e.field != "id":
                         raise
+                    # 409: the slot it completes in was decided before the stop came; it
+                    # completes (the controller has let it go all the same)
+                    tr.status, tr.stopped_at, tr.stop_too_late = "completing", None, tr.observed
+                    self.log(f"{tr.job_id}: not cancelled ({e.message})")
         self.start(now)
 
     def start(self, now: float) -> None:
@@ -559,6 +570,7 @@ def _report(settings: CaseStudy, out: Path, driver: Driver, views: dict[str, dic
             "minibatches_to_complete": plan.total_minibatches,
             "val_accuracy": real.get("val_accuracy"),
             "stopped_at_epoch": tr.stopped_at if tr else None,
+            "stop_too_late_at_epoch": tr.stop_too_late if tr else None,
             "observed": tr.values if tr else None,
             "slots": per_slot.get(seq, [])})
     done = [j for j in jobs if j["state"] == "completed" and j["val_accuracy"] is not None]

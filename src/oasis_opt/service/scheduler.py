@@ -18,7 +18,8 @@ compared.
 **Time.** Slot boundaries are the caller's (``runner.ServiceRunner`` paces them in wall-clock
 time; tests call ``advance`` / ``finish`` directly). A job submitted between boundaries waits for
 the next one: its arrival is at least ``next_slot``. A cancellation takes effect at the next
-boundary (``SlotLoop.cancel``).
+boundary (``SlotLoop.cancel``); a job whose completing slot is decided already (the slot may be
+running) cannot be cancelled any more (409): it completes.
 """
 from __future__ import annotations
 
@@ -183,12 +184,21 @@ class Scheduler:
                                  f"than every {role} server of the cluster")
 
     def cancel(self, job_id: str) -> dict:
-        """Withdraw a job at the next slot boundary; ``BadRequest`` (404 / 409) otherwise."""
+        """Withdraw a job at the next slot boundary; ``BadRequest`` 404 (no such job) or 409 (it
+        ended, or the slot it completes in is decided already) otherwise."""
         with self._lock:
             seq = self._seq(job_id)
             view = self.job_view(seq)
             if view["state"] in ("cancelled", "completed", "rejected"):
                 raise BadRequest("id", f"job {job_id!r} is {view['state']} already", 409)
+            loop = self._loop
+            if (loop is not None and seq < loop.instance.I
+                    and loop.state.completion[seq] >= 0):
+                # its last slot is decided (and maybe running): it completes before any
+                # boundary a cancellation could take effect at
+                raise BadRequest("id", f"job {job_id!r} completes in slot "
+                                 f"{int(loop.state.completion[seq])}, which is decided "
+                                 "already", 409)
             slot = self.next_slot
             self.store.record_cancel(seq, slot)
             self._cancels[seq] = slot

@@ -113,7 +113,12 @@ class SlotLoop:
         return self.state.t
 
     def cancel(self, job: int) -> None:
+        """Withdraw ``job`` from the next slot on; a job that completed is refused (its
+        completion and utility stand)."""
         state = self.state
+        if state.completion[job] >= 0:
+            raise ValueError(f"job {job}: it completed in slot {int(state.completion[job])}; "
+                             "a completed job cannot be cancelled")
         state.cancelled[job] = True
         if not state.admitted[job]:  # not arrived yet, or still waiting: never decided now
             state.decided[job] = True
