@@ -1,7 +1,7 @@
 """Generate the learning-curve sets shipped in ``src/oasis_opt/data/curves/``.
 
-Each study is a random search over its task's space (``oasis_opt.automl.tasks``), every trial
-trained for real with JAX + optax on the CPU (``oasis_opt.automl.study.generate_curves``, the
+Each study is a random search over its task's space (``oasis_opt.training.tasks``), every trial
+trained for real with JAX + optax on the CPU (``oasis_opt.training.study.generate_curves``, the
 same code as ``oasis-opt automl curves``). A killed run resumes: finished trials stay in the CSV
 and only the missing ones are trained. Prints a markdown table (trials, epochs, rows, size,
 generation time, final accuracies) for the README beside the CSVs.
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from oasis_opt.automl.curves import read_curves
-from oasis_opt.automl.study import generate_curves
+from oasis_opt.training.curves import read_curves
+from oasis_opt.training.study import generate_curves
 
 # (task, trials, epochs): the shipped curve sets
 STUDIES = [("digits-mlp", 250, 40), ("breast-cancer-mlp", 250, 40), ("digits-cnn", 100, 30)]

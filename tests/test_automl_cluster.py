@@ -7,7 +7,7 @@ import pytest
 
 from oasis_opt.automl.cluster import StudyInCluster, run_study, study_instance, trial_jobs
 from oasis_opt.automl.controllers import CONTROLLER_NAMES, get_controller
-from oasis_opt.automl.curves import Curve
+from oasis_opt.training.curves import Curve
 from oasis_opt.costmodel.chunktime import chunk_time_from_provenance
 from oasis_opt.model.validate import validate
 from oasis_opt.sim.core import simulate

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from oasis_opt.automl.curves import (COLUMNS, Curve, append_curves, format_curves, read_curves,
+from oasis_opt.training.curves import (COLUMNS, Curve, append_curves, format_curves, read_curves,
                                      shipped_curves, write_curves)
 from oasis_opt.model.io import FormatError
 
@@ -191,8 +191,8 @@ def test_a_curve_the_reader_would_reject_cannot_be_built(changes, message):
 
 
 def test_curves_space_and_shards_load_no_jax():
-    code = ("import sys\nfrom oasis_opt.automl.curves import read_curves, shipped_curves\n"
-            "import oasis_opt.automl.space, oasis_opt.automl.shards\n"
+    code = ("import sys\nfrom oasis_opt.training.curves import read_curves, shipped_curves\n"
+            "import oasis_opt.training.space, oasis_opt.training.shards\n"
             "read_curves(shipped_curves()['breast-cancer-mlp'])\n"
             "print(sorted(m for m in ('jax', 'optax', 'sklearn', 'optuna') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from oasis_opt.automl.curves import Curve
+from oasis_opt.training.curves import Curve
 from oasis_opt.experiments import automl as exp
 from oasis_opt.experiments.reproduce import figure_names, reproduce
 from oasis_opt.workloads.traces import TraceJob, philly_cluster, trace_instance

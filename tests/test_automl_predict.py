@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from oasis_opt.automl.classify import (POOR, PROMISING, UNCERTAIN, Thresholds, classify,
                                        expected_improvement, p_above, water_fill)
-from oasis_opt.automl.curves import Curve
+from oasis_opt.training.curves import Curve
 from oasis_opt.automl.evaluate import (Predictions, classification_quality, fold_of,
                                        predict_study, prediction_quality)
 from oasis_opt.automl.predict import (FAMILIES, MAX_STD, MIN_STD, BaggedSVR, ConfigEncoder,

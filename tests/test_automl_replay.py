@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oasis_opt.automl.controllers import CONTROLLER_NAMES, available_controllers, get_controller
-from oasis_opt.automl.curves import Curve, write_curves
+from oasis_opt.training.curves import Curve, write_curves
 from oasis_opt.automl.pruners import AshaController, asha_rungs
 from oasis_opt.automl.replay import (COMPLETED, CONTINUE, CUT, NOT_STARTED, PAUSE, PAUSED, STOP,
                                      STOPPED, Controller, ControllerError, TrialInfo, replay,

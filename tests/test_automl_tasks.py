@@ -13,12 +13,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from oasis_opt.automl.curves import read_curves, shipped_curves
-from oasis_opt.automl.shards import shard_bounds
-from oasis_opt.automl.study import generate_curves, trial_config, trial_seed
-from oasis_opt.automl.tasks import (TASKS, get_task, join_states, mean_gradients, ravel,
+from oasis_opt.training.curves import read_curves, shipped_curves
+from oasis_opt.training.shards import shard_bounds
+from oasis_opt.training.study import generate_curves, trial_config, trial_seed
+from oasis_opt.training.tasks import (TASKS, get_task, join_states, mean_gradients, ravel,
                                     split_state)
-from oasis_opt.automl.train import train_trial
+from oasis_opt.training.train import train_trial
 from oasis_opt.cli import main
 
 SIZES = {"digits": 1797, "breast-cancer": 569, "wine": 178}
@@ -244,7 +244,7 @@ def test_every_task_trains(name, changes):
 
 def test_another_trial_of_the_same_shapes_compiles_nothing():
     """Learning rate, weight decay and seed are traced values, not compile keys."""
-    from oasis_opt.automl import tasks
+    from oasis_opt.training import tasks
 
     kernels = (tasks.train_step, tasks.evaluate, tasks.optimizer_init)
     for kernel in kernels:

@@ -86,8 +86,8 @@ def test_stopped_trials_trained_fewer_minibatches(study):
 
 
 def test_the_exported_model_reproduces_the_heldout_accuracy(study):
-    from oasis_opt.automl.export import load_model
-    from oasis_opt.automl.tasks import get_task, ravel
+    from oasis_opt.training.export import load_model
+    from oasis_opt.training.tasks import get_task, ravel
     from oasis_opt.service.store import Store
 
     settings, out, summary, _ = study
@@ -119,8 +119,8 @@ def test_the_exported_model_reproduces_the_heldout_accuracy(study):
 
 
 def test_heldout_images_are_disjoint_from_training_and_search(study):
-    from oasis_opt.automl.export import load_model
-    from oasis_opt.automl.tasks import get_task
+    from oasis_opt.training.export import load_model
+    from oasis_opt.training.tasks import get_task
     from oasis_opt.service.store import Store
 
     settings, out, summary, _ = study
@@ -170,8 +170,8 @@ def test_case_study_refuses_bad_options(argv, field, capsys, tmp_path):
 
 
 def test_predict_refuses_bad_input(tmp_path, capsys):
-    from oasis_opt.automl.export import save_model
-    from oasis_opt.automl.tasks import get_task, ravel
+    from oasis_opt.training.export import save_model
+    from oasis_opt.training.tasks import get_task, ravel
     from oasis_opt.cli import main
 
     config = {"learning_rate": 0.01, "weight_decay": 1e-4, "width": 16, "depth": 1,

@@ -29,8 +29,9 @@ PACKAGE = "oasis_opt"
 #
 #   model <- costmodel <- {online, workloads, sim}; policies <- sizing <- model
 #   offline <- online, policies; baselines <- offline, sim; cluster <- baselines;
-#   automl <- sim, workloads; runtime <- automl; service <- runtime, sim, policies;
-#   experiments, cli <- everything below
+#   training <- workloads; automl <- sim, training; runtime <- training;
+#   service <- runtime, sim, policies;
+#   experiments <- service, cluster, offline, automl; cli <- everything below
 LEAVES = ("_lazy", "_extras")
 ROOT = PACKAGE
 PACKAGES: dict[str, set[str]] = {
@@ -47,10 +48,11 @@ PACKAGES: dict[str, set[str]] = {
     "sim": {"costmodel"},
     "baselines": {"offline", "sim"},
     "cluster": {"baselines"},
-    "automl": {"sim", "workloads"},
-    "runtime": {"automl", ROOT},
-    "service": {"runtime", "policies", ROOT},
-    "experiments": {"service", "cluster", "offline"},
+    "training": {"workloads"},
+    "automl": {"sim", "training"},
+    "runtime": {"training", ROOT},
+    "service": {"runtime", "sim", "policies", ROOT},
+    "experiments": {"service", "cluster", "offline", "automl"},
     "cli": {"experiments"},
     "__main__": {"cli"},
 }
@@ -369,17 +371,17 @@ def test_the_checks_catch_a_cycle_an_import_out_of_order_and_a_private_import():
     assert outside_order({"oasis_opt.cluster.tree": {"oasis_opt.sim.placement"}}) == []
     sources = {
         "oasis_opt.cluster.oasis_topo": "from ..costmodel.placement import _progress_kernel\n",
-        "oasis_opt.automl.curves": "from oasis_opt.workloads.traces import _parse_float, read_csv\n",
+        "oasis_opt.training.curves": "from oasis_opt.workloads.traces import _parse_float, read_csv\n",
         "oasis_opt.experiments.runner": "def f():\n    from ..model.io import _jsonable\n",
         "oasis_opt.cluster.tree": "from ..online import _dp\n",
         "oasis_opt.online.dual_numpy": "from ._dp import _private_helper\n",
         "oasis_opt.offline.exact": "from .._extras import require\nfrom .. import _lazy\n",
     }
     assert private_imports(sources, package_inits()) == [
-        "oasis_opt.automl.curves: oasis_opt.workloads.traces._parse_float",
         "oasis_opt.cluster.oasis_topo: oasis_opt.costmodel.placement._progress_kernel",
         "oasis_opt.cluster.tree: oasis_opt.online._dp",
         "oasis_opt.experiments.runner: oasis_opt.model.io._jsonable",
+        "oasis_opt.training.curves: oasis_opt.workloads.traces._parse_float",
     ]
     top, deferred, typing = import_graph()
     assert "oasis_opt.online.dual_numpy" in top  # the real graph is read, each kind apart

@@ -208,7 +208,7 @@ def test_tiny_execution_progress_matches_the_schedule_slot_by_slot(cli_run):
     report, the gradients its PSs averaged, the steps they acknowledged. An executor that starts
     one worker fewer than the allocation asks (or sends one gradient fewer an iteration) fails
     here, as does one that keeps a job's containers when its counts change."""
-    from oasis_opt.automl.tasks import get_task
+    from oasis_opt.training.tasks import get_task
 
     inst, sched, report = cli_run
     task = get_task("digits-mlp")
@@ -263,7 +263,7 @@ def test_tiny_execution_progress_matches_the_schedule_slot_by_slot(cli_run):
 
 @pytest.mark.ray
 def test_execution_trains_what_the_replay_trains(cli_run):
-    from oasis_opt.automl.tasks import get_task
+    from oasis_opt.training.tasks import get_task
 
     inst, sched, report = cli_run
     for job in ("a", "b"):
@@ -271,7 +271,7 @@ def test_execution_trains_what_the_replay_trains(cli_run):
         flat = replay_training(inst, sched, i)
         task = get_task("digits-mlp")
         data, model = task.split(0), task.model(CONFIG)
-        from oasis_opt.automl.tasks import ravel
+        from oasis_opt.training.tasks import ravel
 
         unflatten = ravel(model.init(0))[1]
         acc, loss = model.evaluate(unflatten(flat), data.x_val, data.y_val)

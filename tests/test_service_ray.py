@@ -81,7 +81,7 @@ def test_the_service_trains_submitted_jobs_on_ray(tmp_path):
     assert all(c["done"] == 8 * inst.jobs[j].epochs * 4 for j, c in checkpoints.items())
     # the jobs learned: digits has 10 classes (chance 0.1); the stored models' loss fell by a
     # quarter from the untrained one, and their accuracy is the one the service reports
-    from oasis_opt.automl.tasks import get_task, ravel
+    from oasis_opt.training.tasks import get_task, ravel
 
     task = get_task("digits-mlp")
     data, model = task.split(0), task.model(CONFIG)

@@ -49,7 +49,7 @@ from ..sim.core import simulate
 from ..sim.placement import FirstFit, apply, free_after
 from ..workloads.traces import PS_DEMAND, WORKER_DEMAND, WORKERS_PER_PS
 from ..model.numerics import DIVISOR_FLOOR, NOISE_RTOL, WORK_EPS
-from .curves import Curve
+from ..training.curves import Curve
 from .replay import CONTINUE, STOP, VERDICTS, Controller, ControllerError, TrialInfo, \
     one_study, study_order
 

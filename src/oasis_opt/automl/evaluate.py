@@ -28,7 +28,7 @@ from typing import Sequence
 import numpy as np
 
 from .classify import POOR, PROMISING, Thresholds, classify
-from .curves import Curve
+from ..training.curves import Curve
 from .predict import FAMILIES, ParametricPredictor, RegressionPredictor, fit_family, last_value
 
 FRACTIONS = (0.1, 0.2, 0.4)

@@ -36,7 +36,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..model.numerics import NOISE_RTOL
-from .curves import Curve
+from ..training.curves import Curve
 
 CONTINUE, STOP, PAUSE = "continue", "stop", "pause"
 VERDICTS = (CONTINUE, STOP, PAUSE)

@@ -40,7 +40,7 @@ add_replay = adder(
 
 
 def tasks(args: argparse.Namespace) -> int:
-    from ..automl.tasks import TASKS
+    from ..training.tasks import TASKS
 
     for task in TASKS.values():
         print(f"{task.name}: {task.description}")
@@ -50,8 +50,8 @@ def tasks(args: argparse.Namespace) -> int:
 
 
 def curves(args: argparse.Namespace) -> int:
-    from ..automl.study import generate_curves
-    from ..automl.tasks import get_task
+    from ..training.study import generate_curves
+    from ..training.tasks import get_task
     from ..model.io import FormatError
 
     task = look_up(get_task, args.task, "--task")
@@ -72,7 +72,7 @@ def curves(args: argparse.Namespace) -> int:
 
 def replay(args: argparse.Namespace) -> int:
     from ..automl.controllers import controller_factory
-    from ..automl.curves import read_curves, shipped_curves
+    from ..training.curves import read_curves, shipped_curves
     from ..automl.replay import one_study, replay
     from ..model.io import FormatError
     from ..policies import OptionError, construct

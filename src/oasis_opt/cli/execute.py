@@ -83,7 +83,7 @@ def execute(args: argparse.Namespace) -> int:
 def profile(args: argparse.Namespace) -> int:
     from statistics import median
 
-    from ..automl.tasks import get_task
+    from ..training.tasks import get_task
     from ..costmodel.profile import save_profile
     from ..runtime.executor import ExecutionError
     from ..runtime.profile import DEFAULT_CONFIGS, profile_points, profile_task

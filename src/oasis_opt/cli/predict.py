@@ -22,7 +22,7 @@ add_predict = adder(
 def predict(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ..automl.export import load_model
+    from ..training.export import load_model
     from ..model.io import FormatError
 
     try:

@@ -53,7 +53,7 @@ def settings(quick: bool) -> dict:
 
 
 def _curves(study: str):
-    from ..automl.curves import read_curves, shipped_curves
+    from ..training.curves import read_curves, shipped_curves
 
     return read_curves(shipped_curves()[study])
 

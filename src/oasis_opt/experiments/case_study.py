@@ -13,7 +13,7 @@ images nothing saw before:
    state in ``state.db``, a local Ray started by its executor through ``runtime.ray_pool``),
    slots of ``slot_s`` wall-clock seconds; its log in ``serve.log``.
 3. **The jobs.** Trial t of the search is job ``trial-<t>``: configuration
-   ``automl.study.trial_config(task, seed, t)``, weights ``trial_seed(seed, t)``; every job,
+   ``training.study.trial_config(task, seed, t)``, weights ``trial_seed(seed, t)``; every job,
    trial or not, trains on the train split of data seed ``seed``, and is one of the instance
    format with E = ``epochs`` epochs, N = 2 data chunks and x = 1 worker-slot per chunk, so
    one epoch is N x = 2 worker-slots and the policy may give a job one or two workers per slot
@@ -37,7 +37,7 @@ images nothing saw before:
 5. **The end.** When every job has ended (completed, rejected or cancelled) the service is
    stopped (SIGINT: it shuts its Ray down) and its state is read: the schedule it ran
    (``scheduler.stored_schedule``) is checked by ``model.validate``; the completed job with the
-   best validation accuracy is exported (``automl.export``, ``model.npz``) and its accuracy
+   best validation accuracy is exported (``training.export``, ``model.npz``) and its accuracy
    measured on the test split of the same data seed (never trained on, never used to choose);
    the test images and labels are written as ``heldout-images.npy`` / ``heldout-labels.npy``
    for ``oasis-opt predict``; everything goes to ``summary.json``.
@@ -157,8 +157,8 @@ def make_job(job_id: str, task: str, config: dict, seed: int, settings: CaseStud
 
 
 def trial_job(trial: int, settings: CaseStudy) -> Job:
-    from ..automl.study import trial_config, trial_seed
-    from ..automl.tasks import get_task
+    from ..training.study import trial_config, trial_seed
+    from ..training.tasks import get_task
 
     return make_job(f"trial-{trial:02d}", TASK,
                     trial_config(get_task(TASK), settings.seed, trial),
@@ -530,8 +530,8 @@ def run_case_study(settings: CaseStudy, out: str | Path, *, port: int | None = N
 def _report(settings: CaseStudy, out: Path, driver: Driver, views: dict[str, dict],
             service_summary: dict, seconds: float) -> dict:
     """Read the state, validate it, export the best model and test it on the held-out split."""
-    from ..automl.export import load_model, save_model
-    from ..automl.tasks import get_task
+    from ..training.export import load_model, save_model
+    from ..training.tasks import get_task
     from ..model.io import jsonable
     from ..model.validate import validate
     from ..runtime.plan import job_plan

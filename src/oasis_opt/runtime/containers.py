@@ -17,7 +17,7 @@ its compiled kernels stay warm, the training state does not (it comes from the j
 ``assign_worker`` and ``assign_ps`` return the id of the logical server the container holds (the
 ``server:<id>`` resource Ray assigned it), so the executor reports where its containers really ran.
 
-The jitted kernels live at module level in ``oasis_opt.automl.tasks``, so a process compiles each
+The jitted kernels live at module level in ``oasis_opt.training.tasks``, so a process compiles each
 architecture and shard size once, whatever the jobs it serves.
 """
 from __future__ import annotations
@@ -36,7 +36,7 @@ class _JobData:
     """A job's data and model inside a container (cached per task spec)."""
 
     def __init__(self, spec: Mapping[str, Any]):
-        from ..automl.tasks import get_task, ravel
+        from ..training.tasks import get_task, ravel
 
         task = get_task(spec["name"])
         self.split = task.split(spec["data_seed"])
@@ -98,8 +98,8 @@ class Container:
         container of a worker server). Returns the seconds it took."""
         import jax
 
-        from ..automl.shards import shard_bounds
-        from ..automl.tasks import ravel
+        from ..training.shards import shard_bounds
+        from ..training.tasks import ravel
 
         t0 = time.perf_counter()
         for spec, counts in zip(specs, ps_counts):
@@ -117,7 +117,7 @@ class Container:
 
     # ---- worker ----------------------------------------------------------------------------
     def assign_worker(self, spec: dict) -> str | None:
-        from ..automl.shards import shard_bounds
+        from ..training.shards import shard_bounds
 
         self.role, self.job = "worker", self._data(spec)
         self.bounds = shard_bounds(self.job.size, spec["ps"])
@@ -126,7 +126,7 @@ class Container:
 
     def gradient(self, n: int, *shards: np.ndarray):
         """Gradient shards of mini-batch ``n`` at the parameters ``concat(shards)``."""
-        from ..automl.tasks import ravel
+        from ..training.tasks import ravel
 
         job = self.job
         x, y = job.batch(n)
@@ -148,7 +148,7 @@ class Container:
     def step(self, *grads: np.ndarray):
         """Average the workers' gradient shards, one optimiser step: (new shard, the number of
         gradients averaged)."""
-        from ..automl.tasks import mean_gradients
+        from ..training.tasks import mean_gradients
 
         g = mean_gradients(list(grads), [self.job.batch_size] * len(grads))
         self.shard, self.state = self.job.model.optimizer.step(g, self.state, self.shard)

@@ -303,7 +303,7 @@ class Executor:
         if i not in self._jobs:
             import jax
 
-            from ..automl.tasks import ravel
+            from ..training.tasks import ravel
 
             plan = self._plans.get(i) or job_plan(self.instance, i)
             self._plans[i] = plan
@@ -431,7 +431,7 @@ class Executor:
                  records: dict[int, dict]) -> dict[int, str]:
         """Assign, iterate, checkpoint the ``pending`` jobs once; ``{job: cause}`` of those
         whose containers failed."""
-        from ..automl.tasks import split_state
+        from ..training.tasks import split_state
 
         ray = self._ray
         failed: dict[int, str] = {}
@@ -499,7 +499,7 @@ class Executor:
     def _checkpoint(self, t: int, run: _Run, parts) -> None:
         import jax
 
-        from ..automl.tasks import join_states
+        from ..training.tasks import join_states
 
         job = run.job
         job.flat = np.concatenate([shard for shard, _ in parts])
@@ -570,7 +570,7 @@ class Executor:
 
 
 def _bounds(size: int, ps: int) -> np.ndarray:
-    from ..automl.shards import shard_bounds
+    from ..training.shards import shard_bounds
 
     return shard_bounds(size, ps)
 

@@ -35,7 +35,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from ..automl.shards import shard_bounds
+from ..training.shards import shard_bounds
 from ..model.checks import FormatError
 from ..model.numerics import CHUNK_EPS
 from ..model.schedule import PS, WORKER, Schedule
@@ -108,14 +108,14 @@ def minibatch_indices(n: int, *, seed: int, chunks: int, minibatches: int, batch
 
 @functools.lru_cache(maxsize=None)
 def train_size(task_name: str, data_seed: int) -> int:
-    from ..automl.tasks import get_task
+    from ..training.tasks import get_task
 
     return len(get_task(task_name).split(data_seed).y_train)
 
 
 def job_plan(instance, i: int) -> JobPlan:
     """The job's plan; ``ExecutionRefused`` naming the field when its task cannot run."""
-    from ..automl.tasks import TASKS
+    from ..training.tasks import TASKS
 
     job = instance.jobs[i]
     where = f"jobs[{i}].task"

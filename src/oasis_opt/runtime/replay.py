@@ -16,7 +16,7 @@ from .plan import iteration_sizes, job_plan
 
 def replay_training(instance, schedule: Schedule, job: int) -> np.ndarray:
     """Final flat parameters of job ``job`` (instance index) trained as the schedule says."""
-    from ..automl.tasks import mean_gradients, ravel
+    from ..training.tasks import mean_gradients, ravel
     from .containers import _JobData
 
     plan = job_plan(instance, job)
