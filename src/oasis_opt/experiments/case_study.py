@@ -275,6 +275,13 @@ def chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
+# Headless Chromium on a machine with no network beyond loopback: without the background
+# networking flags it tries Google's hosts at every start, and those connections are refused.
+CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                  "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync")
+
+
 class Screenshot:
     """Headless Chromium taking a picture of the dashboard, in the background."""
 
@@ -282,8 +289,7 @@ class Screenshot:
         self.path = path
         self.profile = tempfile.mkdtemp(prefix="oasis-opt-chromium-")
         self.proc = subprocess.Popen(
-            [chromium() or "chromium", "--headless", "--no-sandbox", "--disable-gpu",
-             "--hide-scrollbars", "--window-size=1400,900", "--virtual-time-budget=8000",
+            [chromium() or "chromium", *CHROMIUM_FLAGS, "--hide-scrollbars", "--window-size=1400,900", "--virtual-time-budget=8000",
              f"--user-data-dir={self.profile}", f"--screenshot={path}", url + "/"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
