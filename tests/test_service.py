@@ -182,6 +182,52 @@ def test_a_restarted_scheduler_resumes_its_state(tmp_path):
     assert b.summary() == whole.summary()
 
 
+def test_cancellations_survive_a_restart(tmp_path):
+    """A cancel that took effect and one still waiting for its boundary are both in the state
+    file: the restarted service keeps the first job cancelled and cancels the second at its
+    boundary, as an uninterrupted run does. A service that forgot the stored cancels on restart
+    would resurrect both (the replay gives the first job containers again, the second runs)."""
+    inst, _ = workload(5)
+    docs = sorted(instance_to_dict(inst)["jobs"], key=lambda d: d["arrival"])
+    path = tmp_path / "state.db"
+
+    def run_until_cancels(sched):
+        for d in docs:
+            sched.submit(d)
+        while sched.job_view(0)["state"] != "running":
+            sched.step()
+        sched.cancel(docs[0]["id"])
+        sched.step()  # the boundary: job 0 is cancelled now
+        later = next(n for n, d in enumerate(docs) if d["arrival"] > sched.next_slot)
+        sched.cancel(docs[later]["id"])  # takes effect at the next boundary, not reached yet
+        return later
+
+    a = service(inst, "greedy", None, Store(path))
+    later = run_until_cancels(a)
+    stopped_at = a.finished_slots
+    assert a.job_view(0)["state"] == "cancelled"
+    assert a.job_view(later)["state"] == "cancelling"
+    a.store.close()
+
+    b = service(inst, "greedy", None, Store(path))
+    assert b.resumed and b.finished_slots == stopped_at
+    assert b.job_view(0)["state"] == "cancelled"
+    assert b.job_view(later)["state"] == "cancelling"
+    while b.finished_slots < inst.horizon:
+        b.step()
+    assert b.job_view(0)["state"] == "cancelled" and b.job_view(later)["state"] == "cancelled"
+    assert b.job_view(later)["admitted"] is None  # never decided: it arrived cancelled
+    rows = [r for slot in b._decided for r in slot.rows]
+    assert not [r for r in rows if r[0] == later]
+
+    whole = service(inst, "greedy", None)
+    assert run_until_cancels(whole) == later
+    while whole.finished_slots < inst.horizon:
+        whole.step()
+    assert outcome(b) == outcome(whole)
+    assert b.summary() == whole.summary()
+
+
 def test_a_state_is_resumed_only_by_the_same_cluster_and_policy(tmp_path):
     inst, pricing = workload()
     path = tmp_path / "state.db"
