@@ -109,6 +109,31 @@ def test_a_cancelled_job_stops_at_the_next_boundary():
     assert err.value.status == 409
 
 
+def test_a_cancelled_oasis_job_shows_no_reservation_ahead():
+    """From outside, two slots after a cancel the service still showed most of the job's
+    future reservation (OASiS reserves whole plans). Now the plan it shows ends with the slots
+    that ran, and the committed capacity ahead is a run's without the job."""
+    inst, pricing = workload(5)
+    docs = instance_to_dict(inst)["jobs"]
+    sched = service(inst, "oasis", pricing)
+    for d in docs:
+        sched.submit(d)
+    seq = None
+    while seq is None and sched.finished_slots < inst.horizon:
+        sched.step()
+        t = sched.finished_slots
+        seq = next((n for n in range(len(docs)) if sched.job_view(n)["state"] == "running"
+                    and any(p["slot"] > t + 1 for p in sched.job_view(n)["plan"] or [])), None)
+    assert seq is not None
+    sched.cancel(docs[seq]["id"])
+    at = sched.next_slot  # the boundary it takes effect at
+    sched.step()
+    sched.step()
+    view = sched.job_view(seq)
+    assert view["state"] == "cancelled"
+    assert view["plan"] is None or all(p["slot"] < at for p in view["plan"]), view["plan"]
+
+
 def test_a_job_whose_completing_slot_is_decided_cannot_be_cancelled():
     """The case study's race (a stop arriving while the job's last slot runs): the service
     accepted the cancel for the next boundary and then called the job cancelled, though the

@@ -46,6 +46,11 @@ class OnlinePolicy:
     def on_slot_end(self, t: int, state: Any, completed: np.ndarray) -> None:  # noqa: B027
         """Called after progress is credited; ``completed`` = jobs finished in slot t."""
 
+    def on_cancel(self, job: int, t: int, state: Any) -> None:  # noqa: B027 - optional hook
+        """``job`` is withdrawn from slot t on (the scheduling service's cancel; it gets no
+        containers from slot t). A policy that reserved capacity ahead releases the job's
+        reservation of slots t.. here; the default reserves nothing, so does nothing."""
+
     def stats(self) -> dict:
         """Statistics for the schedule; wall-clock seconds go under the ``"timing"`` key (the
         only part of a result that may differ between two runs of the same policy)."""

@@ -16,7 +16,9 @@ The slot-by-slot simulator is not needed for OASiS's utility (plans are determin
 One subtlety in chunk granularity: the literal Alg. 2 plan can carry surplus worker-slots (the
 per-slot ceil(d x_i)), so the job may reach its W_i worker-slots before the plan's last slot; the
 simulator then completes it there and ``allocate`` skips its later rows (their reservation stays
-committed, as the prices were set at admission).
+committed, as the prices were set at admission). A *cancelled* job (the service's ``DELETE``,
+``SlotLoop.cancel``) is different: its reservation of the slots from the cancellation on is
+released (``on_cancel``), and later arrivals are priced as if it had never been admitted.
 
 Options: ``backend`` ("numpy" | "jax" | "reference"), ``pricing`` ("oracle" | path of an
 ``oasis-opt/pricing@1`` file | a pricing dict | a ``Pricing``), ``u_scale`` (multiplies U, Fig.
@@ -234,6 +236,54 @@ class OasisPolicy(OnlinePolicy):
         # rows are sorted by slot: one part per run of equal slots
         for part in np.split(rows, np.flatnonzero(np.diff(rows[:, 1])) + 1) if len(rows) else ():
             self.rows_by_slot.setdefault(int(part[0, 1]), []).append(part)
+
+    # ---- a cancellation (the service's DELETE): release the rest of the plan ------------------
+    def on_cancel(self, job: int, t: int, state: Any) -> None:
+        """Release ``job``'s reservation of slots ``t``.. (it is withdrawn from slot t on): every
+        (slot, server) its plan used there gets back the committed amount, free capacity and
+        price it would have had had the job never been admitted. The committed amount is summed
+        again from the remaining plans in their commit order, so the floats are exactly those of
+        a run without the job (a subtraction would leave round-off), and later arrivals are
+        priced as in that run. Slots before t keep their commits (they ran)."""
+        if self.pricing is None:
+            return
+        mine = []
+        for slot in sorted(s for s in self.rows_by_slot if s >= t):
+            parts = self.rows_by_slot[slot]
+            keep = [part for part in parts if int(part[0, 0]) != job]
+            if len(keep) < len(parts):
+                mine.extend(part for part in parts if int(part[0, 0]) == job)
+                self.rows_by_slot[slot] = keep
+        if not mine:
+            return
+        inst, pricing, H = self.instance, self.pricing, self.instance.H
+        released = np.concatenate(mine)  # sorted by slot
+        index = self.index or (None, None)
+        for is_worker, used, free, cap, prices, mins, base, ix in (
+                (True, self.worker_used, self.worker_free, inst.worker_capacity,
+                 self.worker_price, self.worker_min, 0, index[0]),
+                (False, self.ps_used, self.ps_free, inst.ps_capacity, self.ps_price,
+                 self.ps_min, H, index[1])):
+            sel = released[(released[:, 3] == WORKER) == is_worker]
+            if not len(sel):
+                continue
+            slot, server = sel[:, 1], sel[:, 2] - base
+            g = np.zeros((len(sel), inst.R))
+            for n, (s, h) in enumerate(zip(slot.tolist(), sel[:, 2].tolist())):
+                for part in self.rows_by_slot.get(s, ()):  # commit order, as in ``_commit``
+                    other = part[(part[:, 2] == h) & ((part[:, 3] == WORKER) == is_worker)]
+                    for row in other:  # (slot, server) pairs are unique within one plan
+                        demand = inst.row_demand(row[None, 0], row[None, 2], row[None, 3])[0]
+                        g[n] = g[n] + row[4] * demand
+            used[slot, server] = g
+            c = cap[server]
+            free[slot, server] = c - g
+            prices[slot, server] = (pricing.worker_prices(g, c, server) if is_worker
+                                    else pricing.ps_prices(g, c))
+            touched = slot[np.flatnonzero(np.diff(slot, prepend=-1))]
+            mins[touched] = prices[touched].min(axis=1)
+            if ix is not None:
+                ix.changed(slot, server)
 
     def plan(self, job: int) -> list[tuple[int, int, int, int]] | None:
         rows = [r for t in sorted(self.rows_by_slot) for r in self.rows_by_slot[t]

@@ -122,6 +122,8 @@ class SlotLoop:
         state.cancelled[job] = True
         if not state.admitted[job]:  # not arrived yet, or still waiting: never decided now
             state.decided[job] = True
+        else:  # from the next slot on: a policy that reserved ahead releases the rest
+            self.policy.on_cancel(job, state.t + 1, state)
 
     def step(self) -> SlotOutcome:
         """Slot ``t + 1``: arrivals -> admission -> allocation -> progress -> completion."""
