@@ -1,6 +1,6 @@
 """The column-generation bracket on OPT at 100-400 jobs, against the OASiS the figures use.
 
-Instances: Fig. 3's (``experiments.figures.fig3.sim_params``: paper-sim, T = 300, H = K = 50,
+Instances: Fig. 3's (``experiments.fig3.sim_params``: paper-sim, T = 300, H = K = 50,
 calibrated job sizes, uniform arrivals), seed 0 by default. Per instance:
 
 * **OASiS as the figures price it**: U and L estimated on history instances of the same size
@@ -43,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from oasis_opt.experiments.figures import fig3
+from oasis_opt.experiments import fig3
 from oasis_opt.model.validate import assert_valid
 from oasis_opt.offline.colgen import SEED_POLICIES, bracket
 from oasis_opt.online.estimate import estimate_pricing

@@ -202,11 +202,11 @@ def test_reproduce_testbed_real_plans_every_policy_without_ray():
     takes no option 'options'" after minutes of profiling, since it still passed
     ``options={...}`` to ``solve``): every policy plans the quick settings from a profile, the
     schedules are valid, and OASiS ran with the estimated pricing (recorded in its options)."""
-    from oasis_opt.experiments.figures import testbed_real as fig
+    from oasis_opt.experiments import testbed_real as study
 
-    s = fig.settings(quick=True)
-    inst, pricing, schedules = fig.plan(s, [profile()], 1.0)
-    assert sorted(schedules) == sorted(fig.POLICIES)
+    s = study.settings(quick=True)
+    inst, pricing, schedules = study.plan(s, [profile()], 1.0)
+    assert sorted(schedules) == sorted(study.POLICIES)
     assert inst.I == s["jobs"] and inst.horizon == s["horizon"]
     for policy, sched in schedules.items():
         assert validate(inst, sched).ok, policy

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from oasis_opt.cli import main
-from oasis_opt.experiments import fig5 as offline_fig5
-from oasis_opt.experiments.figures import FIGURE_NAMES, fig3, fig4, fig6, get_figure, testbed
+from oasis_opt.experiments import fig3, fig4, fig5, fig6, testbed
+from oasis_opt.experiments.figures import FIGURE_NAMES, get_figure
 from oasis_opt.experiments.figures import common as figures_common
 from oasis_opt.experiments.figures.common import (BOX_CAPTION, PAPER_POLICIES, bars_caption,
                                                   box_stats, display, grouped_bars, mean_range,
@@ -30,7 +30,7 @@ def tiny(monkeypatch):
     monkeypatch.setattr(fig3, "QUICK", {"jobs": (4, 8), "horizon": 40, "servers": 2, "seeds": (0,)})
     monkeypatch.setattr(fig4, "QUICK", {"jobs": 8, "horizon": 40, "servers": 2, "seeds": (0,)})
     monkeypatch.setattr(testbed, "QUICK", {"seeds": (0,)})
-    monkeypatch.setattr(offline_fig5, "QUICK", {"servers": (3,), "priorities": ((50.0, 100.0),),
+    monkeypatch.setattr(fig5, "QUICK", {"servers": (3,), "priorities": ((50.0, 100.0),),
                                                "seeds": (0,)})
 
 
@@ -49,7 +49,7 @@ def check_outputs(paths, name):
 @pytest.fixture
 def figure_texts(monkeypatch) -> dict[str, str]:
     """stem -> the suptitle and axes titles of every figure saved (what the PNG says)."""
-    from oasis_opt.experiments.figures import fig5
+    from oasis_opt.experiments.figures import fig3, fig4, fig5, fig6, testbed
 
     texts: dict[str, str] = {}
     real = figures_common.save
@@ -93,17 +93,15 @@ def test_quick_figures_are_drawn_and_resume(tiny, figure_texts, tmp_path):
         assert "chosen L" in text and "OASiS (oracle U, L)" in text
     # Fig. 5 rebuilt from the runner's stored runs = the offline track's one-call row, for
     # OASiS with the estimated pricing and with the oracle's
-    from oasis_opt.experiments.figures import fig5
-
     specs = fig5.runs(True, estimated)
     records = run_sweep(specs, results, workers=1, progress=False).records
     doc = estimated[fig5.estimate(3, (50.0, 100.0), True).key]
     plugin = fig5.plugin_document(3, (50.0, 100.0), True)
-    assert plugin == offline_fig5.group_pricings(3, (50.0, 100.0), True)["plugin"]["pricing"]
+    assert plugin == fig5.group_pricings(3, (50.0, 100.0), True)["plugin"]["pricing"]
     for series, options in (("oasis", {"pricing": doc}), ("oasis-oracle", None),
                             ("oasis-plugin", {"pricing": plugin})):
         (row,) = fig5.rows(specs, records, series)
-        direct = offline_fig5.fig5_row(0, 3, (50.0, 100.0), oasis_options=options)
+        direct = fig5.fig5_row(0, 3, (50.0, 100.0), oasis_options=options)
         for k in ("opt", "oasis", "ratio", "jobs", "opt_admitted", "oasis_admitted",
                   "proven_optimal", "alpha"):
             assert row[k] == pytest.approx(direct[k], rel=1e-9), (series, k)
@@ -163,6 +161,8 @@ def test_figure_specs_and_names():
 
 
 def test_paper_reference_values_are_complete():
+    from oasis_opt.experiments.figures import fig3, fig4, fig6, testbed
+
     assert len(fig3.paper_values()) == 20
     assert fig3.paper_values()[(400, "oasis")] == pytest.approx(7550)
     assert len(fig6.paper_values()) == 24

@@ -7,7 +7,8 @@ import pytest
 
 from oasis_opt.experiments.fig5 import group_history, group_pricings
 from oasis_opt.experiments.fig5_diagnosis import (DIAGNOSIS_PRICINGS, bootstrap, diagnosis_row,
-                                                  hindsight_floor, markdown, summarize)
+                                                  hindsight_floor, summarize)
+from oasis_opt.experiments.figures.fig5_diagnosis import markdown
 from oasis_opt.online import OasisPolicy, history_u, pricing_document
 from oasis_opt.workloads import paper_fig5
 
@@ -132,7 +133,8 @@ def _row(load: float, ratio: float, proven: bool = True) -> dict:
 
 
 def test_binned_entries_and_unproven_rows_left_out():
-    from oasis_opt.experiments.fig5_diagnosis import binned, overview, summary_entry
+    from oasis_opt.experiments.fig5_diagnosis import binned, summary_entry
+    from oasis_opt.experiments.figures.fig5_diagnosis import overview
 
     rows = [_row(0.5, 1.2), _row(1.2, 1.4), _row(1.3, 2.0), _row(2.5, 3.0), _row(1.1, 9.0, False)]
     bins = binned(rows, "load", (0.0, 1.0, 2.0, 3.0), resamples=100)

@@ -286,6 +286,8 @@ DEFERRED_CYCLES = {
         "Instance.fingerprint hashes the instance exactly as model.io writes it",
     ("oasis_opt.model.preemption", "oasis_opt.model.schedule"):
         "derive_outcome credits work through the preemption ledger, which reads allocations",
+    ("oasis_opt.experiments.ratio", "oasis_opt.experiments.worst_case"):
+        "the ratio study runs the worst-case search, whose objective is the study's ratio_row",
 }
 
 

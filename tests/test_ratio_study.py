@@ -1,4 +1,4 @@
-"""``reproduce ratio`` and the worst-case search (``experiments.ratio_study``, ``worst_case``).
+"""``reproduce ratio`` and the worst-case search (``experiments.ratio``, ``worst_case``).
 
 The search is held to its contract on random tiny instances: the result's ratio is never below
 the start's and the trace never decreases, the same seed gives the same instance, the reported
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from test_offline_milp import brute_force, tiny
 from test_ratio import _oracle_defined
 
-from oasis_opt.experiments import ratio_study
+from oasis_opt.experiments import ratio as study
 from oasis_opt.experiments.fig5_diagnosis import bootstrap
 from oasis_opt.experiments.reproduce import figure_names, reproduce
 from oasis_opt.experiments.worst_case import MUTATIONS, hill_climb, mutate, ratio_key
@@ -77,7 +77,7 @@ def test_median_bootstrap_and_load_buckets():
     assert bootstrap([1.0, 2.0, 10.0], median=True)[0] == 2.0
     est, lo, hi = bootstrap([1.0, 2.0, 3.0, 4.0, 100.0], median=True, seed=1)
     assert est == 3.0 and 1.0 <= lo <= est <= hi <= 100.0
-    assert [ratio_study.load_bucket(x) for x in (0.2, 1.0, 1.7, 2.5, 4.0, 9.0)] == \
+    assert [study.load_bucket(x) for x in (0.2, 1.0, 1.7, 2.5, 4.0, 9.0)] == \
         [0, 1, 2, 3, 4, 5]
 
 
@@ -90,7 +90,7 @@ def test_reproduce_ratio_quick(tmp_path):
     for heading in ("## (a) By size", "## (b) By load factor", "## (c) Ratio against 2α",
                     "## (d) Worst cases found", "## Commands"):
         assert heading in text
-    s = ratio_study.QUICK
+    s = study.QUICK
     stored = sorted((results / "ratio-study").glob("paper-fig5-*.json"))
     assert len(stored) == len(s["seeds"]) * (len(s["sizes"]) + len(s["small"]))
     pricing = read_json(out / "worst_cases" / "pricing.json")
@@ -111,10 +111,10 @@ def test_reproduce_ratio_quick(tmp_path):
 def test_constants_against_the_oracle():
     inst = paper_fig5(0, servers=3, jobs=4, horizon=4)
     doc = oracle_pricing(inst).to_dict()
-    assert ratio_study.against_oracle(doc, inst) == pytest.approx((1.0, 1.0))
+    assert study.against_oracle(doc, inst) == pytest.approx((1.0, 1.0))
     raised = {**doc, "L_ps": {r: 10 * doc["L_ps"] for r in doc["U_ps"]},
               "U_worker": {r: u / 2 for r, u in doc["U_worker"].items()}}
-    assert ratio_study.against_oracle(raised, inst) == pytest.approx((10.0, 2.0))
+    assert study.against_oracle(raised, inst) == pytest.approx((10.0, 2.0))
 
 
 def test_committed_worst_cases_recompute():

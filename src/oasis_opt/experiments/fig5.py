@@ -20,14 +20,27 @@ ratio of the summed utilities.
 
 ``fig5_row`` is one unit of work (one instance, both solvers), so a runner can spread the rows
 over workers; ``fig5_rows`` runs them in order with a progress bar.
+
+For ``reproduce fig5`` (:func:`runs`) each instance becomes two runs, the exact MILP (policy
+``offline``) and ``oasis``, so they spread over the workers, are stored and resumed like every
+other run, and both schedules pass the validator; :func:`rows` rebuilds the rows
+:func:`fig5_row` would return from the two stored records. OASiS runs there under the three
+pricings, each a series: the plug-in estimate (series :data:`PLUGIN`), the searched floor (series
+"oasis", the claims' headline as in the other figures) and the oracle (series ``ORACLE``).
 """
 from __future__ import annotations
 
+import json
 import math
 import time
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+
+from .calibration import FloorEstimate, history_seeds
+from .figures.common import oasis_runs, series
+from .spec import RunSpec
 
 SERVERS = (3, 6, 9, 12)
 # the paper's printed bar order within each group
@@ -208,3 +221,73 @@ def markdown(summary: list[dict], paper: dict | None = None) -> str:
                      f"{s['opt_admitted_mean']:.1f} / {s['oasis_admitted_mean']:.1f} | "
                      f"{'yes' if s['all_proven'] else 'NO'} | {s['max_solve_s']:.2f} |")
     return "\n".join(lines) + "\n"
+
+
+# ---- the runs of ``reproduce fig5`` -------------------------------------------------------------
+POLICIES = ("offline", "oasis")  # the MILP first: the longer runs start early
+PLUGIN = "oasis-plugin"
+_STATS = ("proven_optimal", "status", "bound", "gap", "build_s", "handoff_s", "solve_s",
+          "columns", "rows")
+
+
+def estimate(servers: int, priority, quick: bool) -> FloorEstimate:
+    return FloorEstimate("paper_fig5", {"servers": servers, "priority": list(priority)},
+                         history_seeds(quick, small=True))
+
+
+@lru_cache(maxsize=None)
+def _plugin(servers: int, priority: tuple[float, float], quick: bool) -> str:
+    doc = group_pricings(servers, priority, quick, ("plugin",))["plugin"]["pricing"]
+    return json.dumps(doc)
+
+
+def plugin_document(servers: int, priority, quick: bool) -> dict:
+    """The plug-in pricing of a group, from the same history seeds as its ``estimate``."""
+    return json.loads(_plugin(servers, tuple(priority), quick))
+
+
+def estimates(quick: bool) -> list[FloorEstimate]:
+    s = settings(quick)
+    return [estimate(n, pr, quick) for n in s["servers"] for pr in s["priorities"]]
+
+
+def runs(quick: bool, estimated=None) -> list[RunSpec]:
+    s = settings(quick)
+    out = []
+    for policy in POLICIES:
+        for n in s["servers"]:
+            for pr in s["priorities"]:
+                for seed in s["seeds"]:
+                    params = {"seed": seed, "servers": n, "priority": list(pr)}
+                    tags = {"servers": n, "priority": list(pr), "seed": seed}
+                    if policy == "oasis":
+                        out += oasis_runs(estimate(n, pr, quick), estimated, params, tags=tags)
+                        out.append(RunSpec("paper_fig5", params, "oasis",
+                                           {"pricing": plugin_document(n, pr, quick)},
+                                           tags={**tags, "series": PLUGIN}))
+                    else:
+                        out.append(RunSpec("paper_fig5", params, policy, tags=tags))
+    return out
+
+
+def rows(specs, records, oasis: str = "oasis") -> list[dict]:
+    """One row per instance, with the keys of :func:`fig5_row`; ``oasis`` names the OASiS series
+    the ratio is taken against ("oasis": estimated pricing, ``ORACLE``)."""
+    by_instance: dict[tuple, dict[str, dict]] = {}
+    for s in specs:
+        inst = (s.tags["servers"], tuple(s.tags["priority"]), s.tags["seed"])
+        by_instance.setdefault(inst, {})[series(s)] = records[s.key]
+    out = []
+    for (n, (lo, hi), seed), rec in by_instance.items():
+        opt, oasis_rec = rec["offline"], rec[oasis]
+        u_opt, u_oasis = opt["metrics"]["total_utility"], oasis_rec["metrics"]["total_utility"]
+        ratio = performance_ratio(u_opt, u_oasis)
+        out.append({"servers": n, "priority_lo": lo, "priority_hi": hi, "seed": seed,
+                    "jobs": opt["summary"]["jobs"], "opt": u_opt, "oasis": u_oasis,
+                    "ratio": ratio, "opt_admitted": opt["summary"]["admitted"],
+                    "oasis_admitted": oasis_rec["summary"]["admitted"],
+                    "alpha": oasis_rec["stats"]["pricing"]["alpha"],
+                    **{k: opt["stats"].get(k) for k in _STATS},
+                    "oasis_s": oasis_rec["timing"]["solve_s"],
+                    "backend": opt["stats"].get("backend")})
+    return out

@@ -11,8 +11,9 @@ For one instance, :func:`diagnosis_row` reports the exact OPT (MILP, proven) and
   U, hindsight earns at least what searched earns.
 
 with, per pricing, the ratio, alpha and the admitted count; and the instance's load factor and
-largest container (``experiments.ratio``). :func:`bootstrap` gives percentile confidence
-intervals over the seeds of a group (resampling seeds with replacement, seeded).
+largest container (``model.load``). :func:`bootstrap` gives percentile confidence
+intervals over the seeds of a group (resampling seeds with replacement, seeded). Its tables and
+bars are drawn by ``oasis_opt.experiments.figures.fig5_diagnosis``.
 """
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ def diagnosis_row(seed: int, servers: int, priority: tuple[float, float], pricin
     ``options``: further ``paper_fig5`` options (recorded in the row). ``oasis_s`` and
     ``hindsight_s`` time the OASiS runs (``solve_s``: the MILP)."""
     from .fig5 import fig5_row
-    from .ratio import largest_container, load_factor
+    from ..model.load import largest_container, load_factor
     from ..workloads import paper_fig5
 
     options = dict(options or {})
@@ -239,83 +240,3 @@ def binned(rows: list[dict], field: str, edges: Sequence[float], **kw: Any) -> l
         if rs:
             out.append(summary_entry(rs, {"field": field, "low": lo, "high": hi}, **kw))
     return out
-
-
-def markdown(summary: list[dict]) -> str:
-    """Two tables: the ratio per pricing (mean [95% CI], median, ratio of sums [CI], 2 alpha),
-    and the admitted counts, load and largest container per group."""
-    def ci(t: tuple[float, float, float]) -> str:
-        return f"{t[0]:.2f} [{t[1]:.2f}, {t[2]:.2f}]"
-
-    head = ["servers", "gamma1", "seeds"]
-    cols = [f"{name}: mean [CI] / median / sums [CI] / 2α" for name in DIAGNOSIS_PRICINGS]
-    lines = ["| " + " | ".join(head + cols) + " |", "|---" * (len(head) + len(cols)) + "|"]
-    for s in summary:
-        cells = [str(s["servers"]), f"[{s['priority_lo']:g},{s['priority_hi']:g}]",
-                 str(s["seeds"]) + (f" ({s['unproven']} unproven left out)"
-                                    if s.get("unproven") else "")]
-        for name in DIAGNOSIS_PRICINGS:
-            p = s[name]
-            cells.append(f"{ci(p['mean'])} / {p['median']:.2f} / {ci(p['of_sums'])} / "
-                         f"{2 * p['alpha']:.0f}")
-        lines.append("| " + " | ".join(cells) + " |")
-    second = ["| servers | gamma1 | admitted OPT | " + " | ".join(
-        f"admitted {name}" for name in DIAGNOSIS_PRICINGS)
-        + " | load sum(W)/(cap x T) | largest container / server |",
-        "|---" * (5 + len(DIAGNOSIS_PRICINGS)) + "|"]
-    for s in summary:
-        second.append(f"| {s['servers']} | [{s['priority_lo']:g},{s['priority_hi']:g}] | "
-                      f"{s['opt_admitted']:.1f} | "
-                      + " | ".join(f"{s[name]['admitted']:.1f}" for name in DIAGNOSIS_PRICINGS)
-                      + f" | {s['load']:.2f} | {s['largest_container']:.2f} |")
-    return "\n".join(lines) + "\n\n" + "\n".join(second) + "\n"
-
-
-def overview(entries: list[dict], labels: Sequence[str], title: str = "instances") -> str:
-    """One markdown line per :func:`summary_entry` (labelled): per pricing the mean [95% CI],
-    the median [CI] and the share of instances inside the paper's 1.1-1.5; the admitted counts,
-    load and largest container."""
-    def ci(t: tuple[float, float, float]) -> str:
-        return f"{t[0]:.2f} [{t[1]:.2f}, {t[2]:.2f}]"
-
-    head = ([title, "n"] + [f"{p}: mean [CI] / median [CI] / in 1.1-1.5"
-                            for p in DIAGNOSIS_PRICINGS]
-            + ["admitted OPT / plugin / hindsight", "load", "largest container"])
-    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
-    for label, e in zip(labels, entries):
-        lines.append("| " + " | ".join(
-            [label, str(e["seeds"]) + (f" ({e['unproven']} unproven left out)"
-                                       if e["unproven"] else "")]
-            + [f"{ci(e[p]['mean'])} / {ci(e[p]['median_ci'])} / {e[p]['in_paper_range']:.0%}"
-               for p in DIAGNOSIS_PRICINGS]
-            + [f"{e['opt_admitted']:.1f} / {e['plugin']['admitted']:.1f} / "
-               f"{e['hindsight']['admitted']:.1f}", f"{e['load']:.2f}",
-               f"{e['largest_container']:.2f}"]) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def ratio_bars(entries: list[dict], labels: Sequence[str], stem: Path, *,
-               figsize: tuple[float, float] = (12, 4), **axes: Any) -> list[Path]:
-    """Bars of the mean OPT / OASiS per pricing with their 95% intervals, one group of bars per
-    :func:`summary_entry` (``labels``), over the paper's 1.1-1.5 band; ``axes``: title and axis
-    labels (``Axes.set``). Writes ``stem``.png and .pdf; returns their paths."""
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=figsize, layout="constrained")
-    a = fig.subplots()
-    width = 0.8 / len(DIAGNOSIS_PRICINGS)
-    for k, name in enumerate(DIAGNOSIS_PRICINGS):
-        pos = [n - 0.4 + width * (k + 0.5) for n in range(len(entries))]
-        mean = [s[name]["mean"][0] for s in entries]
-        err = [[m - s[name]["mean"][1] for m, s in zip(mean, entries)],
-               [s[name]["mean"][2] - m for m, s in zip(mean, entries)]]
-        a.bar(pos, mean, width, yerr=err, capsize=2, label=name)
-    a.axhspan(1.1, 1.5, color="grey", alpha=0.15, label="paper: 1.1-1.5")
-    a.axhline(1, color="grey", lw=0.6, ls=":")
-    a.set_xticks(range(len(entries)), list(labels), fontsize=7)
-    a.set(ylabel="OPT / OASiS (mean, 95% bootstrap CI)", **axes)
-    a.legend(fontsize=7, ncols=5)
-    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
-    fig.savefig(paths[0], dpi=150)
-    fig.savefig(paths[1], metadata={"CreationDate": None})
-    return paths

@@ -6,10 +6,12 @@ and over the variants that Gavel's own numbers cannot pin down: the other optima
 (``solution="vertex"``) and, for the policies that draw at random (type-blind max-min shuffles
 the types each round, Gavel's FIFO draws the type it closes), seeds 0-4. The spread of average
 JCT and makespan over these variants is the room equally optimal allocations leave. Gavel's
-numbers come from ``results.csv`` (its simulator, seed 11).
+numbers come from ``results.csv`` (its simulator, seed 11). :func:`main` is
+``experiments/gavel_dev.py``.
 """
 from __future__ import annotations
 
+import argparse
 import csv
 import time
 from pathlib import Path
@@ -219,3 +221,11 @@ def write_gavel(out: str | Path = "paper_figs", root: str | Path | None = None,
     gavel = read_gavel_results(gavel_files(root)["results"])
     summary = summary_rows(rows, gavel)
     return figure(summary, out) + [write_markdown(out, "gavel", markdown(summary, rows, gavel))]
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="paper_figs")
+    args = ap.parse_args(argv)
+    for path in write_gavel(args.out):
+        print(f"wrote {path}")

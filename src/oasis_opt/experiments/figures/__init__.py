@@ -1,9 +1,12 @@
-"""The paper's figures as experiment definitions: one module per figure, each with a ``FIGURE``;
-beyond them the extra experiments (``EXTRA_NAMES``: ``automl``, ``testbed-real``,
-``preemption``,
-``hetero``, ``ratio``), requested by name (not by ``all``: they train for real or run for minutes).
+"""The figures: ``figures.<study>`` draws the study ``experiments.<study>`` (its runs live there)
+and writes its markdown. The registered ones have a ``FIGURE``: the paper's figures
+(``FIGURE_NAMES``, drawn by ``reproduce all``) and beyond them the extra experiments
+(``EXTRA_NAMES``: ``automl``, ``testbed-real``, ``preemption``, ``hetero``, ``ratio``), requested
+by name (not by ``all``: they train for real or run for minutes). The others (``fig4_load``,
+``fig5_diagnosis``, ``fig5_sensitivity``, ``oasis_floor_price``) are drawn by their scripts in
+``experiments/`` (their ``main``).
 
-``get_figure(name)`` imports the module on demand (Fig. 5 pulls in the offline solvers).
+``get_figure(name)`` imports the module on demand (a study's solvers load with it).
 """
 from __future__ import annotations
 

@@ -219,10 +219,5 @@ def render(data, out_dir: Path, reference_dir=None, quick: bool = False) -> list
     return paths + [write_markdown(out_dir, "automl", markdown(data))]
 
 
-def compute(quick: bool = False, results=Path("results"), workers=None, address=None,
-            progress: bool = True):
-    return exp.compute(quick, results, workers, address, progress)
-
-
 FIGURE = Figure("automl", "AutoML early stopping on real learning curves", None, render,
-                compute=compute)
+                compute=exp.compute)

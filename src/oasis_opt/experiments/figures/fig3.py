@@ -1,15 +1,6 @@
-"""Fig. 3: total job utility vs number of jobs, T = 300, OASiS against FIFO, DRF, RRH and Dorm.
+"""Fig. 3 drawn: total utility per number of jobs beside the paper's bars, the claims checked.
 
-Setting (paper §10, choices A1-A4): ``paper_sim`` with H = K = 50 servers, T = 300, uniform
-arrivals, the calibrated job sizes, class mix 10/55/35 %; 100-400 jobs; each (jobs, seed) is one
-instance that every policy solves. Metric (§12): sum of f_i(t_hat_i - a_i) over completed jobs.
-The quick variant keeps the load per server-slot (jobs / (H T)) of the full one with 5 + 5
-servers and a tenth of the jobs. Runs are listed largest first, Dorm (the slowest) first, so
-the pool starts the long runs early (longest-processing-time-first balances the workers).
-
-OASiS is priced with U and L estimated on history instances of the same size (seeds 1000-1002,
-``calibration.FloorEstimate``); the literal oracle constants are drawn beside it
-("OASiS (oracle U, L)", see ``online.estimate`` for why they are not the headline).
+The setting and the runs are the study ``oasis_opt.experiments.fig3``.
 """
 from __future__ import annotations
 
@@ -17,71 +8,16 @@ from pathlib import Path
 
 import numpy as np
 
-from ..calibration import FloorEstimate, history_seeds
-from ..spec import RunSpec
+from ..fig3 import PAPER_JOBS, collect, estimate, estimates, runs, settings
 from .common import (COLOURS, PAPER_POLICIES, SERIES, Figure, bars_caption, calibration_markdown,
                      checks_markdown, display, fmt, grouped_bars, markdown_table, mean_range,
-                     mean_sd, new_figure, number, oasis_runs, ratio, read_reference, save,
-                     series, write_markdown)
-
-FULL = {"jobs": (100, 200, 300, 400), "horizon": 300, "servers": 50, "seeds": (0, 1, 2)}
-QUICK = {"jobs": (10, 20, 30, 40), "horizon": 300, "servers": 5, "seeds": (0,)}
-PAPER_JOBS = (100, 200, 300, 400)
-
-
-def settings(quick: bool) -> dict:
-    return QUICK if quick else FULL
-
-
-def sim_params(jobs: int, seed: int, quick: bool) -> dict:
-    """``paper_sim`` arguments of one Fig. 3 / Fig. 6 instance (shared so the runs are shared)."""
-    s = settings(quick)
-    return {"seed": seed, "jobs": jobs, "horizon": s["horizon"], "worker_servers": s["servers"],
-            "ps_servers": s["servers"], "calibration": "calibrated", "arrivals": "uniform"}
-
-
-SLOWEST_FIRST = ("dorm", "drf", "oasis", "fifo", "rrh")
-
-
-def estimate(jobs: int, quick: bool) -> FloorEstimate:
-    """OASiS's U and L for ``jobs`` jobs, estimated on history instances of that size."""
-    params = sim_params(jobs, 0, quick)
-    del params["seed"]
-    return FloorEstimate("paper_sim", params, history_seeds(quick))
-
-
-def estimates(quick: bool) -> list[FloorEstimate]:
-    return [estimate(n, quick) for n in sorted(settings(quick)["jobs"], reverse=True)]
-
-
-def runs(quick: bool, estimated=None) -> list[RunSpec]:
-    s = settings(quick)
-    out = []
-    for n in sorted(s["jobs"], reverse=True):
-        for policy in SLOWEST_FIRST:
-            for seed in s["seeds"]:
-                tags = {"jobs": n, "seed": seed}
-                if policy == "oasis":
-                    out += oasis_runs(estimate(n, quick), estimated, sim_params(n, seed, quick),
-                                      tags=tags)
-                else:
-                    out.append(RunSpec("paper_sim", sim_params(n, seed, quick), policy, tags=tags))
-    return out
-
+                     mean_sd, new_figure, number, ratio, read_reference, save, write_markdown)
 
 def paper_values(reference_dir=None) -> dict[tuple[int, str], float]:
     """(jobs, policy) -> the paper's total utility (not scaled)."""
     names = {display(p): p for p in PAPER_POLICIES}
     return {(int(r["num_jobs"]), names[r["policy"]]): number(r["total_utility_x1e4"]) * 1e4
             for r in read_reference("fig3_total_utility", reference_dir)}
-
-
-def collect(specs, records) -> dict[tuple[int, str], list[float]]:
-    out: dict[tuple[int, str], list[float]] = {}
-    for s in specs:
-        out.setdefault((s.tags["jobs"], series(s)), []).append(
-            records[s.key]["metrics"]["total_utility"])
-    return out
 
 
 def claims(ours: dict[tuple[int, str], tuple[float, float]], jobs) -> list[tuple[str, bool, str]]:

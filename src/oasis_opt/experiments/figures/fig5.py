@@ -1,104 +1,30 @@
-"""Fig. 5: performance ratio OPT / OASiS, wired onto the runner.
+"""Fig. 5 drawn: OPT / OASiS per group under each pricing beside the paper's bars, the claims
+checked.
 
-The setting, the grid (servers x gamma1 ranges x seeds), the per-group summary and its markdown
-table are the offline track's ``oasis_opt.experiments.fig5``. Here each instance becomes two
-runs, the exact MILP (policy ``offline``) and ``oasis``, so they spread over the workers, are
-stored and resumed like every other run, and both schedules pass the validator. ``rows``
-rebuilds the rows ``fig5.fig5_row`` would return from the two stored records.
-
-OASiS runs under three pricings (``oasis_opt.experiments.fig5.PRICINGS``), each a series: the
-plug-in estimate (eqs. 23-26 on history instances of each group: servers x gamma1 range, 10
-instances of 10 jobs, seeds 1000-1009; series ``PLUGIN``), the floor searched on the same history
-(tuning; series "oasis", the claims' headline as in the other figures) and the oracle (eqs. 23-26
-on the evaluated instance; series ``ORACLE``). Every table prints alpha and 2 alpha of the
-constants in use beside the ratio.
+The setting, the runs (:func:`oasis_opt.experiments.fig5.runs`), the per-group summary and its
+markdown table are the study ``oasis_opt.experiments.fig5``. Every table prints alpha and
+2 alpha of the constants in use beside the ratio. :func:`main` is ``experiments/fig5.py``: the
+offline track's tables, one per pricing, without the runner.
 """
 from __future__ import annotations
 
+import argparse
 import json
-from functools import lru_cache
+import sys
 from pathlib import Path
 
 import numpy as np
 
 from ..._extras import require
-from .. import fig5 as offline_fig5
-from ..calibration import FloorEstimate, history_seeds
-from ..spec import RunSpec
-from .common import (ORACLE, PAPER_MARKER, Figure, calibration_markdown, checks_markdown,
-                     new_figure, oasis_runs, save, series, write_markdown)
+from .. import fig5
+from ..fig5 import PLUGIN, estimates, rows, runs
+from .common import (DEFAULT_REFERENCE, ORACLE, PAPER_MARKER, Figure, calibration_markdown,
+                     checks_markdown, new_figure, save, write_markdown)
 
-POLICIES = ("offline", "oasis")  # the MILP first: the longer runs start early
-PLUGIN = "oasis-plugin"
 # table and panel order: series, title
 PANELS = ((PLUGIN, "plug-in U, L (eqs. 23-26 on the history)"),
           ("oasis", "searched floor L (tuned on the history)"),
           (ORACLE, "oracle U, L (eqs. 23-26 on the instance)"))
-_STATS = ("proven_optimal", "status", "bound", "gap", "build_s", "handoff_s", "solve_s",
-          "columns", "rows")
-
-
-def estimate(servers: int, priority, quick: bool) -> FloorEstimate:
-    return FloorEstimate("paper_fig5", {"servers": servers, "priority": list(priority)},
-                         history_seeds(quick, small=True))
-
-
-@lru_cache(maxsize=None)
-def _plugin(servers: int, priority: tuple[float, float], quick: bool) -> str:
-    doc = offline_fig5.group_pricings(servers, priority, quick, ("plugin",))["plugin"]["pricing"]
-    return json.dumps(doc)
-
-
-def plugin_document(servers: int, priority, quick: bool) -> dict:
-    """The plug-in pricing of a group, from the same history seeds as its ``estimate``."""
-    return json.loads(_plugin(servers, tuple(priority), quick))
-
-
-def estimates(quick: bool) -> list[FloorEstimate]:
-    s = offline_fig5.settings(quick)
-    return [estimate(n, pr, quick) for n in s["servers"] for pr in s["priorities"]]
-
-
-def runs(quick: bool, estimated=None) -> list[RunSpec]:
-    s = offline_fig5.settings(quick)
-    out = []
-    for policy in POLICIES:
-        for n in s["servers"]:
-            for pr in s["priorities"]:
-                for seed in s["seeds"]:
-                    params = {"seed": seed, "servers": n, "priority": list(pr)}
-                    tags = {"servers": n, "priority": list(pr), "seed": seed}
-                    if policy == "oasis":
-                        out += oasis_runs(estimate(n, pr, quick), estimated, params, tags=tags)
-                        out.append(RunSpec("paper_fig5", params, "oasis",
-                                           {"pricing": plugin_document(n, pr, quick)},
-                                           tags={**tags, "series": PLUGIN}))
-                    else:
-                        out.append(RunSpec("paper_fig5", params, policy, tags=tags))
-    return out
-
-
-def rows(specs, records, oasis: str = "oasis") -> list[dict]:
-    """One row per instance, with the keys of ``offline_fig5.fig5_row``; ``oasis`` names the
-    OASiS series the ratio is taken against ("oasis": estimated pricing, ``ORACLE``)."""
-    by_instance: dict[tuple, dict[str, dict]] = {}
-    for s in specs:
-        inst = (s.tags["servers"], tuple(s.tags["priority"]), s.tags["seed"])
-        by_instance.setdefault(inst, {})[series(s)] = records[s.key]
-    out = []
-    for (n, (lo, hi), seed), rec in by_instance.items():
-        opt, oasis_rec = rec["offline"], rec[oasis]
-        u_opt, u_oasis = opt["metrics"]["total_utility"], oasis_rec["metrics"]["total_utility"]
-        ratio = offline_fig5.performance_ratio(u_opt, u_oasis)
-        out.append({"servers": n, "priority_lo": lo, "priority_hi": hi, "seed": seed,
-                    "jobs": opt["summary"]["jobs"], "opt": u_opt, "oasis": u_oasis,
-                    "ratio": ratio, "opt_admitted": opt["summary"]["admitted"],
-                    "oasis_admitted": oasis_rec["summary"]["admitted"],
-                    "alpha": oasis_rec["stats"]["pricing"]["alpha"],
-                    **{k: opt["stats"].get(k) for k in _STATS},
-                    "oasis_s": oasis_rec["timing"]["solve_s"],
-                    "backend": opt["stats"].get("backend")})
-    return out
 
 
 def claims(summary) -> list[tuple[str, bool, str]]:
@@ -115,10 +41,10 @@ def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = Fals
            estimated=None) -> list[Path]:
     colormaps = require("matplotlib", extra="plots", feature="figures").colormaps
 
-    s = offline_fig5.settings(quick)
-    summaries = {name: offline_fig5.summarize(rows(specs, records, name)) for name, _ in PANELS}
+    s = fig5.settings(quick)
+    summaries = {name: fig5.summarize(rows(specs, records, name)) for name, _ in PANELS}
     summary = summaries["oasis"]
-    paper = offline_fig5.paper_ratios(reference_dir)
+    paper = fig5.paper_ratios(reference_dir)
     servers, prios = list(s["servers"]), [tuple(p) for p in s["priorities"]]
     fig, ax = new_figure(1, len(PANELS), width=8.0, height=3.6)
     width = 0.8 / len(prios)
@@ -148,7 +74,7 @@ def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = Fals
     fig.suptitle(f"Fig. 5 — OPT / OASiS, 10 jobs, T = 10, {len(s['seeds'])} seed(s)")
     paths = save(fig, out_dir, "fig5")
     tables = "".join(f"\n## OPT / OASiS, OASiS priced by {title}\n\n"
-                     + offline_fig5.markdown(summaries[name], paper) for name, title in PANELS)
+                     + fig5.markdown(summaries[name], paper) for name, title in PANELS)
     text = (f"# Fig. 5 — performance ratio OPT / OASiS{' (quick)' if quick else ''}\n\n"
             f"`paper_fig5(seed, servers=n, priority=γ₁ range)`, seeds {list(s['seeds'])}; OPT = "
             "exact MILP (policy `offline`); OASiS under three pricings, the first two fixed on "
@@ -168,3 +94,43 @@ def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = Fals
 
 FIGURE = Figure("fig5", "Performance ratio OPT / OASiS (10 jobs, T = 10)", runs, render,
                 estimates=estimates)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="one seed")
+    ap.add_argument("--seeds", type=int, nargs="+", help="seeds (default: 0..4, --quick: 0)")
+    ap.add_argument("--servers", type=int, nargs="+", default=list(fig5.SERVERS))
+    ap.add_argument("--backend", choices=("highs", "cpsat"), default="highs")
+    ap.add_argument("--time-limit", type=float, default=None,
+                    help="seconds per MILP (default: none, every MILP proven optimal)")
+    ap.add_argument("--pricing", nargs="+", choices=fig5.PRICINGS, default=list(fig5.PRICINGS),
+                    help="OASiS's pricings, one table each (default: all)")
+    ap.add_argument("--reference", type=Path, default=DEFAULT_REFERENCE)
+    ap.add_argument("--out", type=Path, help="also write the markdown table here")
+    ap.add_argument("--json", type=Path, help="write the per-instance rows here")
+    args = ap.parse_args(argv)
+
+    seeds = args.seeds if args.seeds is not None else fig5.settings(args.quick)["seeds"]
+    table_rows = fig5.fig5_rows(seeds, args.servers, fig5.PRIORITIES, backend=args.backend,
+                                time_limit=args.time_limit, progress=True,
+                                pricings=tuple(dict.fromkeys(args.pricing)), quick=args.quick)
+    paper = fig5.paper_ratios(args.reference)
+    table = ""
+    for name in dict.fromkeys(args.pricing):
+        table += (f"## OASiS priced by {name}: OPT / OASiS, seeds {list(seeds)}, MILP backend "
+                  f"{args.backend}\n\n"
+                  + fig5.markdown(fig5.summarize(fig5.with_pricing(table_rows, name)), paper)
+                  + "\n")
+    print(table)
+    unproven = [r for r in table_rows if not r["proven_optimal"]]
+    if unproven:
+        print(f"WARNING: {len(unproven)} MILP(s) not proven optimal (time limit): their ratios "
+              "are lower bounds on the true ones", file=sys.stderr)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(table)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(table_rows, indent=1) + "\n")
+    return 0

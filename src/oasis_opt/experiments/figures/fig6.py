@@ -1,15 +1,6 @@
-"""Fig. 6: OASiS's total utility when U/L is estimated at 20%-1000% of its true value, T = 300.
+"""Fig. 6 drawn: OASiS's utility at each U/L estimate relative to the true one, both readings.
 
-Same instances as Fig. 3, and the same OASiS pricing: U and L estimated on a history
-(``fig3.estimate``), which is the "100%" (true) estimate here. The paper does not say which of
-U and L it scaled (A6), so both readings are drawn:
-
-* ``both`` (the headline): the estimates of U and of L are both off by the factor kappa, so every
-  price is kappa times the true one (an estimate in the wrong utility scale);
-* ``u-only``: U' = kappa U with the floor L unchanged (the reference's A6 choice; only the price
-  near full capacity moves).
-
-The 100% bar is Fig. 3's OASiS run (the same run key), so it is shared.
+The setting and the runs are the study ``oasis_opt.experiments.fig6``.
 """
 from __future__ import annotations
 
@@ -18,32 +9,13 @@ from pathlib import Path
 import numpy as np
 
 from ..._extras import require
-from ..calibration import scaled_document
-from ..spec import RunSpec
-from . import fig3
-from .common import (Figure, bars_caption, checks_markdown, estimated_pricing, fmt, grouped_bars,
-                     markdown_table, mean_range, new_figure, number, ratio, read_reference, save,
-                     write_markdown)
+from .. import fig3
+from ..fig6 import PERCENTS, SCALINGS, runs
+from .common import (Figure, bars_caption, checks_markdown, fmt, grouped_bars, markdown_table,
+                     mean_range, new_figure, number, ratio, read_reference, save, write_markdown)
 
-PERCENTS = (20, 50, 100, 300, 500, 1000)
 UNDER, OVER = (20, 50), (300, 500, 1000)
 MATERIAL = 0.02  # a difference in mean relative utility smaller than this is not a finding
-SCALINGS = {"both": "U and L scaled", "u-only": "U scaled, L unchanged"}
-
-
-def spec(jobs: int, seed: int, pct: int, scaling: str, quick: bool, estimated) -> RunSpec:
-    doc = estimated_pricing(estimated, fig3.estimate(jobs, quick))
-    if pct != 100:
-        kappa = pct / 100
-        doc = scaled_document(doc, kappa, kappa if scaling == "both" else 1.0)
-    return RunSpec("paper_sim", fig3.sim_params(jobs, seed, quick), "oasis", {"pricing": doc},
-                   tags={"jobs": jobs, "seed": seed, "pct": pct, "scaling": scaling})
-
-
-def runs(quick: bool, estimated=None) -> list[RunSpec]:
-    s = fig3.settings(quick)
-    return [spec(n, seed, pct, scaling, quick, estimated) for scaling in SCALINGS
-            for n in s["jobs"] for seed in s["seeds"] for pct in PERCENTS]
 
 
 def paper_values(reference_dir=None) -> dict[tuple[int, int], float]:

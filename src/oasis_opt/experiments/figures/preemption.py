@@ -175,10 +175,5 @@ def render(data, out_dir: Path, reference_dir=None, quick: bool = False) -> list
     return draw(data, out_dir) + [write_markdown(out_dir, "preemption", markdown(data))]
 
 
-def compute(quick: bool = False, results=Path("results"), workers=None, address=None,
-            progress: bool = True):
-    return exp.compute(quick, results, workers, address, progress)
-
-
 FIGURE = Figure("preemption", "Priority preemption with GPU -> CPU degradation", None, render,
-                compute=compute)
+                compute=exp.compute)

@@ -1,6 +1,6 @@
 """The competitive ratio beyond Fig. 5 (not a paper figure): ``oasis-opt reproduce ratio``.
 
-Draws, from ``experiments.ratio_study.compute``, ``ratio.{png,pdf}``: (a) OPT / OASiS per
+Draws, from ``experiments.ratio.compute``, ``ratio.{png,pdf}``: (a) OPT / OASiS per
 instance against the number of jobs, with the median and its bootstrap 95% interval; (b) the same
 against the load factor, with per-bucket medians; (c) per instance against Theorem 4's 2 alpha
 (the diagonal is the bound); (d) the worst-case search's ratio step by step. Writes the worst
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import ratio_study as exp
+from .. import ratio as exp
 from ...model.io import instance_from_dict
 from .common import Figure, fmt, markdown_table, new_figure, save, write_markdown
 

@@ -1,11 +1,6 @@
-"""Figs. 8-9: the testbed scenario (paper §14), simulated.
+"""Figs. 8-9 drawn: the simulated testbed's utility and completion minus target beside the paper.
 
-``testbed(seed)``: 12 jobs arriving in the first 9 of 10 slots on 7 worker and 2 PS hosts. Fig. 8
-is the total utility (paper axis x10^2), Fig. 9 the actual minus target completion time of every
-job (all classes pooled, as the paper shows one box per policy). The paper reports one run;
-ours are pooled over seeds (bars: mean ± sd). As in Fig. 4, completed jobs only, and (hatched)
-with unfinished jobs counted as completing at T. OASiS is priced with U and L estimated on
-history testbed instances (seeds 1000-1009), the oracle-priced OASiS is drawn beside it.
+The setting and the runs are the study ``oasis_opt.experiments.testbed``.
 """
 from __future__ import annotations
 
@@ -13,39 +8,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..calibration import FloorEstimate, history_seeds
-from ..spec import RunSpec
+from ..testbed import collect, estimates, runs, settings
 from .common import (BOX_CAPTION, COLOURS, PAPER_MARKER, PAPER_POLICIES, SERIES, Figure,
                      bars_caption, box_stats, calibration_markdown, checks_markdown, display, fmt,
-                     markdown_table, mean_range, mean_sd, new_figure, number, oasis_runs,
-                     read_reference, save, series, whiskers, write_markdown)
-
-FULL = {"seeds": tuple(range(10))}
-QUICK = {"seeds": (0, 1, 2)}
-
-
-def settings(quick: bool) -> dict:
-    return QUICK if quick else FULL
-
-
-METRICS = ("total_utility", "timeliness")
-
-
-def estimates(quick: bool) -> list[FloorEstimate]:
-    return [FloorEstimate("testbed", {}, history_seeds(quick, small=True))]
-
-
-def runs(quick: bool, estimated=None) -> list[RunSpec]:
-    out = []
-    for seed in settings(quick)["seeds"]:
-        for policy in PAPER_POLICIES:
-            if policy == "oasis":
-                out += oasis_runs(estimates(quick)[0], estimated, {"seed": seed}, METRICS,
-                                  {"seed": seed})
-            else:
-                out.append(RunSpec("testbed", {"seed": seed}, policy, metrics=METRICS,
-                                   tags={"seed": seed}))
-    return out
+                     markdown_table, mean_range, mean_sd, new_figure, number, read_reference,
+                     save, whiskers, write_markdown)
 
 
 def paper_values(reference_dir=None) -> dict[str, dict[str, float]]:
@@ -55,20 +22,6 @@ def paper_values(reference_dir=None) -> dict[str, dict[str, float]]:
                                  "q1": number(r["ct_box_low_slots"]),
                                  "q3": number(r["ct_box_high_slots"])}
             for r in read_reference("testbed_fig8_fig9", reference_dir)}
-
-
-def collect(specs, records):
-    util: dict[str, list[float]] = {}
-    done: dict[str, list[float]] = {}
-    unf: dict[str, list[float]] = {}
-    for s in specs:
-        m = records[s.key]["metrics"]
-        util.setdefault(series(s), []).append(m["total_utility"])
-        done.setdefault(series(s), []).extend(v for vs in m["timeliness"]["completed"].values()
-                                              for v in vs)
-        unf.setdefault(series(s), []).extend(v for vs in m["timeliness"]["censored"].values()
-                                             for v in vs)
-    return util, done, unf
 
 
 def claims(util, done, unf) -> list[tuple[str, bool, str]]:
