@@ -6,7 +6,10 @@ The live server (a real uvicorn killed and restarted, the CLI clients, the brows
 """
 from __future__ import annotations
 
+import json
 import sqlite3
+from collections import defaultdict
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,7 +28,9 @@ from oasis_opt.workloads import generate
 pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
 
-from oasis_opt.service.app import create_app  # noqa: E402
+from oasis_opt.service.app import MAX_JOB_BYTES, create_app  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # the digits MLP of the executor's tests: a task the executor can run
 TASK = {"name": "digits-mlp", "config": {"learning_rate": 0.01, "weight_decay": 1e-4, "width": 16,
@@ -419,14 +424,21 @@ def test_bad_requests_name_the_field_and_write_nothing(api, case, tmp_path):
 
 
 def test_a_token_guards_mutating_requests_only():
+    """No token (or not a bearer one) is 401 saying a token is needed; a wrong one is 403
+    saying it is wrong (the mutant that answered both alike, as the service did, fails)."""
     inst, pricing = workload()
     sched = service(inst, "oasis", pricing)
     client = TestClient(create_app(sched, token="s3cret"))
     doc = instance_to_dict(inst)["jobs"][0]
-    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic s3cret"}):
+    for headers in ({}, {"Authorization": "Basic s3cret"}, {"Authorization": "Bearer "}):
         r = client.post("/jobs", json=doc, headers=headers)
         assert r.status_code == 401 and r.json()["field"] == "authorization"
+        assert "needs a bearer token" in r.json()["detail"]
         assert r.headers["www-authenticate"] == "Bearer"
+    for wrong in ("wrong", "s3cre", "s3cret2", "S3CRET"):
+        r = client.post("/jobs", json=doc, headers={"Authorization": f"Bearer {wrong}"})
+        assert r.status_code == 403 and r.json()["field"] == "authorization"
+        assert r.json()["detail"] == "authorization: the bearer token is not this service's"
     assert client.get("/jobs").json() == [] and sched.store.jobs() == []
     ok = {"Authorization": "Bearer s3cret"}
     assert client.post("/jobs", json=doc, headers=ok).status_code == 201
@@ -482,3 +494,100 @@ def test_a_container_that_fits_up_to_float_noise_is_taken_as_the_simulator_takes
     with pytest.raises(BadRequest) as err:
         sched.submit({**doc, "id": "too-big", "worker": {r: v + 1e-3 for r, v in noisy.items()}})
     assert err.value.field == "worker" and "larger than every worker server" in str(err.value)
+
+
+def test_a_job_body_over_the_limit_is_refused_before_it_is_read_whole():
+    """A 20 MB job body was accepted, echoed and stored. Now a body over ``MAX_JOB_BYTES`` is
+    413 naming ``job`` and nothing is written: one that declares its length, and one streamed
+    without a length (caught while it arrives). A job with a large but allowed provenance still
+    goes in, so the limit is not below what jobs need. Mutants caught: no limit (201), a limit
+    on the declared length only (the streamed body goes in)."""
+    inst, pricing = workload()
+    sched = service(inst, "oasis", pricing)
+    client = TestClient(create_app(sched))
+    doc = instance_to_dict(inst)["jobs"][0]
+    big = json.dumps({**doc, "provenance": {"pad": "x" * MAX_JOB_BYTES}}).encode()
+    r = client.post("/jobs", content=big, headers={"content-type": "application/json"})
+    assert r.status_code == 413 and r.json()["field"] == "job", r.text
+
+    def streamed():
+        for n in range(0, len(big), 1 << 16):
+            yield big[n:n + (1 << 16)]
+
+    r = client.post("/jobs", content=streamed(), headers={"content-type": "application/json"})
+    assert r.status_code == 413 and r.json()["field"] == "job", r.text
+    assert sched.store.jobs() == [] and client.get("/jobs").json() == []
+    fine = {**doc, "provenance": {"pad": "x" * (MAX_JOB_BYTES // 2)}}
+    assert client.post("/jobs", json=fine).status_code == 201
+
+
+def test_the_api_docs_page_is_served_from_the_package():
+    """/docs was FastAPI's Swagger UI, whose script comes from a CDN: a blank page offline. It
+    is now the endpoints listed from the OpenAPI schema, with no script and nothing fetched
+    from elsewhere (the Swagger page, restored, has a CDN <script> and fails)."""
+    inst, pricing = workload()
+    client = TestClient(create_app(service(inst, "oasis", pricing)))
+    r = client.get("/docs")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    page = r.text
+    assert "<script" not in page and "http" not in page.replace("application/json", "")
+    for method, path in (("POST", "/jobs"), ("DELETE", "/jobs/{job_id}"), ("GET", "/health"),
+                         ("GET", "/metrics")):
+        assert f"<code>{method}</code></td><td><code>{path}</code>" in page, (method, path)
+    assert 'href=openapi.json' in page and client.get("/openapi.json").status_code == 200
+
+
+def test_an_admitted_job_without_workers_now_is_scheduled_and_its_plan_is_drawn_ahead():
+    """The dashboard showed an admitted job with no workers in the slot as "running", and no
+    slot after the decided ones although OASiS reserves them. A job admitted with workers in
+    the slot decided last is "running", one without (its plan runs later) "scheduled"; the
+    summary counts both; ``/cluster``'s ``planned`` holds, per server and slot after the
+    decided ones, the containers of the admitted jobs' plans. Mutants caught: every admitted
+    job "running"; ``planned`` empty, or holding decided slots too."""
+    inst, pricing = workload(3)
+    sched = service(inst, "oasis", pricing)
+    for d in instance_to_dict(inst)["jobs"]:
+        sched.submit(d)
+    sched.step()
+    sched.step()  # slot 2 decided: on this workload job-001 and job-002 wait for later slots
+    views = sched.jobs_view()
+    live = [v for v in views if v["state"] in ("running", "scheduled")]
+    for v in live:
+        assert v["admitted"] is True
+        assert (v["state"] == "running") == (v["now"]["workers"] > 0), v["id"]
+    scheduled = sorted(v["id"] for v in live if v["state"] == "scheduled")
+    assert scheduled == ["job-001", "job-002"]
+    summary = sched.summary()
+    assert (summary["scheduled"], summary["running"]) == (2, len(live) - 2)
+    decided = sched.decided_slots
+    assert decided == 2
+    expected: dict = defaultdict(lambda: defaultdict(int))
+    for v in live:
+        for p in v["plan"]:
+            if p["slot"] > decided:
+                expected[(p["slot"], p["server"])][v["id"]] += p["count"]
+    got = {(t + 1, s["id"]): cell for s in sched.cluster_view()["servers"]
+           for t, cell in enumerate(s["planned"]) if cell}
+    assert got and got == {k: dict(v) for k, v in expected.items()}
+    assert min(t for t, _ in got) == decided + 1
+
+
+def test_the_readme_example_job_is_accepted_on_the_readme_cluster(tmp_path):
+    """``docs/examples/job.json`` (the README's example) is a job the README's cluster and an
+    executing service take: it names a task the executor trains and fits the servers. An
+    example that rots (a field renamed, a task gone) fails here."""
+    from oasis_opt.cli import main
+    from oasis_opt.model.io import load_instance
+
+    readme = (ROOT / "README.md").read_text()
+    assert "docs/examples/job.json" in readme
+    out = tmp_path / "cluster.json"
+    assert main(["generate", "--preset", "paper-fig5", "--seed", "2", "--horizon", "30",
+                 "--jobs", "14", "--servers", "6", "--out", str(out)]) == 0
+    cluster = load_instance(out)
+    sched = Scheduler(cluster.with_jobs([]), lambda: get_policy("drf"), store=Store(),
+                      policy="drf", executes=True)
+    doc = json.loads((ROOT / "docs" / "examples" / "job.json").read_text())
+    r = TestClient(create_app(sched)).post("/jobs", json=doc)
+    assert r.status_code == 201, r.text
+    assert r.json()["id"] == "my-first-job" and r.json()["task"]["name"] == "digits-mlp"

@@ -182,7 +182,9 @@ def test_submit_and_status_clients(workload, live, tmp_path, capsys, monkeypatch
                                | {"id": "client-job"}))
     monkeypatch.delenv("OASIS_OPT_TOKEN", raising=False)
     assert main(["submit", str(path), "--url", live.url]) == 2
-    assert "authorization: a bearer token is required" in capsys.readouterr().err
+    assert "authorization: this service needs a bearer token" in capsys.readouterr().err
+    assert main(["submit", str(path), "--url", live.url, "--token", "wrong"]) == 2
+    assert "authorization: the bearer token is not this service's" in capsys.readouterr().err
     assert main(["submit", str(path), "--url", live.url, "--token", "t0ken"]) == 0
     out = capsys.readouterr().out.strip()
     assert out.startswith("client-job: submitted, arrives in slot ")
@@ -225,6 +227,45 @@ def test_the_service_listens_on_loopback_by_default(live):
     assert health.status_code == 200
     log = Path(live.log.name).read_text()
     assert f"on http://127.0.0.1:{live.port} " in log
+
+
+@pytest.mark.parametrize("port, message", [
+    ("99999", "--port: must be in 0..65535, got 99999"),
+    ("-1", "--port: must be in 0..65535, got -1"),
+    ("in-use", "--port: cannot listen on 127.0.0.1:{port}: Address already in use"),
+])
+def test_serve_refuses_a_port_it_cannot_listen_on_before_starting(workload, port, message,
+                                                                   capsys):
+    """``--port 99999`` printed "serving ...", started Ray, dumped a uvicorn traceback and hung;
+    a port in use exited 3 after a "serving on" line. Both are now one error line on
+    ``--port``, exit 2, and nothing is printed or started before it (the mutant that binds
+    only in uvicorn, after the "serving" line, fails the in-use case)."""
+    d = workload[0]
+    with socket.socket() as held:
+        if port == "in-use":
+            held.bind(("127.0.0.1", 0))
+            held.listen()
+            port = str(held.getsockname()[1])
+        code = main(["serve", "--cluster", str(d / "long.json"), "--policy", "drf",
+                     "--no-execute", "--slot-s", "1", "--port", port])
+        err = capsys.readouterr().err
+    assert code == 2, err
+    assert err == f"oasis-opt: error: {message.format(port=port)}\n"
+
+
+def test_serve_says_each_slot_and_health_says_which_slot_runs(live):
+    """``serve`` printed nothing per slot, and /health said "running, slot 0" through a first
+    slot of minutes. Now every finished slot is a line of the log, and /health gives the slot
+    running (one after the finished ones, as many decided) and for how long."""
+    health = live.wait(lambda h: h["slot_running"] is not None and h["slot"] >= 2,
+                       "a slot running after two finished")
+    assert health["slot_running"] == health["decided"] == health["slot"] + 1
+    assert health["slot_running_s"] is not None and health["slot_running_s"] >= 0
+    lines = re.findall(r"^oasis-opt: slot (\d+) of 1000 done in [\d.]+ s: \d+ jobs running, "
+                       r"\d+ scheduled later, \d+ waiting; \d+ admitted, \d+ rejected, "
+                       r"\d+ completed, \d+ cancelled; utility [\d.]+$",
+                       Path(live.log.name).read_text(), re.M)
+    assert [int(t) for t in lines[:2]] == [1, 2], Path(live.log.name).read_text()[-2000:]
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -277,9 +318,12 @@ def test_the_dashboard_shows_a_submitted_job_and_its_cancel_in_chromium(workload
     assert row, dom[-2000:]
     assert "policy oasis, slot " in dom
     state = re.findall(r"<td>([a-z]+)</td>", row)
-    assert state and state[0] in ("running", "rejected", "waiting", "completed"), row
+    assert state and state[0] in ("running", "scheduled", "rejected", "waiting",
+                                  "completed"), row
+    grid = dom.split('id="grid"')[1].split("</table>")[0]
     if view["admitted"]:  # its containers are drawn in the grid (cells carry their jobs)
-        assert "browser-job" in dom.split('id="grid"')[1].split("</table>")[0]
+        assert "browser-job" in grid
+    assert re.search(r"slot \d+ running for \d+ s|finished|stopped", dom), dom[-2000:]
     # the cancel shows on the page: a job arriving far ahead (it cannot end by itself first)
     later = job | {"id": "browser-later", "arrival": live.get("/health")["slot"] + 400}
     r = httpx.post(live.url + "/jobs", json=later, headers=auth, timeout=10)

@@ -38,17 +38,18 @@ def adder(*arguments: Argument) -> Callable[[argparse.ArgumentParser], None]:
 
 
 # ---- argument types ----------------------------------------------------------------------------
-def _int_at_least(low: int) -> Callable[[str], int]:
+def _int_at_least(low: int, high: int | None = None) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
             v = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if v < low:
-            raise argparse.ArgumentTypeError(f"must be >= {low}, got {v}")
+        if v < low or (high is not None and v > high):
+            span = f">= {low}" if high is None else f"in {low}..{high}"
+            raise argparse.ArgumentTypeError(f"must be {span}, got {v}")
         return v
 
-    parse.__name__ = f"integer >= {low}"
+    parse.__name__ = f"integer >= {low}" if high is None else f"integer in {low}..{high}"
     return parse
 
 
@@ -72,6 +73,7 @@ non_negative_seconds = _number("a number of seconds", "seconds", positive=False)
 positive_number = _number("a number", "number", positive=True)
 positive_int = _int_at_least(1)
 non_negative_int = _int_at_least(0)
+port = _int_at_least(0, 65535)  # a TCP port; 0: one the system picks
 
 
 def floor_grid(text: str) -> tuple[float, ...]:

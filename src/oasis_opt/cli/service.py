@@ -8,8 +8,8 @@ import os
 import sys
 from typing import Any
 
-from .args import (TOKEN, URL, adder, arg, existing_file, non_negative_int, option_error,
-                   policy_options, positive_seconds, values)
+from .args import (TOKEN, URL, adder, arg, existing_file, option_error, policy_options, port,
+                   positive_seconds, values)
 from .common import EXIT_OK, PROG, CliError, load_instance, located, sigterm_as_interrupt
 
 add_serve = adder(
@@ -33,8 +33,8 @@ add_serve = adder(
         "goes on where it stopped (default: in memory, lost at exit)"),
     arg("--host", default="127.0.0.1", metavar="HOST",
         help="address to listen on (default 127.0.0.1: this machine only)"),
-    arg("--port", type=non_negative_int, default=8000, metavar="P",
-        help="port (default 8000)"),
+    arg("--port", type=port, default=8000, metavar="P",
+        help="port, 0..65535 (default 8000; 0: one the system picks, printed)"),
     TOKEN)
 add_submit = adder(arg("job", metavar="JOB", type=existing_file, help="job JSON"), URL, TOKEN)
 add_status = adder(URL, arg("--json", action="store_true",
@@ -54,16 +54,20 @@ def serve(args: argparse.Namespace) -> int:
     from ..model.io import FormatError
     from ..policies import OptionError
     from ..service.store import StateMismatch
-    from ..service.wiring import build_service, require_extras
+    from ..service.wiring import build_service, listen, require_extras
 
     require_extras(execute=not args.no_execute)
     token = _token(args)
     cluster = load_instance(args.cluster)
     options = policy_options(args)
+    try:  # the address first: one in use is said before anything starts
+        sock = listen(args.host, args.port)
+    except OptionError as e:
+        raise CliError(f"--{e.param}", e.message) from None
     try:
         service = build_service(cluster, args.policy, values(options), slot_s=args.slot_s,
                                 state=args.state, execute=not args.no_execute,
-                                address=args.address, token=token)
+                                address=args.address, token=token, report=_print_slot)
     except OptionError as e:
         raise option_error(e, options, args.policy) from None
     except StateMismatch as e:
@@ -74,14 +78,23 @@ def serve(args: argparse.Namespace) -> int:
         raise
     resumed = (f", resuming {args.state} at slot {service.scheduler.finished_slots + 1}"
                if service.scheduler.resumed else "")
-    print(f"{PROG}: serving {args.policy} on http://{args.host}:{args.port} (dashboard /, API "
-          f"/docs){resumed}", file=sys.stderr, flush=True)
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"{PROG}: serving {args.policy} on http://{host}:{sock.getsockname()[1]} (dashboard "
+          f"/, API /docs){resumed}", file=sys.stderr, flush=True)
+    if not args.no_execute:
+        print(f"{PROG}: starting Ray; the first slot runs once its workers have started and "
+              "compiled (minutes on a small machine; /health says how long it has run)",
+              file=sys.stderr, flush=True)
     # SIGTERM (`kill`, docker stop) shuts down like Ctrl-C: uvicorn re-raises the signal it
     # caught once it has stopped, and with the default handler the process would die before
     # the slot runner stops, leaving its Ray processes behind
     with sigterm_as_interrupt():
-        service.serve(args.host, args.port)
+        service.serve(sock)
     return EXIT_OK
+
+
+def _print_slot(line: str) -> None:
+    print(f"{PROG}: {line}", file=sys.stderr, flush=True)
 
 
 def _service(method: str, url: str, path: str, **kwargs: Any) -> Any:

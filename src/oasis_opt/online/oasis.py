@@ -247,7 +247,7 @@ class OasisPolicy(OnlinePolicy):
         priced as in that run. Slots before t keep their commits (they ran)."""
         if self.pricing is None:
             return
-        mine = []
+        mine: list[np.ndarray] = []
         for slot in sorted(s for s in self.rows_by_slot if s >= t):
             parts = self.rows_by_slot[slot]
             keep = [part for part in parts if int(part[0, 0]) != job]

@@ -1,28 +1,36 @@
-"""The HTTP API of ``oasis-opt serve`` (FastAPI; its OpenAPI schema at ``/openapi.json``, the
-interactive docs at ``/docs``) and the dashboard at ``/``.
+"""The HTTP API of ``oasis-opt serve`` (FastAPI; its OpenAPI schema at ``/openapi.json``, a page
+listing the endpoints from it at ``/docs``, served from the package: no CDN, so it works
+offline) and the dashboard at ``/``.
 
 ======================  =============================================================================
 ``POST /jobs``          submit a job (an instance-format job with its ``task``; ``id`` and ``arrival``
                         optional): 201 and the job, or 4xx ``{"detail": "<field>: <message>",
                         "field": ...}`` with nothing written (400 bad job, 409 duplicate id)
 ``GET /jobs``           every job: state, admitted?, plan, progress, predicted and real completion,
-                        utility so far
+                        utility so far. States: ``pending`` (not arrived), ``waiting`` (arrived,
+                        not decided), ``running`` (admitted, workers in the slot now),
+                        ``scheduled`` (admitted, no workers now: its plan runs later),
+                        ``rejected``, ``cancelling`` / ``cancelled``, ``completed``
 ``GET /jobs/{id}``      one job (404 unknown)
 ``DELETE /jobs/{id}``   cancel at the next slot boundary (409 when it is over already)
 ``GET /cluster``        per server and slot: capacity, committed (a policy that plans ahead), used,
                         the jobs in it
 ``GET /summary``        counts, utility, utilisation and their history per slot (the dashboard's)
 ``GET /metrics``        the same in the Prometheus text format
-``GET /health``         the slot runner's status ("running", "finished", "failed" and why)
+``GET /health``         the slot runner's status ("starting", "running", "finished", "failed" and
+                        why), the slots finished and decided, the slot running and for how long
 ======================  =============================================================================
 
 With a token (``oasis-opt serve --token`` or ``OASIS_OPT_TOKEN``), ``POST`` and ``DELETE`` need
-``Authorization: Bearer <token>`` (401 otherwise); reading needs none.
+``Authorization: Bearer <token>``: 401 without one, 403 with a wrong one; reading needs none. A
+job body over ``MAX_JOB_BYTES`` is refused (413) before it is read whole.
 """
 from __future__ import annotations
 
+import html
 import json
 import secrets
+import time
 from importlib import resources
 from typing import Any, Iterator
 
@@ -39,6 +47,7 @@ from prometheus_client import CollectorRegistry, generate_latest  # noqa: E402
 from prometheus_client.core import GaugeMetricFamily, Metric  # noqa: E402
 
 TOKEN_ENV = "OASIS_OPT_TOKEN"
+MAX_JOB_BYTES = 1 << 20  # a job document is a few kB; 1 MiB leaves room for long utility tables
 
 _JOB_SCHEMA = {
     "type": "object",
@@ -68,9 +77,9 @@ def create_app(scheduler: Scheduler, runner: ServiceRunner | None = None,
     """The FastAPI application over ``scheduler`` (``runner``: the slot runner whose status
     ``/health`` shows; ``token``: required on mutating requests when set)."""
     app = FastAPI(title="oasis-opt scheduling service",
-                          description="Online scheduling of distributed training jobs (OASiS and "
-                          "the package's other online policies), slot by slot.",
-                          version=_version())
+                  description="Online scheduling of distributed training jobs (OASiS and "
+                  "the package's other online policies), slot by slot.",
+                  version=_version(), docs_url=None, redoc_url=None)
 
     @app.exception_handler(BadRequest)
     def refuse(request: Request, e: BadRequest) -> JSONResponse:
@@ -82,8 +91,15 @@ def create_app(scheduler: Scheduler, runner: ServiceRunner | None = None,
         if token is None:
             return
         scheme, _, value = request.headers.get("authorization", "").partition(" ")
-        if not (scheme.lower() == "bearer" and secrets.compare_digest(value.strip(), token)):
-            raise BadRequest("authorization", "a bearer token is required for this request", 401)
+        if scheme.lower() != "bearer" or not value.strip():
+            raise BadRequest("authorization", "this service needs a bearer token for this "
+                             "request (Authorization: Bearer <token>; oasis-opt --token)", 401)
+        if not secrets.compare_digest(value.strip().encode(), token.encode()):
+            raise BadRequest("authorization", "the bearer token is not this service's", 403)
+
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> Any:
+        return HTMLResponse(_docs_page(app.openapi()))
 
     @app.get("/", include_in_schema=False)
     def dashboard() -> Any:
@@ -98,8 +114,9 @@ def create_app(scheduler: Scheduler, runner: ServiceRunner | None = None,
                   "requestBody": {"required": True,
                                   "content": {"application/json": {"schema": _JOB_SCHEMA}}}})
     async def submit(request: Request) -> Any:
+        body = await _body(request, MAX_JOB_BYTES)
         try:
-            doc = json.loads(await request.body(), parse_constant=float)
+            doc = json.loads(body, parse_constant=float)
         except ValueError as e:
             raise BadRequest("job", f"not valid JSON: {e}") from None
         return JSONResponse(scheduler.submit(doc), status_code=201)
@@ -127,15 +144,20 @@ def create_app(scheduler: Scheduler, runner: ServiceRunner | None = None,
 
     @app.get("/health", summary="the slot runner's status")
     def health() -> Any:
+        started = runner.slot_started if runner else None
         return {"status": runner.status if runner else "manual",
                 "error": runner.error if runner else None,
-                "slot": scheduler.finished_slots, "horizon": scheduler.cluster.horizon}
+                "slot": scheduler.finished_slots, "decided": scheduler.decided_slots,
+                "slot_running": runner.slot_running if runner else None,
+                "slot_running_s": None if started is None else time.monotonic() - started,
+                "horizon": scheduler.cluster.horizon}
 
     class Collector:
         def collect(self) -> Iterator[Metric]:
             s = scheduler.summary()
             for name, help_text in (("admitted", "jobs admitted"), ("rejected", "jobs rejected"),
-                                    ("running", "admitted jobs not completed"),
+                                    ("running", "admitted jobs with workers in the slot now"),
+                                    ("scheduled", "admitted jobs without workers now"),
                                     ("completed", "jobs completed"),
                                     ("cancelled", "jobs cancelled"),
                                     ("pending", "jobs submitted, not decided yet"),
@@ -156,6 +178,38 @@ def create_app(scheduler: Scheduler, runner: ServiceRunner | None = None,
                                   media_type="text/plain; version=0.0.4; charset=utf-8")
 
     return app
+
+
+async def _body(request: Request, limit: int) -> bytes:
+    """The request's body, refused (413, field ``job``) once it passes ``limit`` bytes: by its
+    Content-Length before reading, else while it streams in, so an oversized body is never held
+    whole."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise BadRequest("job", f"the body is {int(declared)} bytes; a job takes at most "
+                         f"{limit}", 413)
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BadRequest("job", f"the body is over {limit} bytes, the most a job takes", 413)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _docs_page(schema: dict) -> str:
+    """``/docs``: the endpoints of the OpenAPI ``schema`` (method, path, summary), from the
+    package alone (FastAPI's Swagger UI loads its script from a CDN: blank offline)."""
+    rows = "".join(f"<tr><td><code>{method.upper()}</code></td><td><code>{html.escape(path)}"
+                   f"</code></td><td>{html.escape(op.get('summary', ''))}</td></tr>"
+                   for path, ops in schema["paths"].items() for method, op in ops.items())
+    info = schema["info"]
+    return (f"<!doctype html><meta charset=utf-8><title>{html.escape(info['title'])} API</title>"
+            f"<h1>{html.escape(info['title'])} {html.escape(info['version'])}</h1>"
+            f"<p>{html.escape(info.get('description', ''))}</p><table border=1 cellpadding=4>"
+            f"<tr><th>method</th><th>path</th><th>what</th></tr>{rows}</table>"
+            "<p>The full schema, request bodies included: <a href=openapi.json>"
+            "/openapi.json</a>. The dashboard: <a href=.>/</a>.</p>")
 
 
 def _version() -> str:

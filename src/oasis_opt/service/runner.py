@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 import traceback
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from .scheduler import Scheduler
 
@@ -25,16 +25,21 @@ class ServiceRunner:
     """Runs ``scheduler``'s slots every ``slot_seconds`` until the horizon or ``stop()``.
 
     ``execute``: run the slots on Ray (``address``: join that Ray cluster; default a local one);
-    otherwise nothing runs and progress is the simulator's account. ``status`` is "starting",
-    "running", "finished" (the horizon is over), "stopped" or "failed" (``error`` says why).
+    otherwise nothing runs and progress is the simulator's account. ``status`` is "starting"
+    (Ray and the executor starting), "running", "finished" (the horizon is over), "stopped" or
+    "failed" (``error`` says why); while a decided slot runs, ``slot_running`` is its number and
+    ``slot_started`` its ``time.monotonic()`` start (None between slots). ``report``: called
+    with one line per slot finished (what ``oasis-opt serve`` prints).
     """
 
     def __init__(self, scheduler: Scheduler, slot_seconds: float, *, execute: bool = False,
-                 address: str | None = None):
+                 address: str | None = None, report: Callable[[str], None] | None = None):
         self.scheduler, self.slot_seconds = scheduler, float(slot_seconds)
-        self.execute, self.address = execute, address
+        self.execute, self.address, self.report = execute, address, report
         self.status: str = "starting"
         self.error: str | None = None
+        self.slot_running: int | None = None
+        self.slot_started: float | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._main, name="oasis-opt-slots", daemon=True)
 
@@ -85,18 +90,37 @@ class ServiceRunner:
                 return
             if self._stop.wait(max(0.0, origin + (t - 1) * S - time.monotonic())):
                 return
+            started = time.monotonic()
             slot = sched.advance()
+            self.slot_running, self.slot_started = t, started
             if executor is None:
                 if self._stop.wait(max(0.0, origin + t * S - time.monotonic())):
                     return  # decided, not run: a restart runs it as decided
                 sched.finish(t)
-                continue
-            executor.extend(sched.instance)
-            record = executor.run_slot(t, slot.rows)
-            ran = sorted({j for j, *_ in slot.rows})
-            progress, checkpoints = {}, {}
-            for j in ran:
-                snap = checkpoints[j] = executor.snapshot(j)
-                progress[j] = {**snap["slots"][-1], "completion_slot": snap["completion_slot"],
-                               "completion_s": snap["completion_s"]}
-            sched.finish(t, record, progress, checkpoints)
+            else:
+                self._run(executor, t, slot.rows)
+            self.slot_running = self.slot_started = None
+            if self.report is not None:
+                self.report(slot_line(sched, t, time.monotonic() - started))
+
+    def _run(self, executor: Executor, t: int, rows: list) -> None:
+        """Run decided slot ``t`` (its allocation ``rows``) on ``executor`` and record it."""
+        sched = self.scheduler
+        executor.extend(sched.instance)
+        record = executor.run_slot(t, rows)
+        progress, checkpoints = {}, {}
+        for j in sorted({j for j, *_ in rows}):
+            snap = checkpoints[j] = executor.snapshot(j)
+            progress[j] = {**snap["slots"][-1], "completion_slot": snap["completion_slot"],
+                           "completion_s": snap["completion_s"]}
+        sched.finish(t, record, progress, checkpoints)
+
+
+def slot_line(scheduler: Scheduler, t: int, seconds: float) -> str:
+    """The line ``oasis-opt serve`` prints when slot ``t`` has finished, ``seconds`` after its
+    decision began: its jobs and the service's counts."""
+    s = scheduler.summary()
+    return (f"slot {t} of {s['horizon']} done in {seconds:.1f} s: {s['running']} jobs running, "
+            f"{s['scheduled']} scheduled later, {s['pending']} waiting; "
+            f"{s['admitted']} admitted, {s['rejected']} rejected, {s['completed']} completed, "
+            f"{s['cancelled']} cancelled; utility {s['utility']:.3f}")

@@ -118,7 +118,13 @@ class Scheduler:
 
     @property
     def finished_slots(self) -> int:
+        """Slots run to their end (a restart goes on after them)."""
         return self._finished
+
+    @property
+    def decided_slots(self) -> int:
+        """Slots decided: ``finished_slots``, or one more while the slot decided last runs."""
+        return len(self._decided)
 
     def submit(self, doc: Any) -> dict:
         """Accept job ``doc`` (an instance-format job; ``id`` and ``arrival`` optional: a fresh
@@ -292,6 +298,7 @@ class Scheduler:
             decision = next(((s.t, s.decisions[seq]) for s in self._decided
                              if seq in s.decisions), None)
             completion = None
+            now = self._now(seq)
             state = "pending"
             attained = 0.0
             plan = None
@@ -303,8 +310,10 @@ class Scheduler:
                     state = "cancelled"
                 elif completion is not None and completion <= self._finished:
                     state = "completed"
-                elif decision is not None:
-                    state = "running" if decision[1] else "rejected"
+                elif decision is not None and not decision[1]:
+                    state = "rejected"
+                elif decision is not None:  # admitted: workers in the slot now, or later
+                    state = "running" if now["workers"] else "scheduled"
                 elif st.arrived[seq]:
                     state = "waiting"
                 plan = loop.policy.plan(seq) if decision and decision[1] else None
@@ -328,7 +337,7 @@ class Scheduler:
                 else inst.utility_of(seq, predicted),
                 "completion": completion if state == "completed" else None,
                 "utility": utility,
-                "now": self._now(seq),
+                "now": now,
                 "real": _real(records),
                 "job": doc,
             }
@@ -342,6 +351,21 @@ class Scheduler:
             if rows:
                 done += loop.progress_fn(loop.instance, seq, rows, slot.t)
         return done
+
+    def _plans_ahead(self, ahead: list[list[dict]]) -> None:
+        """Fill ``ahead[t][s]`` (job id -> containers) with the plans of the admitted jobs, not
+        cancelled, for the slots after the last decided (a policy that plans ahead; others have
+        no plans)."""
+        loop, start = self._loop, len(self._decided) + 1
+        assert loop is not None
+        admitted = {j for slot in self._decided for j, a in slot.decisions.items() if a}
+        for seq in sorted(admitted):
+            if loop.state.cancelled[seq] or seq in self._cancels:
+                continue
+            for t, s, _, c in loop.policy.plan(seq) or []:
+                if t >= start:
+                    cell = ahead[t][s]
+                    cell[self.instance.jobs[seq].id] = cell.get(self.instance.jobs[seq].id, 0) + c
 
     def _now(self, seq: int) -> dict:
         """Workers and PSs of the job in the last slot decided."""
@@ -362,7 +386,8 @@ class Scheduler:
 
     def cluster_view(self) -> dict:
         """Per server and slot: capacity, committed (what the policy reserved, for a policy that
-        plans ahead) and used (the containers of decided slots), and the jobs in each slot."""
+        plans ahead) and used (the containers of decided slots), the jobs in each decided slot
+        (``jobs``) and the plans of admitted jobs for the slots after (``planned``)."""
         with self._lock:
             inst = self.cluster
             T, S = inst.horizon, len(inst.servers)
@@ -376,14 +401,17 @@ class Scheduler:
                     cell = jobs[slot.t][s]
                     cell[full.jobs[j].id] = cell.get(full.jobs[j].id, 0) + c
             committed = None
+            ahead: list[list[dict]] = [[{} for _ in range(S)] for _ in range(T + 1)]
             if self._loop is not None:
                 committed = self._loop.policy.committed()
+                self._plans_ahead(ahead)
             servers = []
             for s, server in enumerate(inst.servers):
                 entry = {"id": server.id, "pool": "worker" if s < inst.H else "ps",
                          "capacity": dict(server.capacity),
                          "used": {r: used[1:, s, n].tolist() for n, r in enumerate(inst.resources)},
-                         "jobs": [jobs[t][s] for t in range(1, T + 1)]}
+                         "jobs": [jobs[t][s] for t in range(1, T + 1)],
+                         "planned": [ahead[t][s] for t in range(1, T + 1)]}
                 if committed is not None:
                     entry["committed"] = {r: committed[1:, s, n].tolist()
                                           for n, r in enumerate(inst.resources)}
@@ -397,8 +425,8 @@ class Scheduler:
         with self._lock:
             views = self.jobs_view()
             count = {s: sum(v["state"] == s for v in views)
-                     for s in ("pending", "waiting", "running", "rejected", "completed",
-                               "cancelled", "cancelling")}
+                     for s in ("pending", "waiting", "running", "scheduled", "rejected",
+                               "completed", "cancelled", "cancelling")}
             inst = self.cluster
             used = np.zeros(inst.R)
             full = self.instance
@@ -421,6 +449,7 @@ class Scheduler:
             return {"slot": self._finished, "horizon": inst.horizon, "jobs": len(views),
                     "admitted": sum(v["admitted"] is True for v in views),
                     "rejected": count["rejected"], "running": count["running"],
+                    "scheduled": count["scheduled"], "decided": len(self._decided),
                     "completed": count["completed"], "cancelled": count["cancelled"],
                     "pending": count["pending"] + count["waiting"],
                     "utility": sum(v["utility"] for v in views),

@@ -9,8 +9,10 @@ a malformed pricing file its ``FormatError``.
 """
 from __future__ import annotations
 
+import errno
+import socket
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -34,18 +36,48 @@ class Service:
     runner: ServiceRunner
     app: FastAPI
 
-    def serve(self, host: str, port: int) -> None:
-        """Run the slot runner and the HTTP server until the server stops (Ctrl-C), then stop
-        the runner and close the state."""
+    def serve(self, sock: socket.socket) -> None:
+        """Run the slot runner and the HTTP server on ``sock`` (``listen``'s) until the server
+        stops (Ctrl-C), then stop the runner and close the state."""
         from .._extras import require
 
         uvicorn = require("uvicorn", extra="service", feature="the scheduling service")
         self.runner.start()
         try:
-            uvicorn.run(self.app, host=host, port=port, log_level="warning")
+            server = uvicorn.Server(uvicorn.Config(self.app, log_level="warning"))
+            try:
+                server.run(sockets=[sock])
+            except KeyboardInterrupt:  # Ctrl-C (or SIGTERM, re-raised once it stopped): a
+                pass  # clean stop, as uvicorn.run takes it
         finally:
             self.runner.stop()
             self.store.close()
+            sock.close()
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host:port`` (``port`` 0: one the system picks; the bound port is
+    ``sock.getsockname()[1]``), made before the service starts anything: an address in use, a
+    port this user may not open or a host this machine does not have is an ``OptionError`` on
+    ``port`` or ``host``, said before any "serving" line, Ray start or traceback."""
+    from ..policies import OptionError
+
+    if not (isinstance(port, int) and 0 <= port <= 65535):
+        raise OptionError("port", f"expected an integer in 0..65535, got {port!r}")
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    except socket.gaierror as e:
+        raise OptionError("host", f"cannot listen on {host!r}: {e.strerror}") from None
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+    try:
+        sock.bind(address)
+    except OSError as e:
+        sock.close()
+        field = "port" if e.errno in (errno.EADDRINUSE, errno.EACCES) else "host"
+        raise OptionError(field, f"cannot listen on {host}:{port}: {e.strerror}") from None
+    return sock
 
 
 def require_extras(execute: bool = True) -> None:
@@ -80,13 +112,15 @@ def online_policy(name: str, options: dict[str, Any]) -> OnlinePolicy:
 
 def build_service(cluster: Instance, policy: str, options: dict[str, Any], *, slot_s: float,
                   state: str | None = None, execute: bool = True, address: str | None = None,
-                  token: str | None = None) -> Service:
+                  token: str | None = None, report: Callable[[str], None] | None = None
+                  ) -> Service:
     """The service deciding jobs on ``cluster`` (its servers, resources, horizon and topology;
     its jobs are not submitted) with the online policy ``policy`` and its ``options``, a slot
     every ``slot_s`` wall-clock seconds, its state in the SQLite file ``state`` (None: in
     memory) so that a service restarted with it goes on where it stopped. ``execute``: run the
     jobs on Ray (``address``: a running Ray cluster), else account progress as the simulator
-    does. ``token``: required on mutating requests when set."""
+    does. ``token``: required on mutating requests when set. ``report``: called with a line
+    per slot run (``ServiceRunner``)."""
     from ..model.io import FormatError
     from ..policies import OptionError
     from .app import create_app
@@ -111,5 +145,5 @@ def build_service(cluster: Instance, policy: str, options: dict[str, Any], *, sl
         raise
     except (FormatError, ReplayMismatch) as e:
         raise OptionError("state", f"cannot resume {state}: {e}") from None
-    runner = ServiceRunner(scheduler, slot_s, execute=execute, address=address)
+    runner = ServiceRunner(scheduler, slot_s, execute=execute, address=address, report=report)
     return Service(store, scheduler, runner, create_app(scheduler, runner, token))

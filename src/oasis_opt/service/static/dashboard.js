@@ -27,16 +27,21 @@ function drawGrid(cluster) {
   for (const s of cluster.servers) {
     const row = el("tr");
     row.appendChild(el("th", {}, `${s.id} (${s.pool})`));
-    s.jobs.forEach((cell, i) => {
+    s.jobs.forEach((used, i) => {
       const td = el("td");
+      // a decided slot shows its containers; a later one the admitted jobs' plans, faded
+      const planned = (s.planned || [])[i] || {};
+      const ahead = !Object.keys(used).length && Object.keys(planned).length > 0;
+      const cell = ahead ? planned : used;
       const ids = Object.keys(cell);
       if (ids.length) {
         const stops = ids.map((id, k) => `${colour(id)} ${100 * k / ids.length}% ${100 * (k + 1) / ids.length}%`);
         td.style.background = `linear-gradient(to bottom, ${stops.join(", ")})`;
-        td.title = `slot ${i + 1}: ` + ids.map(id => `${id} x${cell[id]}`).join(", ");
+        td.title = `slot ${i + 1}${ahead ? " (planned)" : ""}: ` + ids.map(id => `${id} x${cell[id]}`).join(", ");
         td.dataset.jobs = ids.join(" ");
+        if (ahead) { td.classList.add("ahead"); td.dataset.planned = ids.join(" "); }
       }
-      if (i + 1 === cluster.slot) td.className = "now";
+      if (i + 1 === cluster.slot) td.classList.add("now");
       row.appendChild(td);
     });
     grid.appendChild(row);
@@ -99,12 +104,21 @@ function drawHistory(summary) {
             "total utility of completed jobs");
 }
 
+function runnerLine(health) {  // what the slot runner is doing, from /health
+  if (health.status === "starting") return "starting (Ray and its workers)";
+  if (health.status === "failed") return `failed: ${health.error}`;
+  if (health.slot_running !== null && health.slot_running !== undefined)
+    return `slot ${health.slot_running} running for ${fmt(health.slot_running_s, 0)} s`;
+  return health.status;
+}
+
 async function poll() {
   try {
-    const [cluster, jobs, summary] = await Promise.all(
-      ["cluster", "jobs", "summary"].map(p => fetch(p).then(r => r.json())));
+    const [cluster, jobs, summary, health] = await Promise.all(
+      ["cluster", "jobs", "summary", "health"].map(p => fetch(p).then(r => r.json())));
     document.getElementById("status").textContent =
-      `policy ${cluster.policy}, slot ${summary.slot} of ${summary.horizon}; ${summary.jobs} jobs: ` +
+      `policy ${cluster.policy}, slot ${summary.slot} of ${summary.horizon} done; ${runnerLine(health)}; ` +
+      `${summary.jobs} jobs: ${summary.running} running, ${summary.scheduled} scheduled later, ` +
       `${summary.admitted} admitted, ${summary.rejected} rejected, ${summary.completed} completed; ` +
       `utility ${fmt(summary.utility, 2)}`;
     drawGrid(cluster); drawJobs(jobs); drawHistory(summary);
