@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
-from oasis_opt.online.dual import best_schedule  # noqa: E402
+from oasis_opt.online.dual import Market, best_schedule  # noqa: E402
 from oasis_opt.online.oasis import OasisPolicy  # noqa: E402
 from oasis_opt.sim import simulate  # noqa: E402
 from oasis_opt.workloads import paper_sim  # noqa: E402
@@ -64,8 +64,8 @@ class TimedOasis(OasisPolicy):
 
     def on_arrival(self, job, t, state):
         if job in self.timed:
-            args = (self.instance, job, self.worker_price, self.ps_price, self.worker_free,
-                    self.ps_free)
+            args = (self.instance, job, Market(self.worker_price, self.ps_price,
+                                               self.worker_free, self.ps_free))
             n = len(self.times)
             use = [b for b in self.backends if b != "reference" or n % self.reference_every == 0]
             times = {}

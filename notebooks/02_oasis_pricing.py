@@ -31,7 +31,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from oasis_opt import validate
-from oasis_opt.online.dual import best_schedule
+from oasis_opt.online.dual import Market, best_schedule
 from oasis_opt.online.oasis import OasisPolicy
 from oasis_opt.online.pricing import oracle_pricing
 from oasis_opt.sim import ClusterState
@@ -103,7 +103,8 @@ for job in range(inst.I):
                 "gpu_price": float(policy.worker_price[a:, :, gpu].mean())})
 adm = np.array([e["admitted"] for e in log])
 empty = seen_by_job[0]  # prices and capacity of the empty cluster
-too_big = [e["job"] for e in log if not best_schedule(inst, e["job"], *empty.values()).feasible]
+too_big = [e["job"] for e in log
+           if not best_schedule(inst, e["job"], Market(*empty.values())).feasible]
 no_room = [e["job"] for e in log if e["payoff"] is None and e["job"] not in too_big]
 priced_out = [e["job"] for e in log if e["payoff"] is not None and not e["admitted"]]
 print(f"admitted {adm.sum()} of {inst.I} jobs")
@@ -138,14 +139,14 @@ fig.tight_layout()
 
 # %%
 def share(e):
-    p = best_schedule(inst, e["job"], *seen_by_job[e["job"]].values())
+    p = best_schedule(inst, e["job"], Market(*seen_by_job[e["job"]].values()))
     return p.cost / max(p.utility, 1e-300)
 
 
 watch = priced_out[0] if priced_out else max((e for e in log if e["admitted"]), key=share)["job"]
 seen = seen_by_job[watch]
-plan = best_schedule(inst, watch, seen["worker_price"], seen["ps_price"], seen["worker_free"],
-                     seen["ps_free"])
+plan = best_schedule(inst, watch, Market(seen["worker_price"], seen["ps_price"],
+                                        seen["worker_free"], seen["ps_free"]))
 job = inst.jobs[watch]
 print(f"job {job.id}: arrives {job.arrival}, work {inst.work[watch]} worker-slots, "
       f"N_i = {job.chunks}, target gamma3 = {job.utility.target:.1f}")
@@ -158,7 +159,7 @@ by_slot = []
 for t in range(job.arrival, inst.horizon + 1):
     wf, pf = seen["worker_free"].copy(), seen["ps_free"].copy()
     wf[t + 1:], pf[t + 1:] = 0.0, 0.0
-    p = best_schedule(inst, watch, seen["worker_price"], seen["ps_price"], wf, pf)
+    p = best_schedule(inst, watch, Market(seen["worker_price"], seen["ps_price"], wf, pf))
     by_slot.append(p.payoff if p.feasible else np.nan)
 
 fig, ax = plt.subplots(1, 2, figsize=(11, 3.6))

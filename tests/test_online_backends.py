@@ -19,7 +19,7 @@ from oasis_opt import save_result, solve, validate
 from oasis_opt.model import Topology
 from oasis_opt.model.io import dumps
 from oasis_opt.offline.colgen import price_jobs
-from oasis_opt.online.dual import BACKENDS, best_schedule
+from oasis_opt.online.dual import BACKENDS, Market, best_schedule
 from oasis_opt.online.oasis import OasisPolicy
 from oasis_opt.sim import simulate
 from oasis_opt.testing import hetero_instances, instances
@@ -58,8 +58,8 @@ class EveryBackend(OasisPolicy):
     prices and free capacities: they must return the same rows."""
 
     def on_arrival(self, job, t, state):
-        plans = [best_schedule(self.instance, job, self.worker_price, self.ps_price,
-                               self.worker_free, self.ps_free, backend=b,
+        market = Market(self.worker_price, self.ps_price, self.worker_free, self.ps_free)
+        plans = [best_schedule(self.instance, job, market, backend=b,
                                granularity=self.granularity) for b in BACKENDS]
         for other in plans[1:]:
             assert (other.completion, other.cost, other.payoff) == \

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from oasis_opt.model import Instance, Job, Server, ScheduleBuilder, Utility, validate
 from oasis_opt.model.schedule import WORKER
-from oasis_opt.online.dual import (BACKENDS, GRANULARITIES, Plan, best_schedule,
-                                   best_schedule_arrays)
+from oasis_opt.online.dual import (BACKENDS, GRANULARITIES, DualJob, Market, Plan,
+                                   best_schedule, best_schedule_arrays)
 from oasis_opt.model.schedule import work_done
 from oasis_opt.testing import hetero_instances, instances
 
@@ -120,8 +120,8 @@ def assert_same_plan(p: Plan, q: Plan) -> None:
 @given(dual_cases())
 def test_numpy_matches_reference(case):
     inst, job, prices, g = case
-    ref = best_schedule(inst, job, *prices, backend="reference", granularity=g)
-    fast = best_schedule(inst, job, *prices, backend="numpy", granularity=g)
+    ref = best_schedule(inst, job, Market(*prices), backend="reference", granularity=g)
+    fast = best_schedule(inst, job, Market(*prices), backend="numpy", granularity=g)
     check_plan(inst, ref, prices)
     check_plan(inst, fast, prices)
     assert_same_plan(ref, fast)
@@ -134,10 +134,10 @@ def test_numpy_loop_path_matches_reference(case):
     from oasis_opt.online import dual_numpy
 
     inst, job, prices, g = case
-    ref = best_schedule(inst, job, *prices, backend="reference", granularity=g)
+    ref = best_schedule(inst, job, Market(*prices), backend="reference", granularity=g)
     saved, dual_numpy.LOOP_ABOVE = dual_numpy.LOOP_ABOVE, 0
     try:
-        fast = best_schedule(inst, job, *prices, backend="numpy", granularity=g)
+        fast = best_schedule(inst, job, Market(*prices), backend="numpy", granularity=g)
     finally:
         dual_numpy.LOOP_ABOVE = saved
     check_plan(inst, fast, prices)
@@ -148,8 +148,8 @@ def test_numpy_loop_path_matches_reference(case):
 @given(dual_cases())
 def test_jax_matches_reference(case):
     inst, job, prices, g = case
-    ref = best_schedule(inst, job, *prices, backend="reference", granularity=g)
-    jx = best_schedule(inst, job, *prices, backend="jax", granularity=g)
+    ref = best_schedule(inst, job, Market(*prices), backend="reference", granularity=g)
+    jx = best_schedule(inst, job, Market(*prices), backend="jax", granularity=g)
     check_plan(inst, jx, prices)
     assert_same_plan(ref, jx)
 
@@ -164,8 +164,8 @@ def test_jax_matches_reference_on_subnormal_prices(case, tiny):
     inst, job, (wp, pp, wf, pf), g = case
     prices = (wp * tiny, pp * tiny, wf, pf)
     assume(np.any((prices[0] > 0) & (prices[0] < np.finfo(float).tiny)))
-    ref = best_schedule(inst, job, *prices, backend="reference", granularity=g)
-    jx = best_schedule(inst, job, *prices, backend="jax", granularity=g)
+    ref = best_schedule(inst, job, Market(*prices), backend="reference", granularity=g)
+    jx = best_schedule(inst, job, Market(*prices), backend="jax", granularity=g)
     assert_same_plan(ref, jx)
 
 
@@ -178,11 +178,11 @@ def test_jax_refuses_costs_beyond_its_scaled_range():
     wfree = np.broadcast_to(inst.worker_capacity, shape)
     pfree = np.broadcast_to(inst.ps_capacity, (inst.horizon + 1, inst.K, inst.R))
     with pytest.raises(ValueError, match="2\\^900"):
-        best_schedule(inst, 1, np.full(shape, 2.0 ** 950), np.zeros(pfree.shape), wfree, pfree,
-                      backend="jax")
+        best_schedule(inst, 1, Market(np.full(shape, 2.0 ** 950), np.zeros(pfree.shape), wfree,
+                                      pfree), backend="jax")
     # the numpy backend takes the same prices
-    assert best_schedule(inst, 1, np.full(shape, 2.0 ** 950), np.zeros(pfree.shape), wfree,
-                         pfree).payoff < 0
+    assert best_schedule(inst, 1, Market(np.full(shape, 2.0 ** 950), np.zeros(pfree.shape),
+                                         wfree, pfree)).payoff < 0
     assert dual_jax.MAX_COST * dual_jax.SCALE < 2.0 ** 1000
 
 
@@ -192,8 +192,8 @@ def test_worker_slot_payoff_at_least_chunk_payoff(case):
     """A literal-Alg.-2 (chunk) schedule is also a worker-slot schedule: the worker-slot DP,
     optimal over the larger set, never does worse."""
     inst, job, prices, _ = case
-    ws = best_schedule(inst, job, *prices, granularity="worker-slot")
-    ch = best_schedule(inst, job, *prices, granularity="chunk")
+    ws = best_schedule(inst, job, Market(*prices), granularity="worker-slot")
+    ch = best_schedule(inst, job, Market(*prices), granularity="chunk")
     if ch.completion is not None:
         assert ws.payoff >= ch.payoff - 1e-9 * max(1.0, abs(ch.payoff))
 
@@ -253,7 +253,7 @@ def test_reference_matches_brute_force(case):
     assume(N <= 3 and inst.horizon - inst.arrival[job] < 3)
     if g == "chunk":
         assume(int(inst.epochs[job]) * N <= 8)
-    ref = best_schedule(inst, job, *prices, backend="reference", granularity=g)
+    ref = best_schedule(inst, job, Market(*prices), backend="reference", granularity=g)
     brute = brute_force_payoff(inst, job, prices, g)
     if brute == -math.inf:
         assert ref.completion is None
@@ -269,13 +269,13 @@ def test_typed_backends_return_the_same_plan(case):
     from oasis_opt.online import dual_numpy
 
     inst, job, prices, g = case
-    ref = best_schedule(inst, job, *prices, backend="reference")
+    ref = best_schedule(inst, job, Market(*prices), backend="reference")
     check_plan(inst, ref, prices)
-    fast = best_schedule(inst, job, *prices, backend="numpy")
+    fast = best_schedule(inst, job, Market(*prices), backend="numpy")
     assert_same_plan(ref, fast)
     saved, dual_numpy.LOOP_ABOVE = dual_numpy.LOOP_ABOVE, 0
     try:
-        assert_same_plan(ref, best_schedule(inst, job, *prices, backend="numpy"))
+        assert_same_plan(ref, best_schedule(inst, job, Market(*prices), backend="numpy"))
     finally:
         dual_numpy.LOOP_ABOVE = saved
 
@@ -284,8 +284,8 @@ def test_typed_backends_return_the_same_plan(case):
 @given(dual_cases(typed=True))
 def test_typed_jax_matches_reference(case):
     inst, job, prices, _ = case
-    assert_same_plan(best_schedule(inst, job, *prices, backend="reference"),
-                     best_schedule(inst, job, *prices, backend="jax"))
+    assert_same_plan(best_schedule(inst, job, Market(*prices), backend="reference"),
+                     best_schedule(inst, job, Market(*prices), backend="jax"))
 
 
 def _typed_slot_options(inst, job, t, prices) -> dict[int, float]:
@@ -338,7 +338,7 @@ def typed_brute_force_payoff(inst, job, prices) -> float:
 def test_typed_reference_matches_brute_force(case):
     inst, job, prices, _ = case
     assume(int(inst.chunks[job]) <= 3 and inst.horizon - inst.arrival[job] < 3)
-    ref = best_schedule(inst, job, *prices, backend="reference")
+    ref = best_schedule(inst, job, Market(*prices), backend="reference")
     brute = typed_brute_force_payoff(inst, job, prices)
     if brute == -math.inf:
         assert ref.completion is None
@@ -375,12 +375,12 @@ def test_a_slot_buys_the_cheapest_work_not_the_cheapest_workers(backend):
     # the job has only 2 chunks anyway): price per unit of progress 0.83 < 1
     inst = _v100_k80(span=False, v100=3, k80=1, chunk_time=1.5)
     assert inst.work[0] == 3
-    plan = best_schedule(inst, 0, *_prices(inst, {0: 2.5, 1: 1.0}), backend=backend)
+    plan = best_schedule(inst, 0, Market(*_prices(inst, {0: 2.5, 1: 1.0})), backend=backend)
     assert plan.rows[plan.rows[:, 3] == WORKER, 2:].tolist() == [[0, 0, 1]]
     assert plan.cost == pytest.approx(2.5)
     # 2 units, V100 speed 3, K80 speed 1: two K80 workers (2.0) beat one V100 worker (2.5)
     inst = _v100_k80(span=False, v100=3, k80=1, chunk_time=1.0)
-    plan = best_schedule(inst, 0, *_prices(inst, {0: 2.5, 1: 1.0}), backend=backend)
+    plan = best_schedule(inst, 0, Market(*_prices(inst, {0: 2.5, 1: 1.0})), backend=backend)
     assert plan.rows[plan.rows[:, 3] == WORKER, 2:].tolist() == [[1, 0, 2]]
 
 
@@ -389,34 +389,28 @@ def test_a_spanning_job_mixes_types_in_a_slot(backend):
     # 4 units in one slot: one V100 (3) and one K80 (1) worker, only if the job spans types
     inst = _v100_k80(span=True, v100=3, k80=1, chunk_time=2.0, gpus=1.0)
     prices = _prices(inst, {0: 1.0, 1: 1.0})
-    plan = best_schedule(inst, 0, *prices, backend=backend)
+    plan = best_schedule(inst, 0, Market(*prices), backend=backend)
     check_plan(inst, plan, prices)
     assert plan.completion == 1 and plan.cost == pytest.approx(2.0)
     assert plan.rows[plan.rows[:, 3] == WORKER, 2:].tolist() == [[0, 0, 1], [1, 0, 1]]
     assert plan.payoff == pytest.approx(typed_brute_force_payoff(inst, 0, prices))
     alone = _v100_k80(span=False, v100=3, k80=1, chunk_time=2.0, gpus=1.0)
-    assert best_schedule(alone, 0, *_prices(alone, {0: 1.0, 1: 1.0}),
+    assert best_schedule(alone, 0, Market(*_prices(alone, {0: 1.0, 1: 1.0})),
                          backend=backend).completion is None
 
 
 def test_typed_arguments_are_checked():
     inst = _v100_k80(span=False)
-    args = dict(job_arguments_of(inst))
-    prices = _prices(inst, {0: 1.0})
+    job = DualJob.from_instance(inst, 0)
+    market = Market(*_prices(inst, {0: 1.0}))
     with pytest.raises(ValueError, match="^granularity: 'chunk' takes no accelerator types"):
-        best_schedule_arrays(*prices, granularity="chunk", **args)
+        best_schedule_arrays(job, market, granularity="chunk")
     with pytest.raises(ValueError, match="^type_speed: expected"):
-        best_schedule_arrays(*prices, **{**args, "type_speed": [0, 0]})
+        best_schedule_arrays(replace(job, type_speed=[0, 0]), market)
     with pytest.raises(ValueError, match="^server_type: expected shape"):
-        best_schedule_arrays(*prices, **{**args, "server_type": [0, 5]})
+        best_schedule_arrays(replace(job, server_type=[0, 5]), market)
     with pytest.raises(ValueError, match="^type_demand: needed"):
-        best_schedule_arrays(*prices, **{**args, "type_demand": None})
-
-
-def job_arguments_of(inst, job=0):
-    from oasis_opt.online.dual import job_arguments
-
-    return job_arguments(inst, job)
+        best_schedule_arrays(replace(job, type_demand=None), market)
 
 
 def _one_job_instance(T=4, chunks=2, epochs=2, chunk_time=1.0, arrival=1) -> Instance:
@@ -439,7 +433,7 @@ def test_no_capacity_means_infeasible(backend):
     inst = _one_job_instance()
     wp, pp, wf, pf = _empty_prices(inst)
     pf[:] = 0.0  # no PS capacity anywhere
-    plan = best_schedule(inst, 0, wp, pp, wf, pf, backend=backend)
+    plan = best_schedule(inst, 0, Market(wp, pp, wf, pf), backend=backend)
     assert plan.completion is None and plan.payoff == -math.inf and len(plan.rows) == 0
 
 
@@ -448,11 +442,11 @@ def test_cheapest_servers_first_ties_by_index(backend):
     inst = _one_job_instance(chunks=3, epochs=1)  # 3 worker-slots, up to 3 workers
     wp, pp, wf, pf = _empty_prices(inst)
     wf[:, 0] = np.array([1.0, 2.0, 2.0])  # w0 holds one worker, w1 four; equal prices
-    plan = best_schedule(inst, 0, wp, pp, wf, pf, backend=backend)
+    plan = best_schedule(inst, 0, Market(wp, pp, wf, pf), backend=backend)
     assert plan.completion == 1  # all three in the arrival slot
     assert plan.rows[plan.rows[:, 3] == WORKER][:, [2, 4]].tolist() == [[0, 1], [1, 2]]
     wp[1, 1] = 0.01  # w1 now cheaper: it takes all three
-    plan = best_schedule(inst, 0, wp, pp, wf, pf, backend=backend)
+    plan = best_schedule(inst, 0, Market(wp, pp, wf, pf), backend=backend)
     assert plan.rows[plan.rows[:, 3] == WORKER][:, [2, 4]].tolist() == [[1, 3]]
 
 
@@ -460,21 +454,21 @@ def test_bad_arguments_are_rejected():
     inst = _one_job_instance()
     wp, pp, wf, pf = _empty_prices(inst)
     with pytest.raises(ValueError, match="backend"):
-        best_schedule(inst, 0, wp, pp, wf, pf, backend="torch")
+        best_schedule(inst, 0, Market(wp, pp, wf, pf), backend="torch")
     with pytest.raises(ValueError, match="granularity"):
-        best_schedule(inst, 0, wp, pp, wf, pf, granularity="epoch")
+        best_schedule(inst, 0, Market(wp, pp, wf, pf), granularity="epoch")
     with pytest.raises(ValueError, match="worker_free"):
-        best_schedule(inst, 0, wp, pp, wf[:-1], pf)
+        best_schedule(inst, 0, Market(wp, pp, wf[:-1], pf))
     wp[2, 0, 0] = -1.0
     with pytest.raises(ValueError, match="worker_price"):
-        best_schedule(inst, 0, wp, pp, wf, pf)
+        best_schedule(inst, 0, Market(wp, pp, wf, pf))
 
 
 def test_job_without_work_completes_on_arrival():
     # chunk_time must be > 0, but E N x below the float slack rounds to no whole worker-slot
     inst = _one_job_instance(chunk_time=1e-12, arrival=2)
     assert inst.work[0] == 0
-    plan = best_schedule(inst, 0, *_empty_prices(inst))
+    plan = best_schedule(inst, 0, Market(*_empty_prices(inst)))
     assert plan.completion == 2 and plan.cost == 0 and plan.payoff == plan.utility > 0
 
 
@@ -497,7 +491,7 @@ def test_numpy_dp_paths_agree_on_paper_jobs(granularity):
             plans = []
             for threshold in (0, 10**12):
                 dual_numpy.LOOP_ABOVE = threshold
-                plans.append(best_schedule(inst, job, *prices, granularity=granularity))
+                plans.append(best_schedule(inst, job, Market(*prices), granularity=granularity))
             a, b = plans
             assert (a.completion, a.cost) == (b.completion, b.cost)
             assert np.array_equal(a.rows, b.rows)
@@ -530,7 +524,7 @@ def test_idle_cluster_every_backend_returns_the_rules_plan(granularity):
     inst = _idle_cluster()
     assert int(inst.work[0]) == 7
     prices = _empty_prices(inst)
-    plans = [best_schedule(inst, 0, *prices, backend=b, granularity=granularity)
+    plans = [best_schedule(inst, 0, Market(*prices), backend=b, granularity=granularity)
              for b in BACKENDS]
     for plan in plans[1:]:
         assert_same_plan(plans[0], plan)
@@ -551,7 +545,7 @@ def test_costs_within_the_relative_tolerance_are_ties(backend):
     for factor, workers in ((1 + 1e-14, [3, 3, 1, 0]), (1 + 1e-9, [0, 3, 3, 1])):
         w = wp.copy()
         w[1] *= factor
-        plan = best_schedule(inst, 0, w, pp, wf, pf, backend=backend)
+        plan = best_schedule(inst, 0, Market(w, pp, wf, pf), backend=backend)
         assert plan.workers[1:5].tolist() == workers, factor
 
 
@@ -560,50 +554,55 @@ def test_earliest_completion_among_equal_payoffs():
     3 (the earliest possible) is chosen, by every backend."""
     inst = _idle_cluster()
     for b in BACKENDS:
-        assert best_schedule(inst, 0, *_empty_prices(inst), backend=b).completion == 3
+        assert best_schedule(inst, 0, Market(*_empty_prices(inst)), backend=b).completion == 3
 
 
 # ---- the array-level entry point ---------------------------------------------------------------
 def _job_arrays(inst, job):
     """One job's parameters as plain arrays and scalars, as a caller without an Instance has."""
     j = inst.jobs[job]
-    return dict(arrival=j.arrival, chunks=j.chunks, work=int(inst.work[job]),
-                worker_demand=[j.worker.get(r, 0.0) for r in inst.resources],
-                ps_demand=[j.ps.get(r, 0.0) for r in inst.resources],
-                utility=[j.utility(t - j.arrival) if t >= j.arrival else 0.0
-                         for t in range(inst.horizon + 1)],
-                worker_bw=float(inst.worker_bw[job]), ps_bw=float(inst.ps_bw[job]),
-                epochs=j.epochs, chunk_time=j.chunk_time, job=job)
+    return DualJob(arrival=j.arrival, chunks=j.chunks, work=int(inst.work[job]),
+                   worker_demand=[j.worker.get(r, 0.0) for r in inst.resources],
+                   ps_demand=[j.ps.get(r, 0.0) for r in inst.resources],
+                   utility=[j.utility(t - j.arrival) if t >= j.arrival else 0.0
+                            for t in range(inst.horizon + 1)],
+                   worker_bw=float(inst.worker_bw[job]), ps_bw=float(inst.ps_bw[job]),
+                   epochs=j.epochs, chunk_time=j.chunk_time, job=job)
 
 
 @settings(max_examples=60)
 @given(dual_cases())
 def test_array_entry_point_equals_best_schedule(case):
     inst, job, prices, g = case
-    via_instance = best_schedule(inst, job, *prices, granularity=g)
-    via_arrays = best_schedule_arrays(*prices, granularity=g, **_job_arrays(inst, job))
+    market = Market(*prices)
+    via_instance = best_schedule(inst, job, market, granularity=g)
+    via_arrays = best_schedule_arrays(_job_arrays(inst, job), market, granularity=g)
     assert_same_plan(via_instance, via_arrays)
     # the PS rule given as a table instead of b_i / B_i: the same plan
-    args = _job_arrays(inst, job)
-    del args["worker_bw"], args["ps_bw"]
-    table = best_schedule_arrays(*prices, granularity=g, backend="reference",
-                                 ps_need=inst.ps_needed(job, np.arange(args["chunks"] + 1)),
-                                 **args)
+    spec = _job_arrays(inst, job)
+    spec = replace(spec, worker_bw=None, ps_bw=None,
+                   ps_need=inst.ps_needed(job, np.arange(spec.chunks + 1)))
+    table = best_schedule_arrays(spec, market, granularity=g, backend="reference")
     assert_same_plan(via_instance, table)
 
 
 def test_array_entry_point_on_the_idle_cluster():
     inst = _idle_cluster()
-    plan = best_schedule_arrays(*_empty_prices(inst), **_job_arrays(inst, 0))
+    plan = best_schedule_arrays(_job_arrays(inst, 0), Market(*_empty_prices(inst)))
     assert plan.rows.tolist() == IDLE_PLAN
     assert plan.payoff == pytest.approx(10.0 - 7 * 0.9 - 7 * 0.8)  # unit prices 0.1 x 9, 0.1 x 8
 
 
-def _bad(**change):
+def _call_with(**change):
+    """``best_schedule_arrays`` on the idle cluster with the named fields of the market, of the
+    job or the granularity changed."""
     inst = _idle_cluster()
-    prices = dict(zip(("worker_price", "ps_price", "worker_free", "ps_free"),
+    market = dict(zip(("worker_price", "ps_price", "worker_free", "ps_free"),
                       _empty_prices(inst)))
-    return {**prices, **_job_arrays(inst, 0), **change}
+    granularity = change.pop("granularity", "worker-slot")
+    market.update({k: change.pop(k) for k in list(change) if k in market})
+    return best_schedule_arrays(replace(_job_arrays(inst, 0), **change), Market(**market),
+                                granularity=granularity)
 
 
 BAD_ARGUMENTS = {
@@ -629,7 +628,7 @@ BAD_ARGUMENTS = {
 @pytest.mark.parametrize("name", sorted(BAD_ARGUMENTS))
 def test_array_entry_point_names_a_bad_argument(name):
     with pytest.raises(ValueError, match=f"^{name.strip()}: "):
-        best_schedule_arrays(**_bad(**BAD_ARGUMENTS[name]))
+        _call_with(**BAD_ARGUMENTS[name])
 
 
 # ---- pieces of the fast path held to their plain twins ---------------------------------------------
@@ -659,7 +658,7 @@ def test_completion_scan_stops_when_no_later_slot_can_win():
     """A constant utility on an idle cluster (every price at the floor): the plan completing in
     the arrival slot costs the lower bound, so no later slot can beat it and the numpy scan stops
     at once (it used to run to T), with the plan the unpruned reference finds."""
-    from oasis_opt.online._dp import CompletionScan, cost_lower_bound, job_arguments, job_spec
+    from oasis_opt.online._dp import CompletionScan, cost_lower_bound, job_spec
 
     servers = tuple(Server(f"s{h}", {"cpu": 16.0, "bw": 10.0}) for h in range(3))
     job = Job("j", 2, 1, 2, 1.0, {"cpu": 2.0, "bw": 1.0}, {"cpu": 1.0, "bw": 2.0},
@@ -670,10 +669,10 @@ def test_completion_scan_stops_when_no_later_slot_can_win():
     prices = (np.full((T + 1, H, R), 0.01), np.full((T + 1, K, R), 0.02),
               np.broadcast_to(inst.worker_capacity, (T + 1, H, R)).copy(),
               np.broadcast_to(inst.ps_capacity, (T + 1, K, R)).copy())
-    plan = best_schedule(inst, 0, *prices)
-    assert_same_plan(plan, best_schedule(inst, 0, *prices, backend="reference"))
+    plan = best_schedule(inst, 0, Market(*prices))
+    assert_same_plan(plan, best_schedule(inst, 0, Market(*prices), backend="reference"))
     assert plan.completion == 2  # the arrival slot: 2 workers do W = 2 worker-slots there
-    spec = job_spec(horizon=T, **job_arguments(inst, 0))
+    spec = job_spec(DualJob.from_instance(inst, 0), T)
     scan = CompletionScan(spec, cost_lower_bound(spec, np.full(R, 0.01), np.full(R, 0.02)))
     assert scan.update(2, plan.cost)  # stop: nothing later can pay more
     assert scan.stop == 2 and scan.best == plan.payoff

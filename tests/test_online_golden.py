@@ -30,7 +30,7 @@ from oasis_golden import (BACKEND_CASES, CASES, SLOW_BACKEND_CASES, STORED, diff
                           run_case)
 
 from oasis_opt import validate
-from oasis_opt.online.dual import BACKENDS, best_schedule
+from oasis_opt.online.dual import BACKENDS, Hints, Market, best_schedule
 from oasis_opt.online.oasis import OasisPolicy
 from oasis_opt.sim import simulate
 from oasis_opt.testing import hetero_instances, instances
@@ -140,15 +140,15 @@ class PlainToo(OasisPolicy):
 
     def on_arrival(self, job, t, state):
         a = int(self.instance.arrival[job])
-        fast = {"price_min": (self.worker_min[a:].min(axis=0), self.ps_min[a:].min(axis=0)),
-                "slot_class": self.slot_class}
+        fast = Hints(price_min=(self.worker_min[a:].min(axis=0), self.ps_min[a:].min(axis=0)),
+                     slot_class=self.slot_class)
         arrays = (self.worker_price, self.ps_price, self.worker_free, self.ps_free)
         plain = tuple(np.ascontiguousarray(x) for x in arrays)
         for b in BACKENDS:
-            want = best_schedule(self.instance, job, *plain, backend=b,
+            want = best_schedule(self.instance, job, Market(*plain), backend=b,
                                  granularity=self.granularity)
-            got = best_schedule(self.instance, job, *arrays, backend=b,
-                                granularity=self.granularity, **fast)
+            got = best_schedule(self.instance, job, Market(*arrays), fast, backend=b,
+                                granularity=self.granularity)
             assert (got.completion, got.cost, got.payoff) == \
                 (want.completion, want.cost, want.payoff)
             assert np.array_equal(got.rows, want.rows)
@@ -175,5 +175,5 @@ def test_slot_class_is_checked():
     pol.start(inst, None)
     for bad in (np.zeros(inst.horizon, dtype=np.int64), np.zeros(inst.horizon + 1)):
         with pytest.raises(ValueError, match="slot_class"):
-            best_schedule(inst, 0, pol.worker_price, pol.ps_price, pol.worker_free,
-                          pol.ps_free, slot_class=bad)
+            best_schedule(inst, 0, Market(pol.worker_price, pol.ps_price, pol.worker_free,
+                                          pol.ps_free), Hints(slot_class=bad))

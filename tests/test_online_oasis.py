@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from oasis_opt import solve, validate
 from oasis_opt.model.io import result_from_dict, result_to_dict
 from oasis_opt.model.schedule import WORKER
-from oasis_opt.online.dual import best_schedule
+from oasis_opt.online.dual import Market, best_schedule
 from oasis_opt.online.oasis import OasisPolicy
 from oasis_opt.online.pricing import oracle_pricing
 from oasis_opt.policies import get_policy
@@ -26,8 +26,8 @@ class RecordingOasis(OasisPolicy):
 
     def on_arrival(self, job, t, state):
         # the plan OASiS is about to use, at the same prices (pure function: no side effects)
-        self.plans[job] = best_schedule(instance := self.instance, job, self.worker_price,
-                                        self.ps_price, self.worker_free, self.ps_free,
+        market = Market(self.worker_price, self.ps_price, self.worker_free, self.ps_free)
+        self.plans[job] = best_schedule(instance := self.instance, job, market,
                                         backend=self.backend, granularity=self.granularity)
         self.order.append((t, job))
         assert instance.arrival[job] == t
@@ -126,7 +126,7 @@ def test_empty_cluster_admits_every_job_of_feasible_size(inst):
     wfree = np.broadcast_to(inst.worker_capacity, (T + 1, H, R)).copy()
     pfree = np.broadcast_to(inst.ps_capacity, (T + 1, K, R)).copy()
     for i in range(inst.I):
-        plan = best_schedule(inst, i, wprice, pprice, wfree, pfree)
+        plan = best_schedule(inst, i, Market(wprice, pprice, wfree, pfree))
         if plan.completion is None:
             continue  # too big to finish by T even alone
         low = inst.jobs[i].utility(T - inst.arrival[i])

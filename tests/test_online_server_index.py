@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from oasis_opt import validate
 from oasis_opt.model.numerics import fit_count, unit_prices
 from oasis_opt.online import _dp
-from oasis_opt.online.dual import best_schedule
+from oasis_opt.online.dual import DualJob, Hints, Market, best_schedule
 from oasis_opt.online.oasis import INDEX_MIN_SERVERS, OasisPolicy
 from oasis_opt.online.server_index import ServerIndex
 from oasis_opt.sim import simulate
@@ -135,10 +135,11 @@ def curve_cases(draw):
         index.append(ix)
     N = draw(st.integers(1, 5))
     need = np.minimum(np.arange(N + 1), draw(st.integers(0, 3)))  # ps_need: 0 PSs allowed too
-    spec = _dp.job_spec(job=0, arrival=1, horizon=T, chunks=N, work=1,
-                        worker_demand=rng.integers(1, 3, size=R).astype(float),
-                        ps_demand=rng.integers(0, 3, size=R).astype(float), ps_need=need,
-                        utility=np.zeros(T + 1))
+    job = DualJob(arrival=1, chunks=N, work=1,
+                  worker_demand=rng.integers(1, 3, size=R).astype(float),
+                  ps_demand=rng.integers(0, 3, size=R).astype(float), ps_need=need,
+                  utility=np.zeros(T + 1))
+    spec = _dp.job_spec(job, T)
     return spec, arrays, tuple(index)
 
 
@@ -222,13 +223,14 @@ def test_bad_index_arguments_are_rejected():
     pf = _resource_major(np.broadcast_to(inst.ps_capacity, (T + 1, K, R)).copy())
     wrong = ServerIndex(_resource_major(np.ones((T + 1, H + 1, R))),
                         _resource_major(np.ones((T + 1, H + 1, R))))
+    market = Market(wp, pp, wf, pf)
     with pytest.raises(ValueError, match="server_index"):
-        best_schedule(inst, 0, wp, pp, wf, pf, server_index=(wrong, ServerIndex(pp, pf)))
+        best_schedule(inst, 0, market, Hints(server_index=(wrong, ServerIndex(pp, pf))))
     with pytest.raises(ValueError, match="server_index"):
-        best_schedule(inst, 0, wp, pp, wf, pf, server_index=[ServerIndex(wp, wf)] * 2)
-    plain = best_schedule(inst, 0, wp, pp, wf, pf)
-    indexed = best_schedule(inst, 0, wp, pp, wf, pf,
-                            server_index=(ServerIndex(wp, wf), ServerIndex(pp, pf)))
+        best_schedule(inst, 0, market, Hints(server_index=[ServerIndex(wp, wf)] * 2))
+    plain = best_schedule(inst, 0, market)
+    indexed = best_schedule(inst, 0, market,
+                            Hints(server_index=(ServerIndex(wp, wf), ServerIndex(pp, pf))))
     assert np.array_equal(plain.rows, indexed.rows) and plain.payoff == indexed.payoff
 
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from oasis_opt import solve, validate
 from oasis_opt.model import DEFAULT_RESOURCES, Instance, Job, JobType, Server, Utility
-from oasis_opt.online.dual import best_schedule
+from oasis_opt.online.dual import Market, best_schedule
 from oasis_opt.online.pricing import leanest_use, oracle_pricing, oracle_u_types
 from oasis_opt.testing import hetero_instances
 
@@ -111,7 +111,7 @@ def test_an_empty_cluster_admits_a_job_its_leanest_type_can_hold(inst):
     wfree[:, inst.worker_type != lean] = 0.0  # only the leanest type
     pfree = np.broadcast_to(inst.ps_capacity, (T + 1, K, R)).copy()
     zero_w, zero_p = np.zeros((T + 1, H, R)), np.zeros((T + 1, K, R))
-    assert best_schedule(inst, 0, zero_w, zero_p, wfree, pfree).feasible  # a plan that fits
+    assert best_schedule(inst, 0, Market(zero_w, zero_p, wfree, pfree)).feasible  # a plan that fits
     assert inst.work[0] > 0 and inst.utility_table[0, T] > 0
     s = solve(inst, "oasis")
     assert s.admitted == (True,) and validate(inst, s).ok

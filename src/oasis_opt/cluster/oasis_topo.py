@@ -48,13 +48,14 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 
 import numpy as np
 
 from ..costmodel.placement import progress_kernel, context
 from ..model.numerics import DONE_EPS, WORK_EPS, fit_count, payoff_positive
 from ..model.schedule import WORKER
-from ..online.dual import best_schedule_arrays, job_arguments
+from ..online.dual import DualJob, Market, best_schedule_arrays
 from ..online.oasis import OasisPolicy
 
 REPLANS = 2  # re-plans of a plan whose placement falls short of W_i (placement mode)
@@ -179,19 +180,19 @@ class TopoOasisPolicy(OasisPolicy):
         ceil(W_i / eta), eta = its placement-aware worker-slots / its worker-slots, so that
         spilling over racks is paid for with more worker-slots instead of failing."""
         inst = self.instance
-        args = job_arguments(inst, job)
+        spec = DualJob.from_instance(inst, job)
         worker_free, ps_free = (self.worker_free, self.ps_free) if free is None else free
+        market = Market(wp, pp, worker_free, ps_free)
         for attempt in range(REPLANS + 1):
-            plan = best_schedule_arrays(wp, pp, worker_free, ps_free,
-                                        backend=self.backend, granularity=self.granularity,
-                                        **args)
+            plan = best_schedule_arrays(spec, market, backend=self.backend,
+                                        granularity=self.granularity)
             if not plan.feasible:
                 return plan, -math.inf, False
             score, finishes, eta = self._score(job, plan)
             if finishes or inst.progress != "placement" or attempt == REPLANS or eta <= 0:
                 return plan, score, finishes
-            work = args["work"]
-            args = {**args, "work": max(work + 1, math.ceil(work / eta - WORK_EPS))}
+            work = spec.work
+            spec = replace(spec, work=max(work + 1, math.ceil(work / eta - WORK_EPS)))
         return plan, score, finishes
 
     # ---- Alg. 1 with the topology-aware choice ---------------------------------------------------

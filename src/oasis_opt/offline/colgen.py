@@ -339,13 +339,14 @@ class RestrictedMaster:
 
 def price_jobs(instance: Instance, prices: np.ndarray, *, backend: str = "numpy") -> list[Plan]:
     """Best plan of every job at ``prices`` (T+1, H+K, R) with full capacities free (pricing)."""
-    from ..online.dual import best_schedule
+    from ..online.dual import Market, best_schedule
 
     T, H = instance.horizon, instance.H
     wfree = np.broadcast_to(instance.worker_capacity, (T + 1,) + instance.worker_capacity.shape)
     pfree = np.broadcast_to(instance.ps_capacity, (T + 1,) + instance.ps_capacity.shape)
     p, q = np.ascontiguousarray(prices[:, :H]), np.ascontiguousarray(prices[:, H:])
-    return [best_schedule(instance, i, p, q, wfree, pfree, backend=backend)
+    market = Market(p, q, wfree, pfree)
+    return [best_schedule(instance, i, market, backend=backend)
             for i in range(instance.I)]
 
 
@@ -487,7 +488,7 @@ def fill_residual(pool: ColumnPool, taken: list[int], prices: np.ndarray, order:
     Feasible by construction: the dual subroutine only places containers in the free room, so
     the columns returned use at most the capacities, one per job.
     """
-    from ..online.dual import best_schedule
+    from ..online.dual import Market, best_schedule
 
     inst = pool.instance
     H = inst.H
@@ -502,7 +503,8 @@ def fill_residual(pool: ColumnPool, taken: list[int], prices: np.ndarray, order:
     for job in order:
         if job in busy:
             continue
-        plan = best_schedule(inst, job, p, q, room[:, :H], room[:, H:], backend=backend)
+        market = Market(p, q, room[:, :H], room[:, H:])
+        plan = best_schedule(inst, job, market, backend=backend)
         col = (None if plan.completion is None
                else column_from_rows(inst, job, np.asarray(plan.rows)))
         if col is None:

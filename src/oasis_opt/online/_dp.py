@@ -1,6 +1,6 @@
 """What the dual subroutine's backends share (``dual`` dispatches to them; none imports another).
 
-* ``JobSpec`` / ``job_spec``: one job reduced to arrays.
+* ``JobSpec`` / ``job_spec``: one job (a ``dual_inputs.DualJob``) reduced to arrays.
 * ``slot_costs``: the per-slot cost curves C_t(k), built by this one function for every backend,
   so that all of them minimise over the same floats.
 * ``tie_costs``: C_t(k) + k eta_t, the costs the DP compares (the tie rule, see ``dual``).
@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from ..model.numerics import (CHUNK_EPS, COST_RTOL, PAYOFF_RTOL, fill, fit_count,
                               fit_count_columns, unit_prices, unit_prices_columns)
+
+if TYPE_CHECKING:
+    from .dual_inputs import DualJob, Hints
 
 GRANULARITIES = ("worker-slot", "chunk")
 
@@ -122,28 +125,26 @@ def typed_options(N: int, speed: np.ndarray, ok: np.ndarray, span: bool
     return arr[:, 0], arr[:, 1], arr[:, 2], ok[arr[:, 1]]
 
 
-def job_spec(*, job: int, arrival: int, horizon: int, chunks: int, work: int,
-             worker_demand: np.ndarray, ps_demand: np.ndarray, ps_need: np.ndarray,
-             utility: np.ndarray,
-             granularity: str = "worker-slot", epochs: int | None = None,
-             chunk_time: float | None = None, server_type: np.ndarray | None = None,
-             type_speed: np.ndarray | None = None, type_demand: np.ndarray | None = None,
-             span_types: bool = False, slot_class: np.ndarray | None = None,
-             server_index: tuple[Any, Any] | None = None) -> JobSpec:
-    """The job's arrays; arguments are already checked (``dual.best_schedule_arrays``).
+def job_spec(job: DualJob, horizon: int, granularity: str = "worker-slot",
+             hints: Hints | None = None) -> JobSpec:
+    """The arrays of ``job`` (``dual_inputs.DualJob`` with ``ps_need`` given, already checked:
+    ``dual_inputs.check_job``, or read from an instance) over slots 0..``horizon``; ``hints``:
+    its ``slot_class`` and ``server_index`` (checked: ``dual_inputs.check_hints``), if any.
 
     Worker-slot granularity: target = W_i work units, delta(k) = k. Chunk granularity: target =
     E_i N_i chunks (0 for a job without work), delta(k) = floor(k / x_i) chunks (``dual``).
     With accelerator types (``server_type`` given; worker-slot granularity): target = W_i work
     units and the options of ``JobTypes``.
     """
-    N = int(chunks)
+    N = int(job.chunks)
     k = np.arange(N + 1)
-    need = np.asarray(ps_need, dtype=np.int64)
+    need = np.asarray(job.ps_need, dtype=np.int64)
     ok = need <= k
+    work = job.work
     if granularity == "worker-slot":
         delta, target = k.astype(np.int64), int(work)
     else:
+        epochs, chunk_time = job.epochs, job.chunk_time
         assert epochs is not None and chunk_time is not None  # checked by the entry point
         target = 0 if work == 0 else int(epochs) * N
         delta = (np.floor(k / float(chunk_time) + CHUNK_EPS).astype(np.int64) if target
@@ -152,32 +153,19 @@ def job_spec(*, job: int, arrival: int, horizon: int, chunks: int, work: int,
     allowed = ok[1:]
     rho = float((need[1:][allowed] / k[1:][allowed]).min()) if allowed.any() else 0.0
     types = None
-    if server_type is not None:
-        speed = np.asarray(type_speed, dtype=np.int64)
-        delta, opt_k, opt_type, ok = typed_options(N, speed, ok, bool(span_types))
-        types = JobTypes(np.asarray(server_type, dtype=np.int64), speed,
-                         np.asarray(type_demand, dtype=float), bool(span_types), opt_k, opt_type)
-    return JobSpec(int(job), int(arrival), int(horizon), N,
-                   np.asarray(worker_demand, dtype=float), np.asarray(ps_demand, dtype=float),
-                   need, ok, delta, target, int(work), rho, np.asarray(utility, dtype=float),
-                   granularity, types, slot_class,
-                   server_index if types is None else None)
-
-
-def job_arguments(instance: Any, job: int) -> dict[str, Any]:
-    """Job ``job`` of an ``Instance`` as the keyword arguments of ``dual.best_schedule_arrays``
-    (and of ``job_spec``), PS counts by the instance's rule ceil(k b_i / B_i)."""
-    N = int(instance.chunks[job])
-    out = {"job": int(job), "arrival": int(instance.arrival[job]), "chunks": N,
-           "work": int(instance.work[job]), "worker_demand": instance.worker_demand[job],
-           "ps_demand": instance.ps_demand[job], "utility": instance.utility_table[job],
-           "ps_need": instance.ps_needed(job, np.arange(N + 1)),
-           "epochs": int(instance.epochs[job]), "chunk_time": float(instance.chunk_time[job])}
-    if instance.typed:
-        out.update(server_type=instance.worker_type, type_speed=instance.type_speed[job],
-                   type_demand=instance.type_demand[job],
-                   span_types=bool(instance.span_types[job]))
-    return out
+    if job.server_type is not None:
+        speed = np.asarray(job.type_speed, dtype=np.int64)
+        span = bool(job.span_types)
+        delta, opt_k, opt_type, ok = typed_options(N, speed, ok, span)
+        types = JobTypes(np.asarray(job.server_type, dtype=np.int64), speed,
+                         np.asarray(job.type_demand, dtype=float), span, opt_k, opt_type)
+    slot_class = cast("np.ndarray | None", None if hints is None else hints.slot_class)
+    index = None if hints is None or types is not None else hints.server_index
+    return JobSpec(int(job.job), int(job.arrival), int(horizon), N,
+                   np.asarray(job.worker_demand, dtype=float),
+                   np.asarray(job.ps_demand, dtype=float), need, ok, delta, target, int(work),
+                   rho, np.asarray(job.utility, dtype=float), granularity, types, slot_class,
+                   index)
 
 
 # ---- per-slot cost curves C_t(k), shared by every backend -------------------------------------------

@@ -41,8 +41,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._dp import (CompletionScan, JobSpec, Plan, infeasible, job_arguments, job_spec,
-                  scan_result, range_costs, tie_costs)
+from ._dp import (CompletionScan, JobSpec, Plan, infeasible, job_spec, scan_result, range_costs,
+                  tie_costs)
+from .dual_inputs import DualJob
 
 BLOCK = 32
 SCALE = 2.0 ** 64
@@ -143,8 +144,7 @@ def warmup(instance, granularity: str = "worker-slot") -> int:
     timed decisions exclude compilation; returns the number of distinct kernels."""
     shapes = set()
     for i in range(instance.I):
-        spec = job_spec(horizon=instance.horizon, granularity=granularity,
-                        **job_arguments(instance, i))
+        spec = job_spec(DualJob.from_instance(instance, i), instance.horizon, granularity)
         if spec.target:
             shapes.add((bucket(spec.target + 1), bucket(spec.options, low=MIN_WORKERS)))
     with jax.enable_x64(True):

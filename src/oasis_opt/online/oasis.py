@@ -46,7 +46,7 @@ from ..model import Instance
 from ..model.numerics import payoff_positive
 from ..model.policy import OnlinePolicy
 from ..model.schedule import WORKER
-from .dual import GRANULARITIES, Plan, best_schedule, check_backend
+from .dual import GRANULARITIES, Hints, Market, Plan, best_schedule, check_backend
 from .pricing import Pricing, parse_pricing, read_pricing_file, resolve_pricing
 from .server_index import ServerIndex
 
@@ -178,12 +178,11 @@ class OasisPolicy(OnlinePolicy):
         if self.index is not None:  # jobs arrive in slot order: earlier slots are never read
             for ix in self.index:
                 ix.forget_before(a)
-        plan = best_schedule(self.instance, job, self.worker_price, self.ps_price,
-                             self.worker_free, self.ps_free, backend=self.backend,
-                             granularity=self.granularity,
-                             price_min=(self.worker_min[a:].min(axis=0),
-                                        self.ps_min[a:].min(axis=0)),
-                             slot_class=self.slot_class, server_index=self.index)
+        market = Market(self.worker_price, self.ps_price, self.worker_free, self.ps_free)
+        hints = Hints(price_min=(self.worker_min[a:].min(axis=0), self.ps_min[a:].min(axis=0)),
+                      slot_class=self.slot_class, server_index=self.index)
+        plan = best_schedule(self.instance, job, market, hints, backend=self.backend,
+                             granularity=self.granularity)
         admit = plan.feasible and payoff_positive(plan.payoff, plan.cost)
         if admit:
             self._commit(plan)

@@ -38,8 +38,9 @@ import numpy as np
 from ..model import Instance
 from ..model.numerics import payoff_positive
 from ..model.schedule import Schedule
-from ._dp import (CompletionScan, JobSpec, cost_lower_bound, finite_prefix, job_arguments,
-                  job_spec, scan_result, slot_costs, tie_costs)
+from ._dp import (CompletionScan, JobSpec, cost_lower_bound, finite_prefix, job_spec,
+                  scan_result, slot_costs, tie_costs)
+from .dual_inputs import DualJob, Hints
 from .dual_numpy import FIRST_BLOCK, MAX_BLOCK, dp_step
 from .oasis import STATE_ARRAYS, OasisPolicy
 
@@ -194,8 +195,8 @@ def solve_pricings(instance: Instance, pricings: Sequence[Any], *,
         # the simulator's order: by arrival slot, ties in instance order
         for job in np.argsort(instance.arrival, kind="stable").tolist():
             t0 = time.perf_counter()
-            args = job_arguments(instance, job)
-            spec = job_spec(horizon=T, granularity=granularity, slot_class=slot_class, **args)
+            spec = job_spec(DualJob.from_instance(instance, job), T, granularity,
+                            Hints(slot_class=slot_class))
             if spec.target == 0 or int(spec.delta[spec.ok].max()) * (T - spec.arrival + 1) \
                     < spec.target:
                 # nothing to train (a plan without rows) / infeasible under every pricing:
