@@ -92,6 +92,116 @@ def test_service_decides_as_the_simulator_does(seed, policy, data):
     assert rows == sorted(ref.allocations.rows())
     assert sched.summary()["utility"] == pytest.approx(ref.total_utility)
     assert validate(ref_inst, ref).ok
+    if policy == "oasis":  # a pricing fixed in advance: jobs join the running loop
+        assert sched.replays == 0
+
+
+def test_a_policy_that_cannot_take_new_jobs_is_replayed_and_says_so():
+    """DRF's start reads every job: each slot after a submission rebuilds it and replays the
+    slots decided so far (``replays`` counts them); OASiS with a fixed pricing never does."""
+    inst, pricing = workload(8)
+    docs = instance_to_dict(inst)["jobs"]
+    late = [{k: v for k, v in d.items() if k != "arrival"} for d in docs[:4]]  # next slot
+    counts = {}
+    for policy in ("drf", "oasis"):
+        sched = service(inst, policy, pricing)
+        sched.step()  # slot 1 without jobs
+        for d in late:
+            sched.submit(d)
+            sched.step()
+        counts[policy] = sched.replays
+    assert counts == {"drf": len(late), "oasis": 0}
+
+
+class _Held:
+    """OASiS whose decisions wait for ``go``; ``entered`` is set once one is under way."""
+
+    def __init__(self, pricing):
+        import threading
+
+        self.go, self.entered = threading.Event(), threading.Event()
+        self.pricing = pricing
+
+    def __call__(self):
+        policy = get_policy("oasis", pricing=self.pricing)
+        decide, held = policy.on_arrival, self
+
+        def on_arrival(job, t, state):
+            held.entered.set()
+            assert held.go.wait(300), "the test never released the decision"
+            return decide(job, t, state)
+
+        policy.on_arrival = on_arrival
+        return policy
+
+
+def test_a_submission_does_not_wait_for_the_slot_being_decided():
+    """A submit while the policy decides slot t returns at once (it takes only the jobs' lock),
+    and the job arrives in t + 1: slot t is decided on the jobs accepted before it began."""
+    import threading
+
+    inst, pricing = workload(3)
+    docs = sorted(instance_to_dict(inst)["jobs"], key=lambda d: d["arrival"])
+    held = _Held(pricing)
+    sched = Scheduler(inst, held, store=Store(), policy="oasis")
+    first = {**docs[0], "arrival": 1}
+    sched.submit(first)
+    stepper = threading.Thread(target=sched.step)
+    stepper.start()
+    assert held.entered.wait(120)
+    got: dict = {}
+    submitter = threading.Thread(target=lambda: got.update(sched.submit(
+        {k: v for k, v in docs[1].items() if k != "arrival"})))
+    submitter.start()
+    submitter.join(60)  # a submission takes milliseconds; one held by the slot never returns
+    stuck = submitter.is_alive()
+    held.go.set()
+    stepper.join(120)
+    submitter.join(120)
+    assert not stuck, "the submission waited for the slot's decision"
+    assert got["arrival"] == 2 and got["state"] == "pending"
+    sched.step()
+    assert sched.job_view(1)["decided_slot"] == 2
+
+
+@pytest.mark.parametrize("policy", ["oasis", "drf"])
+def test_the_summary_counts_what_the_views_say(policy):
+    """``summary`` counts states without building the views, and sums the resources used as
+    slots finish: held against the views' states and utilities and against the utilisation
+    recomputed by hand from every finished slot's rows, part-way through a run with a cancel."""
+    inst, pricing = workload(6)
+    docs = sorted(instance_to_dict(inst)["jobs"], key=lambda d: d["arrival"])
+    sched = service(inst, policy, pricing)
+    for d in docs[:6]:
+        sched.submit(d)
+    for _ in range(3):
+        sched.step()
+    for d in docs[6:]:
+        sched.submit({**d, "arrival": max(d["arrival"], sched.next_slot)})
+    live = [v for v in sched.jobs_view() if v["state"] in ("pending", "waiting", "scheduled")]
+    if live:
+        sched.cancel(live[0]["id"])
+    for _ in range(4):
+        sched.step()
+    views = sched.jobs_view()
+    got = sched.summary()
+    states = [v["state"] for v in views]
+    for key in ("running", "scheduled", "rejected", "completed", "cancelled"):
+        assert got[key] == states.count(key), key
+    assert got["pending"] == states.count("pending") + states.count("waiting")
+    assert got["admitted"] == sum(v["admitted"] is True for v in views)
+    assert got["utility"] == sum(v["utility"] for v in views)
+    assert got["jobs"] == len(views) == inst.I
+    full = sched.instance
+    used = np.zeros(full.R)
+    for slot in sched._decided[:sched.finished_slots]:
+        for j, _, r, c in slot.rows:
+            used += c * (full.worker_demand[j] if r == 0 else full.ps_demand[j])
+    cap = full.capacity.sum(axis=0) * sched.finished_slots
+    want = {r: float(used[n] / cap[n]) if cap[n] > 0 else 0.0
+            for n, r in enumerate(full.resources)}
+    assert got["utilisation"] == pytest.approx(want, rel=1e-12, abs=0)
+    assert any(used > 0)
 
 
 def test_a_cancelled_job_stops_at_the_next_boundary():

@@ -261,7 +261,8 @@ def test_serve_says_each_slot_and_health_says_which_slot_runs(live):
                        "a slot running after two finished")
     assert health["slot_running"] == health["decided"] == health["slot"] + 1
     assert health["slot_running_s"] is not None and health["slot_running_s"] >= 0
-    lines = re.findall(r"^oasis-opt: slot (\d+) of 1000 done in [\d.]+ s: \d+ jobs running, "
+    lines = re.findall(r"^oasis-opt: slot (\d+) of 1000 done in [\d.]+ s \(decided in "
+                       r"[\d.]+ ms\): \d+ jobs running, "
                        r"\d+ scheduled later, \d+ waiting; \d+ admitted, \d+ rejected, "
                        r"\d+ completed, \d+ cancelled; utility [\d.]+$",
                        Path(live.log.name).read_text(), re.M)

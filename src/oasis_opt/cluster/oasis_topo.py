@@ -76,6 +76,10 @@ class TopoOasisPolicy(OasisPolicy):
             raise ValueError(f"candidates: must be an integer >= 0, got {candidates!r}")
         self.candidates = int(candidates)
 
+    def check(self, instance, state) -> None:
+        instance.require_untyped(f"policy {self.name!r}")  # its cost model reads one demand
+        super().check(instance, state)
+
     def start(self, instance, state) -> None:
         instance.require_untyped(f"policy {self.name!r}")  # its cost model reads one demand
         super().start(instance, state)
@@ -104,6 +108,17 @@ class TopoOasisPolicy(OasisPolicy):
         self._ctx = ctx
         self.topo_payoff = [None] * instance.I
         self.home = [None] * instance.I
+
+    def extend(self, instance, state) -> bool:
+        """OASiS's extension (``OasisPolicy.extend``) with the cost model's per-job arrays
+        rebuilt for ``instance``; the racks and link shares are the cluster's and stay."""
+        if not super().extend(instance, state):
+            return False
+        self._ctx = context(instance)
+        grow = instance.I - len(self.topo_payoff)  # 0 when the extension started afresh
+        self.topo_payoff.extend([None] * grow)
+        self.home.extend([None] * grow)
+        return True
 
     # ---- candidate homes and steered prices ------------------------------------------------------
     def _home_candidates(self, job: int) -> list[int]:

@@ -27,7 +27,7 @@ are ``types``, ``worker_type``, ``type_speed``, ``type_demand``, ``span_types``,
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
@@ -438,6 +438,49 @@ class Instance:
         return Instance(self.horizon, self.resources, self.worker_servers, self.ps_servers,
                         tuple(jobs), self.topology, self.progress, dict(self.meta))
 
+    def extended(self, jobs: Iterable[Job]) -> "Instance":
+        """``with_jobs(self.jobs + jobs)``, equal field for field and array for array, at the
+        cost of the new jobs alone: only they are checked (the old ones were, by this
+        instance), and the per-job arrays this instance has computed are extended, not
+        recomputed (the scheduling service's instance grows by a few jobs a slot)."""
+        new = self.with_jobs(jobs)  # the new jobs checked against the cluster
+        index = self.job_index
+        for n, j in enumerate(new.jobs):
+            if j.id in index:
+                raise FormatError(f"jobs[{self.I + n}].id",
+                                  f"duplicate job id {j.id!r} (also jobs[{index[j.id]}])")
+        out = _replace_unchecked(self, jobs=self.jobs + new.jobs)
+        cached = self.__dict__
+        for name in _CLUSTER_CACHED:
+            if name in cached:
+                out.__dict__[name] = cached[name]
+        for name in _PER_JOB_CACHED:
+            if name in cached:
+                out.__dict__[name] = _frozen(np.concatenate([cached[name], getattr(new, name)]))
+        if "job_index" in cached:
+            out.__dict__["job_index"] = {**index, **{j.id: self.I + n
+                                                     for n, j in enumerate(new.jobs)}}
+        return out
+
+
+# what ``Instance.extended`` does with each cached property: the cluster's are the same, the
+# per-job arrays (first axis: the jobs; row i reads job i and the cluster only) are stacked;
+# ``job_index`` is merged and ``fingerprint`` computed again when asked for
+_CLUSTER_CACHED = ("servers", "server_index", "bw_index", "worker_capacity", "ps_capacity",
+                   "capacity", "types", "worker_type", "type_mask")
+_PER_JOB_CACHED = ("worker_demand", "ps_demand", "arrival", "epochs", "chunks", "chunk_time",
+                   "work", "min_duration", "type_speed", "type_demand", "usable", "span_types",
+                   "unit", "max_speed", "min_speed", "utility_table")
+
+
+def _replace_unchecked(inst: Instance, **changes: Any) -> Instance:
+    """``inst`` with ``changes`` to its fields, without ``Instance``'s checks: for values
+    checked already (``Instance.extended``), never for a caller's."""
+    out = object.__new__(Instance)
+    for f in fields(Instance):
+        object.__setattr__(out, f.name, changes.get(f.name, getattr(inst, f.name)))
+    return out
+
 
 # ---- the checks run by Instance(...) ------------------------------------------------------------
 def _checked(inst: Instance) -> dict[str, Any]:
@@ -451,10 +494,7 @@ def _checked(inst: Instance) -> dict[str, Any]:
         raise FormatError("resources", "duplicate resource name")
     if BANDWIDTH not in resources:
         raise FormatError("resources", f"must include the bandwidth resource {BANDWIDTH!r}")
-    seen: set[str] = set()
-    pools = {name: _servers(getattr(inst, name), resources, name, seen)
-             for name in ("worker_servers", "ps_servers")}
-    types = _accelerators(pools["worker_servers"], pools["ps_servers"])
+    pools, seen, types = _pools(inst, resources)
     jobs = _sequence(inst.jobs, "jobs")
     jobs = tuple(_job(j, f"jobs[{n}]", resources, horizon, types) for n, j in enumerate(jobs))
     first: dict[str, int] = {}
@@ -473,6 +513,32 @@ def _checked(inst: Instance) -> dict[str, Any]:
                           "accelerator types (the worker servers name some)")
     return {"horizon": horizon, "resources": resources, **pools, "jobs": jobs,
             "progress": progress, "meta": checks.free_form(inst.meta, "meta")}
+
+
+# server pools checked before, by the identity of their (immutable, canonical) tuples: an
+# instance made from a checked one (``with_jobs``, the scheduling service's growing instance)
+# passes the same tuples on, and its servers need no second check. A few recent clusters only.
+_CHECKED_POOLS: dict[tuple[int, int], tuple[Any, ...]] = {}
+_CHECKED_POOLS_SIZE = 16
+
+
+def _pools(inst: Instance, resources: tuple[str, ...]
+           ) -> tuple[dict[str, tuple[Server, ...]], set[str], tuple[str, ...]]:
+    """The two server pools checked and canonical, the server ids, and the accelerator types."""
+    key = (id(inst.worker_servers), id(inst.ps_servers))
+    hit = _CHECKED_POOLS.get(key)
+    if (hit is not None and hit[0] is inst.worker_servers and hit[1] is inst.ps_servers
+            and hit[2] == resources):
+        return {"worker_servers": hit[0], "ps_servers": hit[1]}, set(hit[3]), hit[4]
+    seen: set[str] = set()
+    pools = {name: _servers(getattr(inst, name), resources, name, seen)
+             for name in ("worker_servers", "ps_servers")}
+    types = _accelerators(pools["worker_servers"], pools["ps_servers"])
+    workers, pss = pools["worker_servers"], pools["ps_servers"]
+    if len(_CHECKED_POOLS) >= _CHECKED_POOLS_SIZE:
+        _CHECKED_POOLS.pop(next(iter(_CHECKED_POOLS)))
+    _CHECKED_POOLS[(id(workers), id(pss))] = (workers, pss, resources, frozenset(seen), types)
+    return pools, seen, types
 
 
 def _sequence(v: Any, path: str) -> tuple:

@@ -37,7 +37,8 @@ _FINGERPRINT = "instance_sha256"
 
 # kept importable from here: the error every reader and constructor raises
 __all__ = ["INSTANCE_FORMAT", "TYPED_INSTANCE_FORMAT", "INSTANCE_FORMATS", "RESULT_FORMAT", "PROGRESS_MODES", "FormatError", "InstanceMismatch",
-           "instance_from_dict", "instance_to_dict", "result_from_dict", "result_to_dict",
+           "instance_from_dict", "instance_to_dict", "job_from_dict", "job_to_dict",
+           "result_from_dict", "result_to_dict",
            "dumps", "read_json", "write_json_atomic", "load_instance", "save_instance",
            "load_result", "save_result"]
 
@@ -149,6 +150,21 @@ def _job(d: Any, n: int, typed: bool) -> Job:
                job_class=d.get("class"), provenance=d.get("provenance"), task=d.get("task"),
                unit=d.get("unit", 1), span_types=d.get("span_types", False),
                types=None if types is None else _job_types(types, f"{p}.types"))
+
+
+def job_from_dict(doc: Any, cluster: Instance) -> Instance:
+    """``cluster`` with the one job of ``doc`` (a job of the instance format), read as a file's
+    job is: its structure here, its values by ``Instance``'s checks against the cluster's
+    resources, horizon and accelerator types. ``FormatError`` fields start ``jobs[0]``. The
+    scheduling service checks each job it accepts so, without the cluster's document."""
+    if not isinstance(doc, dict):
+        raise FormatError("jobs[0]", "a job must be a JSON object")
+    return cluster.with_jobs([_job(doc, 0, cluster.typed)])
+
+
+def job_to_dict(job: Job) -> dict:
+    """One job as ``instance_to_dict`` writes it."""
+    return _job_json(job)
 
 
 def instance_from_dict(doc: Any) -> Instance:

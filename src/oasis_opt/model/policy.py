@@ -35,6 +35,15 @@ class OnlinePolicy:
     def start(self, instance: Any, state: Any) -> None:  # noqa: B027 - optional hook
         """Called once before slot 1."""
 
+    def check(self, instance: Any, state: Any) -> None:
+        """Raise ``ValueError`` (or ``TypeError``) when the policy cannot run ``instance`` (a
+        pricing without a U for a resource a job demands, a typed cluster for an untyped
+        variant ...): what ``start`` would refuse. The scheduling service checks every job it
+        accepts so, on the cluster with that job alone. Default: ``start`` on ``state`` (a
+        fresh ``ClusterState``), so the policy must be a throwaway one; a policy whose start is
+        costly checks without it."""
+        self.start(instance, state)
+
     def on_arrival(self, job: int, t: int, state: Any) -> bool | None:
         """Admit (True), reject (False) or defer (None) a job arriving in slot t. Default: admit."""
         return True
@@ -50,6 +59,17 @@ class OnlinePolicy:
         """``job`` is withdrawn from slot t on (the scheduling service's cancel; it gets no
         containers from slot t). A policy that reserved capacity ahead releases the job's
         reservation of slots t.. here; the default reserves nothing, so does nothing."""
+
+    def extend(self, instance: Any, state: Any) -> bool:
+        """Jobs were appended to the instance mid-run (the scheduling service accepts jobs
+        while it runs): ``instance`` is the same cluster with the old jobs first, unchanged, and
+        new ones arriving after slot ``state.t``; ``state`` is extended already. Return True
+        when the policy now decides as a policy started on ``instance`` would have; False
+        (the default) when it cannot, and the caller starts a fresh policy and replays the
+        slots decided so far. A policy whose start reads only the cluster and per-job values
+        of each job can take the new jobs here; one that reads all jobs at once (oracle
+        pricing, seeded draws sized by the job count) cannot."""
+        return False
 
     def stats(self) -> dict:
         """Statistics for the schedule; wall-clock seconds go under the ``"timing"`` key (the

@@ -61,6 +61,12 @@ def cpu_servers(instance: Instance) -> np.ndarray:
                     dtype=bool)
 
 
+def stacked(old: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """A per-job array of the old jobs followed by the new jobs' (``new``: the array a fresh
+    object has for an instance of the new jobs alone): what it becomes when jobs are appended."""
+    return np.concatenate([old, new.astype(old.dtype, copy=False)])
+
+
 class PreemptionLedger:
     """Per-job progress net of lost work, checkpoints, restarts and counters (module docstring).
 
@@ -82,6 +88,17 @@ class PreemptionLedger:
         self.counts = {c: np.zeros(I, dtype=np.int64 if c not in ("lost_work",) else float)
                        for c in COUNTERS}
         self.events: list[Event] = []
+
+    def extend(self, instance: Instance) -> None:
+        """Take the jobs appended to the instance (``instance``: the old jobs first, unchanged,
+        then new ones): their costs and zeroed counters join, the old jobs' entries stay."""
+        n = len(self.progress)
+        fresh = PreemptionLedger(instance.with_jobs(instance.jobs[n:]), self.whole)
+        for name in ("checkpoint_slots", "restart_slots_needed", "progress", "unsaved",
+                     "since_checkpoint", "restart_n", "withheld", "degraded"):
+            setattr(self, name, stacked(np.asarray(getattr(self, name)),
+                                        np.asarray(getattr(fresh, name))))
+        self.counts = {c: stacked(self.counts[c], fresh.counts[c]) for c in COUNTERS}
 
     def stop(self, job: int, slot: int, kind: str, by: int | None = None) -> float:
         """Record an event; return the work units lost. ValueError on an impossible event (a

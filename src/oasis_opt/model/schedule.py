@@ -142,6 +142,12 @@ class ScheduleBuilder:
         self._chunks: list[np.ndarray] = []
         self._rows: list[tuple[int, int, int, int, int]] = []
 
+    def extend(self, instance: Instance) -> None:
+        """Take the jobs appended to the instance (the old jobs first, unchanged)."""
+        grown = np.zeros(instance.I, dtype=bool)
+        grown[:len(self.admitted)] = self.admitted
+        self.instance, self.admitted = instance, grown
+
     def admit(self, job: int) -> None:
         self.admitted[job] = True
 

@@ -112,13 +112,24 @@ class OasisPolicy(OnlinePolicy):
         self.pricing: Pricing | None = None
 
     # ---- simulator hooks ---------------------------------------------------------------------
-    def start(self, instance: Instance, state: Any) -> None:
+    def check(self, instance: Instance, state: Any) -> None:
+        """``start``'s checks without its arrays (``OnlinePolicy.check``)."""
+        self._checked_pricing(instance)
+
+    def _checked_pricing(self, instance: Instance) -> Pricing | None:
+        """The pricing bound to ``instance`` (None without jobs), after the checks of the
+        variant and its options against the instance."""
         if self.granularity == "chunk":  # the literal Alg. 2 counts chunks, not typed work
             instance.require_untyped(f"policy {self.name!r} with granularity 'chunk'")
+        if self.server_index_option and instance.typed:
+            raise ValueError("server_index: the index serves clusters without accelerator "
+                             "types (leave it None or False here)")
+        return resolve_pricing(self.pricing_spec, instance, self.u_scale) if instance.I else None
+
+    def start(self, instance: Instance, state: Any) -> None:
+        self.pricing = self._checked_pricing(instance)
         self.instance = instance
         T, H, K, R = instance.horizon, instance.H, instance.K, instance.R
-        self.pricing = (resolve_pricing(self.pricing_spec, instance, self.u_scale)
-                        if instance.I else None)
         # committed g_h^r(t), v_k^r(t); free = c - g; prices p, q (eq. 22); row 0 unused
         self.worker_used = np.zeros((T + 1, R, H)).transpose(0, 2, 1)  # as ``_every_slot``
         self.ps_used = np.zeros((T + 1, R, K)).transpose(0, 2, 1)
@@ -138,9 +149,6 @@ class OasisPolicy(OnlinePolicy):
         # 0: nothing committed in the slot yet (all such slots are alike), else the slot itself
         self.slot_class = np.zeros(T + 1, dtype=np.int64)
         use = self.server_index_option
-        if use and instance.typed:
-            raise ValueError("server_index: the index serves clusters without accelerator "
-                             "types (leave it None or False here)")
         if use is None:
             use = H + K >= INDEX_MIN_SERVERS and not instance.typed
         self.index: tuple[ServerIndex, ServerIndex] | None = None
@@ -148,11 +156,31 @@ class OasisPolicy(OnlinePolicy):
             self.index = (ServerIndex(self.worker_price, self.worker_free),
                           ServerIndex(self.ps_price, self.ps_free))
         self.rows_by_slot: dict[int, list[np.ndarray]] = {}
+        self.parts_by_job: dict[int, list[np.ndarray]] = {}  # the same parts, by job and slot
         I = instance.I
         # best payoff at decision time (None: undecided / infeasible)
         self.payoff: list[float | None] = [None] * I
         self.planned: list[int | None] = [None] * I  # planned completion slot of the best plan
         self.decision_s: list[float | None] = [None] * I
+
+    def extend(self, instance: Instance, state: Any) -> bool:
+        """Take jobs appended mid-run (``OnlinePolicy.extend``): with a pricing fixed in
+        advance (a file, a document or a ``Pricing``), a job's decision reads only the prices,
+        the free capacity and its own parameters, so the new jobs join as they would have at
+        the start. The oracle pricing is computed from every job (eqs. 23-26): False."""
+        if isinstance(self.pricing_spec, str) and self.pricing_spec == "oracle":
+            return False
+        new = instance.jobs[len(self.payoff):]
+        if self.pricing is None:  # started without jobs: nothing was committed, start afresh
+            self.start(instance, state)
+            return True
+        # the pricing's checks for the new jobs (a U for every resource they demand)
+        resolve_pricing(self.pricing_spec, instance.with_jobs(new), self.u_scale)
+        self.instance = instance
+        self.payoff.extend([None] * len(new))
+        self.planned.extend([None] * len(new))
+        self.decision_s.extend([None] * len(new))
+        return True
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -235,6 +263,7 @@ class OasisPolicy(OnlinePolicy):
         # rows are sorted by slot: one part per run of equal slots
         for part in np.split(rows, np.flatnonzero(np.diff(rows[:, 1])) + 1) if len(rows) else ():
             self.rows_by_slot.setdefault(int(part[0, 1]), []).append(part)
+            self.parts_by_job.setdefault(int(part[0, 0]), []).append(part)
 
     # ---- a cancellation (the service's DELETE): release the rest of the plan ------------------
     def on_cancel(self, job: int, t: int, state: Any) -> None:
@@ -255,6 +284,8 @@ class OasisPolicy(OnlinePolicy):
                 self.rows_by_slot[slot] = keep
         if not mine:
             return
+        self.parts_by_job[job] = [part for part in self.parts_by_job.get(job, ())
+                                  if int(part[0, 1]) < t]
         inst, pricing, H = self.instance, self.pricing, self.instance.H
         released = np.concatenate(mine)  # sorted by slot
         index = self.index or (None, None)
@@ -285,9 +316,8 @@ class OasisPolicy(OnlinePolicy):
                 ix.changed(slot, server)
 
     def plan(self, job: int) -> list[tuple[int, int, int, int]] | None:
-        rows = [r for t in sorted(self.rows_by_slot) for r in self.rows_by_slot[t]
-                if int(r[0, 0]) == job]
-        return [(t, s, role, c) for part in rows for _, t, s, role, c in part.tolist()]
+        return [(t, s, role, c) for part in self.parts_by_job.get(job, ())
+                for _, t, s, role, c in part.tolist()]
 
     def committed(self) -> np.ndarray:
         """g_h^r(t) and v_k^r(t) of Alg. 1, the committed resources, worker then PS servers."""

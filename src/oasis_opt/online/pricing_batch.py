@@ -63,6 +63,10 @@ class _BatchMember(OasisPolicy):
             super().start(instance, state)
             self.decided = {}
 
+    def extend(self, instance: Instance, state: Any) -> bool:
+        """A batch member replays the batch's decisions on a fixed instance: no extension."""
+        return False
+
     def on_arrival(self, job: int, t: int, state: Any) -> bool:
         assert self.decided is not None
         return self.decided[job]

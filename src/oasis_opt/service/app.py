@@ -45,6 +45,7 @@ from fastapi import Depends, FastAPI, Request  # noqa: E402
 from fastapi.responses import HTMLResponse, JSONResponse, Response  # noqa: E402
 from prometheus_client import CollectorRegistry, generate_latest  # noqa: E402
 from prometheus_client.core import GaugeMetricFamily, Metric  # noqa: E402
+from starlette.concurrency import run_in_threadpool  # noqa: E402
 
 TOKEN_ENV = "OASIS_OPT_TOKEN"
 MAX_JOB_BYTES = 1 << 20  # a job document is a few kB; 1 MiB leaves room for long utility tables
@@ -119,7 +120,8 @@ def create_app(scheduler: Scheduler, runner: ServiceRunner | None = None,
             doc = json.loads(body, parse_constant=float)
         except ValueError as e:
             raise BadRequest("job", f"not valid JSON: {e}") from None
-        return JSONResponse(scheduler.submit(doc), status_code=201)
+        # in a worker thread: the check and the write must not hold up the event loop
+        return JSONResponse(await run_in_threadpool(scheduler.submit, doc), status_code=201)
 
     @app.get("/jobs", summary="every job")
     def jobs() -> Any:
@@ -150,7 +152,7 @@ def create_app(scheduler: Scheduler, runner: ServiceRunner | None = None,
                 "slot": scheduler.finished_slots, "decided": scheduler.decided_slots,
                 "slot_running": runner.slot_running if runner else None,
                 "slot_running_s": None if started is None else time.monotonic() - started,
-                "horizon": scheduler.cluster.horizon}
+                "horizon": scheduler.cluster.horizon, "replays": scheduler.replays}
 
     class Collector:
         def collect(self) -> Iterator[Metric]:

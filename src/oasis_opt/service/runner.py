@@ -92,6 +92,7 @@ class ServiceRunner:
                 return
             started = time.monotonic()
             slot = sched.advance()
+            decided = time.monotonic() - started
             self.slot_running, self.slot_started = t, started
             if executor is None:
                 if self._stop.wait(max(0.0, origin + t * S - time.monotonic())):
@@ -101,7 +102,7 @@ class ServiceRunner:
                 self._run(executor, t, slot.rows)
             self.slot_running = self.slot_started = None
             if self.report is not None:
-                self.report(slot_line(sched, t, time.monotonic() - started))
+                self.report(slot_line(sched, t, time.monotonic() - started, decided))
 
     def _run(self, executor: Executor, t: int, rows: list) -> None:
         """Run decided slot ``t`` (its allocation ``rows``) on ``executor`` and record it."""
@@ -116,11 +117,13 @@ class ServiceRunner:
         sched.finish(t, record, progress, checkpoints)
 
 
-def slot_line(scheduler: Scheduler, t: int, seconds: float) -> str:
+def slot_line(scheduler: Scheduler, t: int, seconds: float, decided: float) -> str:
     """The line ``oasis-opt serve`` prints when slot ``t`` has finished, ``seconds`` after its
-    decision began: its jobs and the service's counts."""
+    decision began, which took ``decided`` seconds (the policy's, for the jobs it took): its
+    jobs and the service's counts."""
     s = scheduler.summary()
-    return (f"slot {t} of {s['horizon']} done in {seconds:.1f} s: {s['running']} jobs running, "
+    return (f"slot {t} of {s['horizon']} done in {seconds:.1f} s (decided in "
+            f"{1e3 * decided:.1f} ms): {s['running']} jobs running, "
             f"{s['scheduled']} scheduled later, {s['pending']} waiting; "
             f"{s['admitted']} admitted, {s['rejected']} rejected, {s['completed']} completed, "
             f"{s['cancelled']} cancelled; utility {s['utility']:.3f}")

@@ -8,12 +8,19 @@ is returned to whoever runs the slot (an ``Executor``, or nobody in a policy-onl
 run of the service and ``simulate`` of the same jobs take the same decisions.
 
 **Jobs that arrive while the loop runs.** An ``OnlinePolicy`` is built for one instance
-(``start(instance, state)``). When jobs were accepted since the loop was built, ``advance`` builds
-a new policy for the larger instance and *replays* the slots decided so far, checking that every
-replayed decision and allocation equals the stored one (an online policy decides slot t from the
-jobs arrived by t, so it must: a policy that does not raises ``ReplayMismatch``). The same replay
-resumes a state file after a restart: decisions are never taken twice, they are re-derived and
-compared.
+(``start(instance, state)``). When jobs were accepted since the last slot, ``advance`` extends the
+loop with them (``SlotLoop.extend``): a policy that can take jobs mid-run (``OnlinePolicy.extend``:
+OASiS and OASiS-topo with a pricing fixed in advance) goes on, so a slot's cost does not grow with
+the jobs seen before it. A policy that cannot (the baselines, whose start reads all jobs at once)
+is built afresh for the larger instance, and the slots decided so far are *replayed*, each
+replayed decision and allocation checked against the stored one (an online policy decides slot t
+from the jobs arrived by t, so it must: a policy that does not raises ``ReplayMismatch``);
+``replays`` counts them. The same replay resumes a state file after a restart: decisions are never
+taken twice, they are re-derived and compared.
+
+**Cost of a request.** A submission is checked on an instance of the cluster and that job alone,
+and the views read per-job indexes kept as slots are decided and finished, so neither grows with
+the number of jobs accepted before (``benchmarks/bench_service.py`` measures it).
 
 **Time.** Slot boundaries are the caller's (``runner.ServiceRunner`` paces them in wall-clock
 time; tests call ``advance`` / ``finish`` directly). A job submitted between boundaries waits for
@@ -30,10 +37,10 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..model import Instance
+from ..model import Instance, Job
 from ..model.checks import FormatError
 from ..model.numerics import fit_count
-from ..model.io import instance_from_dict, instance_to_dict
+from ..model.io import instance_from_dict, instance_to_dict, job_from_dict, job_to_dict
 from ..model.schedule import ROLES, WORKER, Schedule, ScheduleBuilder
 from ..model.policy import OnlinePolicy
 from ..sim.core import SlotLoop
@@ -81,14 +88,26 @@ class Scheduler:
         self._cluster_doc = instance_to_dict(self.cluster)
         self.make_policy, self.policy_name, self.executes = make_policy, policy, executes
         self.store = store
+        # two locks, always taken in this order: ``_slots`` while a slot is decided or the
+        # loop is read (views, cancels), ``_lock`` for the jobs and the store. A submission takes
+        # ``_lock`` alone, so it never waits for the policy deciding a slot.
+        self._slots = threading.RLock()
         self._lock = threading.RLock()
+        self._deciding: int | None = None  # the slot being decided (no ``_lock`` held)
         self._docs: list[dict] = []  # accepted jobs' instance-format documents, by seq
+        self._jobs: list[Job] = []  # the same jobs, checked
+        self._ids: dict[str, int] = {}  # job id -> seq
+        self._built: Instance = self.cluster  # the instance of the jobs accepted (``instance``)
         self._cancels: dict[int, int] = {}  # seq -> slot boundary it takes effect at
         self._decided: list[DecidedSlot] = []
+        self._decision: dict[int, tuple[int, bool]] = {}  # seq -> (slot decided, admitted)
+        self._work_done: dict[int, float] = {}  # seq -> worker-slots in the slots that ran
+        self._used = np.zeros(self.cluster.R)  # resources used, summed over the slots that ran
+        self._now_rows: tuple[int, dict[int, dict]] = (0, {})  # the last decided slot, by job
         self._finished = 0  # last slot that ran
         self._progress: dict[int, list[dict]] = {}  # executor records per job
-        self.instance = self.cluster
         self._loop: SlotLoop | None = None
+        self.replays = 0  # times the policy was rebuilt and replayed (module docstring)
         self.resumed = store.bind(self._cluster_doc, policy, options or {})
         if self.resumed:
             self._resume()
@@ -97,7 +116,10 @@ class Scheduler:
     def _resume(self) -> None:
         store = self.store
         self._docs = [doc for _, _, _, doc, _ in store.jobs()]
-        self.instance = self._instance(self._docs)
+        # checked as a whole, then on this cluster's own objects (its topology is one object)
+        self._jobs = list(self._instance(self._docs).jobs)
+        self._built = self.cluster.with_jobs(self._jobs)
+        self._ids = {job.id: seq for seq, job in enumerate(self._jobs)}
         self._cancels = store.cancels()
         self._progress = store.progress()
         decisions = store.decisions()
@@ -107,14 +129,30 @@ class Scheduler:
             self._decided.append(stored)
             if finished_at is not None:
                 self._finished = slot
-        self._rebuild()
+        self._rebuild(self.instance)
+        assert self._loop is not None
+        for stored in self._decided[:self._finished]:
+            self._credit(self._loop, stored)
 
     # ---- jobs ----------------------------------------------------------------------------
+    @property
+    def instance(self) -> Instance:
+        """The cluster with every job accepted so far, in acceptance order (built when asked
+        for after a submission, then kept)."""
+        with self._lock:
+            built, more = self._built, self._jobs[self._built.I:]
+        if more:  # outside the lock: a submission does not wait for it
+            built = built.extended(more)
+            with self._lock:
+                if built.I > self._built.I:
+                    self._built = built
+        return built
+
     @property
     def next_slot(self) -> int:
         """The next slot boundary: the earliest arrival a job submitted now can have."""
         with self._lock:
-            return len(self._decided) + 1
+            return len(self._decided) + 1 + (self._deciding is not None)
 
     @property
     def finished_slots(self) -> int:
@@ -130,23 +168,27 @@ class Scheduler:
         """Accept job ``doc`` (an instance-format job; ``id`` and ``arrival`` optional: a fresh
         id, the next slot) or raise ``BadRequest`` naming the field; written before it counts."""
         with self._lock:
-            doc = self._check(doc)
+            doc, job = self._check(doc)
             seq = len(self._docs)
             self.store.record_job(seq, doc["id"], doc["arrival"], doc)
             self._docs.append(doc)
-            self.instance = self._instance(self._docs)
-            return self.job_view(seq)
+            self._jobs.append(job)
+            self._ids[job.id] = seq
+            return self._view(seq)
 
-    def _check(self, doc: Any) -> dict:
+    def _check(self, doc: Any) -> tuple[dict, Job]:
+        """The job's document in canonical form and the job, checked on an instance of the
+        cluster and this job alone (what a job is checked against does not depend on the
+        others: its fields, the cluster's pools, the policy's start and the task's plan)."""
         if not isinstance(doc, dict):
             raise BadRequest("job", "expected a JSON object (a job in the instance format)")
         doc = dict(doc)
         seq, t = len(self._docs), self.next_slot
         if "id" not in doc:
-            taken = {d["id"] for d in self._docs}
+            taken = self._ids
             doc["id"] = next(f"job-{n}" for n in range(seq + 1, seq + len(taken) + 2)
                              if f"job-{n}" not in taken)
-        elif any(d["id"] == doc["id"] for d in self._docs):
+        elif isinstance(doc["id"], str) and doc["id"] in self._ids:
             raise BadRequest("id", f"a job {doc['id']!r} was already submitted", 409)
         if t > self.cluster.horizon:
             raise BadRequest("arrival", f"the cluster's horizon ended with slot "
@@ -158,23 +200,23 @@ class Scheduler:
             raise BadRequest("task", "missing: the service runs every job ({\"name\", "
                              "\"config\"}; see `oasis-opt automl tasks`)")
         try:
-            candidate = self._instance([*self._docs, doc])
+            alone = job_from_dict(doc, self.cluster)
         except FormatError as e:
-            raise _job_field(e, seq) from None
-        job = candidate.jobs[seq]
-        self._check_fits(candidate, seq)
-        try:  # the policy takes the larger instance (e.g. a U for every resource it demands)
-            self.make_policy().start(candidate, ClusterState(candidate))
+            raise _job_field(e, 0) from None
+        job = alone.jobs[0]
+        self._check_fits(alone, 0)
+        try:  # the policy takes the job (e.g. a U for every resource it demands)
+            self.make_policy().check(alone, ClusterState(alone))
         except (ValueError, TypeError) as e:
             raise BadRequest(*_split(str(e), "job")) from None
         if job.task is not None:
             from ..runtime.plan import job_plan
 
             try:
-                job_plan(candidate, seq)
+                job_plan(alone, 0)
             except FormatError as e:
-                raise _job_field(e, seq) from None
-        return instance_to_dict(candidate)["jobs"][seq]
+                raise _job_field(e, 0) from None
+        return job_to_dict(job), job
 
     def _check_fits(self, inst: Instance, seq: int) -> None:
         """A job the cluster can never run: one container larger than every server of its pool.
@@ -192,9 +234,9 @@ class Scheduler:
     def cancel(self, job_id: str) -> dict:
         """Withdraw a job at the next slot boundary; ``BadRequest`` 404 (no such job) or 409 (it
         ended, or the slot it completes in is decided already) otherwise."""
-        with self._lock:
+        with self._slots, self._lock:
             seq = self._seq(job_id)
-            view = self.job_view(seq)
+            view = self._view(seq)
             if view["state"] in ("cancelled", "completed", "rejected"):
                 raise BadRequest("id", f"job {job_id!r} is {view['state']} already", 409)
             loop = self._loop
@@ -208,22 +250,23 @@ class Scheduler:
             slot = self.next_slot
             self.store.record_cancel(seq, slot)
             self._cancels[seq] = slot
-            return self.job_view(seq)
+            return self._view(seq)
 
     def _seq(self, job_id: str) -> int:
-        for seq, d in enumerate(self._docs):
-            if d["id"] == job_id:
-                return seq
-        raise BadRequest("id", f"no job {job_id!r}", 404)
+        seq = self._ids.get(job_id)
+        if seq is None:
+            raise BadRequest("id", f"no job {job_id!r}", 404)
+        return seq
 
     def _instance(self, docs: list[dict]) -> Instance:
         return instance_from_dict({**self._cluster_doc, "jobs": docs})
 
     # ---- slots ---------------------------------------------------------------------------
-    def _rebuild(self) -> None:
-        """A fresh policy and loop for the current instance, replaying the decided slots."""
-        loop = SlotLoop(self.instance, self.make_policy())
+    def _rebuild(self, instance: Instance) -> None:
+        """A fresh policy and loop for ``instance``, replaying the decided slots."""
+        loop = SlotLoop(instance, self.make_policy())
         decided, self._decided = self._decided, []
+        self._decision = {}
         for stored in decided:
             got = self._step(loop)
             if (got.decisions != stored.decisions
@@ -232,8 +275,25 @@ class Scheduler:
                     f"slot {stored.t}: replaying the policy gave decisions {got.decisions} and "
                     f"{len(got.rows)} allocations, the state holds {stored.decisions} and "
                     f"{len(stored.rows)}")
-            self._decided.append(got)
+            self._append(got)
         self._loop = loop
+
+    def _append(self, slot: DecidedSlot) -> None:
+        self._decided.append(slot)
+        for seq, admitted in slot.decisions.items():
+            self._decision[seq] = (slot.t, admitted)
+
+    def _credit(self, loop: SlotLoop, slot: DecidedSlot) -> None:
+        """Add the worker-slots of progress slot ``slot`` gave its jobs (the loop credits a
+        slot when it decides it; the views count it once it ran)."""
+        by_job: dict[int, list] = {}
+        inst = loop.instance
+        for j, s, r, c in slot.rows:
+            by_job.setdefault(j, []).append((s, r, c))
+            self._used += c * (inst.worker_demand[j] if r == WORKER else inst.ps_demand[j])
+        for j, rows in by_job.items():
+            self._work_done[j] = (self._work_done.get(j, 0.0)
+                                  + loop.progress_fn(loop.instance, j, rows, slot.t))
 
     def _step(self, loop: SlotLoop) -> DecidedSlot:
         state = loop.state
@@ -250,18 +310,30 @@ class Scheduler:
     def advance(self) -> DecidedSlot:
         """Decide the next slot and write it down (module docstring); the slot that was decided
         but did not finish (a service killed while running it) is returned again, as stored."""
-        with self._lock:
-            if self._decided and self._decided[-1].t > self._finished:
-                return self._decided[-1]
-            t = self.next_slot
-            if t > self.cluster.horizon:
-                raise ValueError(f"t: the horizon ends at slot {self.cluster.horizon}")
-            if self._loop is None or self._loop.instance.I != self.instance.I:
-                self._rebuild()
-            assert self._loop is not None
-            slot = self._step(self._loop)
-            self.store.record_slot(t, slot.decisions, slot.rows)
-            self._decided.append(slot)
+        with self._slots:
+            with self._lock:
+                if self._decided and self._decided[-1].t > self._finished:
+                    return self._decided[-1]
+                t = self.next_slot
+                if t > self.cluster.horizon:
+                    raise ValueError(f"t: the horizon ends at slot {self.cluster.horizon}")
+                self._deciding = t  # from here on, a submission arrives after t
+            try:
+                instance = self.instance  # the jobs accepted before
+                if self._loop is None:
+                    self._rebuild(instance)
+                elif self._loop.instance.I != instance.I:
+                    if not self._loop.extend(instance):
+                        self.replays += 1
+                        self._rebuild(instance)
+                assert self._loop is not None
+                slot = self._step(self._loop)
+                with self._lock:
+                    self.store.record_slot(t, slot.decisions, slot.rows)
+                    self._append(slot)
+            finally:
+                with self._lock:
+                    self._deciding = None
             return slot
 
     def finish(self, t: int, record: dict | None = None,
@@ -269,7 +341,7 @@ class Scheduler:
                checkpoints: dict[int, Any] | None = None) -> None:
         """Slot ``t`` ran: write what the executor reports (its slot ``record``, per-job
         ``progress`` records and ``checkpoints``)."""
-        with self._lock:
+        with self._slots, self._lock:
             if t != self._finished + 1 or t > len(self._decided):
                 raise ValueError(f"t: slot {t} is not the slot running (slot "
                                  f"{self._finished + 1})")
@@ -277,6 +349,8 @@ class Scheduler:
                                        progress or {}, checkpoints or {})
             for seq, rec in (progress or {}).items():
                 self._progress.setdefault(seq, []).append(rec)
+            assert self._loop is not None  # ``advance`` built it
+            self._credit(self._loop, self._decided[t - 1])
             self._finished = t
 
     def step(self) -> DecidedSlot:
@@ -290,38 +364,26 @@ class Scheduler:
 
     # ---- views (the API's JSON) --------------------------------------------------------------
     def job_view(self, seq: int) -> dict:
+        """Job ``seq`` as the API shows it (``GET /jobs/{id}``)."""
+        with self._slots, self._lock:
+            return self._view(seq)
+
+    def _view(self, seq: int) -> dict:
         with self._lock:
             doc = self._docs[seq]
-            inst = self.instance
-            job = inst.jobs[seq]
+            job = self._jobs[seq]
             loop = self._loop if self._loop is not None and seq < self._loop.instance.I else None
-            decision = next(((s.t, s.decisions[seq]) for s in self._decided
-                             if seq in s.decisions), None)
-            completion = None
+            decision = self._decision.get(seq)
             now = self._now(seq)
-            state = "pending"
-            attained = 0.0
-            plan = None
-            if loop is not None:
-                st = loop.state
-                attained = self._attained(loop, seq)
-                completion = int(st.completion[seq]) if st.completion[seq] >= 0 else None
-                if st.cancelled[seq]:
-                    state = "cancelled"
-                elif completion is not None and completion <= self._finished:
-                    state = "completed"
-                elif decision is not None and not decision[1]:
-                    state = "rejected"
-                elif decision is not None:  # admitted: workers in the slot now, or later
-                    state = "running" if now["workers"] else "scheduled"
-                elif st.arrived[seq]:
-                    state = "waiting"
-                plan = loop.policy.plan(seq) if decision and decision[1] else None
-            if state != "cancelled" and seq in self._cancels:
-                state = "cancelling"
-            utility = inst.utility_of(seq, completion) if state == "completed" else 0.0
+            state, completion = self._state(seq, loop, now["workers"])
+            attained = self._work_done.get(seq, 0.0) if loop is not None else 0.0
+            plan = (loop.policy.plan(seq) if loop is not None and decision and decision[1]
+                    else None)
+            utility = (loop.instance.utility_of(seq, completion)
+                       if loop is not None and state == "completed" else 0.0)
             predicted = max((r[0] for r in plan), default=None) if plan else None
             records = self._progress.get(seq, [])
+            servers = self.cluster.servers
             return {
                 "id": job.id, "seq": seq, "state": state, "arrival": job.arrival,
                 "admitted": None if decision is None else decision[1],
@@ -330,11 +392,11 @@ class Scheduler:
                 "work": job.work, "worker_slots_done": attained,
                 "progress": min(1.0, attained / job.work) if job.work else 1.0,
                 "plan": None if plan is None else [
-                    {"slot": t, "server": inst.servers[s].id, "role": ROLES[r], "count": c}
+                    {"slot": t, "server": servers[s].id, "role": ROLES[r], "count": c}
                     for t, s, r, c in plan],
                 "predicted_completion": predicted,
-                "predicted_utility": None if predicted is None
-                else inst.utility_of(seq, predicted),
+                "predicted_utility": None if predicted is None or loop is None
+                else loop.instance.utility_of(seq, predicted),
                 "completion": completion if state == "completed" else None,
                 "utility": utility,
                 "now": now,
@@ -342,15 +404,27 @@ class Scheduler:
                 "job": doc,
             }
 
-    def _attained(self, loop: SlotLoop, seq: int) -> float:
-        """Worker-slots of progress job ``seq`` made in the slots that ran (the loop credits a
-        slot when it decides it)."""
-        done = 0.0
-        for slot in self._decided[:self._finished]:
-            rows = [(s, r, c) for j, s, r, c in slot.rows if j == seq]
-            if rows:
-                done += loop.progress_fn(loop.instance, seq, rows, slot.t)
-        return done
+    def _state(self, seq: int, loop: SlotLoop | None, workers: int) -> tuple[str, int | None]:
+        """Job ``seq``'s state (``pending`` .. ``cancelling``) and its completion slot, if one
+        is decided; ``loop``: the loop when it holds the job, ``workers`` it has now."""
+        state, completion = "pending", None
+        if loop is not None:
+            st = loop.state
+            decision = self._decision.get(seq)
+            completion = int(st.completion[seq]) if st.completion[seq] >= 0 else None
+            if st.cancelled[seq]:
+                state = "cancelled"
+            elif completion is not None and completion <= self._finished:
+                state = "completed"
+            elif decision is not None and not decision[1]:
+                state = "rejected"
+            elif decision is not None:  # admitted: workers in the slot now, or later
+                state = "running" if workers else "scheduled"
+            elif st.arrived[seq]:
+                state = "waiting"
+        if state != "cancelled" and seq in self._cancels:
+            state = "cancelling"
+        return state, completion
 
     def _plans_ahead(self, ahead: list[list[dict]]) -> None:
         """Fill ``ahead[t][s]`` (job id -> containers) with the plans of the admitted jobs, not
@@ -358,27 +432,32 @@ class Scheduler:
         no plans)."""
         loop, start = self._loop, len(self._decided) + 1
         assert loop is not None
-        admitted = {j for slot in self._decided for j, a in slot.decisions.items() if a}
+        admitted = [seq for seq, (_, a) in self._decision.items() if a]
         for seq in sorted(admitted):
             if loop.state.cancelled[seq] or seq in self._cancels:
                 continue
+            job_id = self._jobs[seq].id
             for t, s, _, c in loop.policy.plan(seq) or []:
                 if t >= start:
                     cell = ahead[t][s]
-                    cell[self.instance.jobs[seq].id] = cell.get(self.instance.jobs[seq].id, 0) + c
+                    cell[job_id] = cell.get(job_id, 0) + c
 
     def _now(self, seq: int) -> dict:
         """Workers and PSs of the job in the last slot decided."""
         if not self._decided:
             return {"slot": 0, "workers": 0, "ps": 0}
         last = self._decided[-1]
-        rows = [r for r in last.rows if r[0] == seq]
-        return {"slot": last.t, "workers": sum(c for _, _, r, c in rows if r == WORKER),
-                "ps": sum(c for _, _, r, c in rows if r != WORKER)}
+        if self._now_rows[0] != last.t:  # one pass over the slot's rows, for every job
+            by_job: dict[int, dict] = {}
+            for j, _, r, c in last.rows:
+                counts = by_job.setdefault(j, {"slot": last.t, "workers": 0, "ps": 0})
+                counts["workers" if r == WORKER else "ps"] += c
+            self._now_rows = (last.t, by_job)
+        return dict(self._now_rows[1].get(seq) or {"slot": last.t, "workers": 0, "ps": 0})
 
     def jobs_view(self) -> list[dict]:
-        with self._lock:
-            return [self.job_view(seq) for seq in range(len(self._docs))]
+        with self._slots, self._lock:
+            return [self._view(seq) for seq in range(len(self._docs))]
 
     def job_seq(self, job_id: str) -> int:
         with self._lock:
@@ -388,7 +467,7 @@ class Scheduler:
         """Per server and slot: capacity, committed (what the policy reserved, for a policy that
         plans ahead) and used (the containers of decided slots), the jobs in each decided slot
         (``jobs``) and the plans of admitted jobs for the slots after (``planned``)."""
-        with self._lock:
+        with self._slots, self._lock:
             inst = self.cluster
             T, S = inst.horizon, len(inst.servers)
             used = np.zeros((T + 1, S, inst.R))
@@ -399,7 +478,8 @@ class Scheduler:
                 for j, s, r, c in slot.rows:
                     used[slot.t, s] += c * demand[int(r != WORKER)][j]
                     cell = jobs[slot.t][s]
-                    cell[full.jobs[j].id] = cell.get(full.jobs[j].id, 0) + c
+                    job_id = self._jobs[j].id
+                    cell[job_id] = cell.get(job_id, 0) + c
             committed = None
             ahead: list[list[dict]] = [[{} for _ in range(S)] for _ in range(T + 1)]
             if self._loop is not None:
@@ -421,38 +501,45 @@ class Scheduler:
                     "servers": servers}
 
     def summary(self) -> dict:
-        """Counts, utility and utilisation (``/metrics`` and the dashboard's history)."""
-        with self._lock:
-            views = self.jobs_view()
-            count = {s: sum(v["state"] == s for v in views)
-                     for s in ("pending", "waiting", "running", "scheduled", "rejected",
-                               "completed", "cancelled", "cancelling")}
+        """Counts, utility and utilisation (``/metrics``, the dashboard's history and the slot
+        line): the states ``job_view`` gives, without building every view."""
+        with self._slots, self._lock:
+            loop = self._loop
+            count = dict.fromkeys(("pending", "waiting", "running", "scheduled", "rejected",
+                                   "completed", "cancelled", "cancelling"), 0)
+            earned: dict[int, float] = {}  # slot -> utility of the jobs completed in it
+            self._now(0)  # the last decided slot's workers, by job
+            workers = {j: v["workers"] for j, v in self._now_rows[1].items()}
+            total = 0.0
+            for seq in range(len(self._jobs)):
+                holds = loop if loop is not None and seq < loop.instance.I else None
+                state, completion = self._state(seq, holds, workers.get(seq, 0))
+                count[state] += 1
+                if state == "completed":
+                    assert holds is not None and completion is not None
+                    u = holds.instance.utility_of(seq, completion)
+                    earned[completion] = earned.get(completion, 0.0) + u
+                    total += u
             inst = self.cluster
-            used = np.zeros(inst.R)
-            full = self.instance
-            for slot in self._decided[:self._finished]:
-                for j, s, r, c in slot.rows:
-                    used += c * (full.worker_demand[j] if r == WORKER else full.ps_demand[j])
             cap = inst.capacity.sum(axis=0) * max(self._finished, 1)
             with np.errstate(invalid="ignore", divide="ignore"):
-                util = np.where(cap > 0, used / np.where(cap > 0, cap, 1), 0.0)
+                util = np.where(cap > 0, self._used / np.where(cap > 0, cap, 1), 0.0)
             history = []
             admitted = rejected = 0
             utility = 0.0
-            done_at = {v["seq"]: v["completion"] for v in views if v["completion"] is not None}
             for slot in self._decided[:self._finished]:
                 admitted += sum(slot.decisions.values())
                 rejected += sum(not a for a in slot.decisions.values())
-                utility += sum(full.utility_of(j, t) for j, t in done_at.items() if t == slot.t)
+                utility += earned.get(slot.t, 0.0)
                 history.append({"slot": slot.t, "admitted": admitted, "rejected": rejected,
                                 "utility": utility})
-            return {"slot": self._finished, "horizon": inst.horizon, "jobs": len(views),
-                    "admitted": sum(v["admitted"] is True for v in views),
+            return {"slot": self._finished, "horizon": inst.horizon, "jobs": len(self._jobs),
+                    "admitted": sum(a for _, a in self._decision.values()),
                     "rejected": count["rejected"], "running": count["running"],
                     "scheduled": count["scheduled"], "decided": len(self._decided),
                     "completed": count["completed"], "cancelled": count["cancelled"],
                     "pending": count["pending"] + count["waiting"],
-                    "utility": sum(v["utility"] for v in views),
+                    "utility": total,
                     "utilisation": {r: float(util[n]) for n, r in enumerate(inst.resources)},
                     "history": history}
 

@@ -107,6 +107,32 @@ class SlotLoop:
         self.floor = -capacity_slack(instance.capacity)
         policy.start(instance, self.state)
 
+    def extend(self, instance) -> bool:
+        """Go on with ``instance``: the same cluster, the loop's jobs first and unchanged, then
+        new jobs, each arriving after the last slot stepped. True when the policy takes them
+        (``OnlinePolicy.extend``): the loop then decides the next slots as a loop started on
+        ``instance`` would have. False when it does not: the loop is spent (its state holds
+        the new jobs, its policy does not) and the caller starts a fresh one and replays.
+        ``ValueError`` when ``instance`` is not such an extension."""
+        old, t = self.instance, self.state.t
+        if (instance.horizon != old.horizon or instance.resources != old.resources
+                or instance.servers != old.servers or instance.progress != old.progress
+                or instance.topology is not old.topology and instance.topology != old.topology):
+            raise ValueError("instance: not the loop's cluster (servers, resources, horizon, "
+                             "topology and progress model must stay)")
+        if instance.jobs[:old.I] != old.jobs:
+            raise ValueError(f"instance: its first {old.I} jobs are not the loop's jobs")
+        late = [j for j in instance.jobs[old.I:] if j.arrival <= t]
+        if late:
+            raise ValueError(f"instance: job {late[0].id} arrives in slot {late[0].arrival}, "
+                             f"which is decided already (the loop is at slot {t})")
+        self.state.extend(instance)
+        self.builder.extend(instance)
+        for i in range(old.I, instance.I):
+            self.by_slot.setdefault(int(instance.arrival[i]), []).append(i)
+        self.instance = instance
+        return self.policy.extend(instance, self.state)
+
     @property
     def t(self) -> int:
         """The last slot stepped (0 before the first)."""

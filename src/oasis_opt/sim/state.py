@@ -28,6 +28,20 @@ class ClusterState:
 
         self.ledger = PreemptionLedger(instance, whole_units=instance.progress != "placement")
 
+    def extend(self, instance) -> None:
+        """Take the jobs appended to the instance (``instance``: the same cluster, the old jobs
+        first and unchanged, then new ones, arriving after slot ``t``): the new jobs start as
+        a fresh state has them (not arrived, nothing done), the old jobs keep everything."""
+        from ..model.preemption import stacked
+
+        new = instance.jobs[self.instance.I:]
+        fresh = ClusterState(instance.with_jobs(new))  # the new jobs' entries, as a start has
+        for name in ("arrived", "admitted", "decided", "remaining", "completion", "attained",
+                     "cancelled", "last_ran"):
+            setattr(self, name, stacked(getattr(self, name), getattr(fresh, name)))
+        self.ledger.extend(instance)
+        self.instance = instance
+
     def stop(self, job: int, kind: str = "preempt", by: int | None = None) -> float:
         """Stop a running job in slot ``t`` (before its progress): ``kind`` ``"preempt"``,
         ``"degrade"``, ``"promote"`` or ``"resize"`` (``model.preemption``), caused by job ``by``
