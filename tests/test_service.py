@@ -701,3 +701,107 @@ def test_the_readme_example_job_is_accepted_on_the_readme_cluster(tmp_path):
     r = TestClient(create_app(sched)).post("/jobs", json=doc)
     assert r.status_code == 201, r.text
     assert r.json()["id"] == "my-first-job" and r.json()["task"]["name"] == "digits-mlp"
+
+
+def test_a_restart_stops_only_the_processes_its_predecessor_recorded(tmp_path):
+    """``stop_left_processes`` kills a recorded process that still runs as itself, and never
+    one whose pid matches but whose start time does not (a pid the system gave to another
+    process since): both are this test's own ``sleep`` processes."""
+    import subprocess
+
+    psutil = pytest.importorskip("psutil")
+    from oasis_opt.service.runner import stop_left_processes
+
+    mine = subprocess.Popen(["sleep", "600"])
+    other = subprocess.Popen(["sleep", "600"])
+    try:
+        store = Store(tmp_path / "s.db")
+        a, b = psutil.Process(mine.pid), psutil.Process(other.pid)
+        store.record_processes([(a.pid, a.create_time(), a.name()),
+                                (b.pid, b.create_time() - 1.0, b.name())])
+        stopped = stop_left_processes(store)
+        assert stopped == [f"{mine.pid} sleep"]
+        mine.wait(timeout=60)  # psutil reaped it already: the code is lost, the process is not
+        assert not a.is_running()
+        assert other.poll() is None  # not the recorded process: left alone
+        assert store.processes() == []  # forgotten once handled
+        assert stop_left_processes(store) == []
+    finally:
+        for p in (mine, other):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+class _Killed(BaseException):
+    """The process dying at that point (a BaseException: no handler of the service catches it)."""
+
+
+class _DyingStore(Store):
+    """A real SQLite store whose process dies right after (``after=True``) or right before the
+    write ``dies_in`` (``record_job`` or ``record_cancel``): the request's answer is never sent."""
+
+    def __init__(self, path, dies_in: str, after: bool):
+        super().__init__(path)
+        self.dies_in, self.after = dies_in, after
+
+    def _write(self, name: str, write, *args) -> None:
+        if name == self.dies_in and not self.after:
+            raise _Killed(name)
+        write(*args)
+        if name == self.dies_in:
+            raise _Killed(name)
+
+    def record_job(self, *args) -> None:
+        self._write("record_job", super().record_job, *args)
+
+    def record_cancel(self, *args) -> None:
+        self._write("record_cancel", super().record_cancel, *args)
+
+
+@pytest.mark.parametrize("after", [True, False], ids=["after-write", "before-write"])
+def test_a_kill_between_the_write_and_the_answer_loses_no_acknowledged_request(tmp_path, after):
+    """A submission and a cancellation, each killed at its write, through the real HTTP app:
+    killed after the commit (no answer sent), the restarted service has the request, and the
+    client's retry is told so (409); killed before it, nothing is stored and the retry goes
+    through. Either way the client that got no answer can find out, and every answered request
+    is in the state."""
+    inst, pricing = workload(4)
+    docs = sorted(instance_to_dict(inst)["jobs"], key=lambda d: d["arrival"])
+    path = tmp_path / "state.db"
+    make = lambda: get_policy("oasis", pricing=pricing)  # noqa: E731
+    # 1. a submission killed at its write
+    dying = Scheduler(inst, make, store=_DyingStore(path, "record_job", after), policy="oasis")
+    with pytest.raises(_Killed):
+        TestClient(create_app(dying)).post("/jobs", json=docs[0])
+    restarted = Scheduler(inst, make, store=Store(path), policy="oasis")
+    client = TestClient(create_app(restarted))
+    assert len(restarted.jobs_view()) == (1 if after else 0)
+    retry = client.post("/jobs", json=docs[0])
+    assert retry.status_code == (409 if after else 201), retry.text
+    assert client.get(f"/jobs/{docs[0]['id']}").status_code == 200
+    restarted.store.close()
+    # 2. a cancellation killed at its write
+    dying = Scheduler(inst, make, store=_DyingStore(path, "record_cancel", after),
+                      policy="oasis")
+    with pytest.raises(_Killed):
+        TestClient(create_app(dying)).delete(f"/jobs/{docs[0]['id']}")
+    restarted = Scheduler(inst, make, store=Store(path), policy="oasis")
+    client = TestClient(create_app(restarted))
+    state = client.get(f"/jobs/{docs[0]['id']}").json()["state"]
+    assert state == ("cancelling" if after else "pending")
+    retry = client.delete(f"/jobs/{docs[0]['id']}")
+    assert retry.status_code == (409 if after else 200), retry.text
+    restarted.store.close()
+
+
+def test_a_second_cancel_of_a_job_is_409_not_a_server_error(api):
+    """Two DELETEs before the boundary: the second stored the cancel again and failed the
+    database's unique key (a 500). Now it says the job is cancelled already."""
+    sched, client, docs = api
+    client.post("/jobs", json=docs[0])
+    assert client.delete(f"/jobs/{docs[0]['id']}").status_code == 200
+    again = client.delete(f"/jobs/{docs[0]['id']}")
+    assert again.status_code == 409 and "cancelled already" in again.json()["detail"]
+    sched.step()
+    assert client.get(f"/jobs/{docs[0]['id']}").json()["state"] == "cancelled"

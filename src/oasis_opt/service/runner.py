@@ -7,6 +7,13 @@ an executor, the executor paces the slot itself (``Executor.run_slot``: a slot e
 of its due time and the end of its planned work; a slot that overran moves the grid, the next
 ones are not shortened to catch up) and the slot's per-job records and checkpoints
 are written to the state when it ends; a restarted service restores every job's checkpoint first.
+
+**A kill leaves no Ray behind for long.** A service that starts its own local Ray records Ray's
+processes (its descendants) in the state after Ray starts and after every slot. SIGKILL runs no
+clean-up: Ray's workers exit within seconds, but its agents live on for about a minute. The next
+service on the same state stops every recorded process that still runs (the same pid *and*
+start time, so never a process that took a recycled pid) before it starts its own Ray, and says
+so in its log (``stop_left_processes``).
 """
 from __future__ import annotations
 
@@ -16,6 +23,7 @@ import traceback
 from typing import TYPE_CHECKING, Callable
 
 from .scheduler import Scheduler
+from .store import Store
 
 if TYPE_CHECKING:
     from ..runtime.executor import Executor
@@ -71,15 +79,25 @@ class ServiceRunner:
         from ..runtime.executor import Executor
 
         sched = self.scheduler
+        if self.address is None:  # a local Ray: first what a killed service left of its own
+            left = stop_left_processes(sched.store)
+            if left and self.report is not None:
+                self.report(f"stopped {len(left)} processes the previous service on this state "
+                            f"left running ({', '.join(left)})")
         # no catch-up: after a slot overruns (containers starting, kernels compiling) the next
         # slots still last S each, so clients acting between slots are not outrun by slots that
         # pass in milliseconds, and the horizon is not spent on empty ones
         executor = Executor(sched.instance, slot_seconds=self.slot_seconds, address=self.address,
                             catch_up=False)
         executor.start()
+        self._record_processes()
         for seq, snapshot in sched.checkpoints().items():
             executor.restore(seq, snapshot)
         return executor
+
+    def _record_processes(self) -> None:
+        if self.execute and self.address is None:
+            self.scheduler.store.record_processes(own_processes())
 
     def _slots(self, executor: Executor | None) -> None:
         sched, S = self.scheduler, self.slot_seconds
@@ -100,6 +118,7 @@ class ServiceRunner:
                 sched.finish(t)
             else:
                 self._run(executor, t, slot.rows)
+                self._record_processes()  # Ray's workers come and go with the containers
             self.slot_running = self.slot_started = None
             if self.report is not None:
                 self.report(slot_line(sched, t, time.monotonic() - started, decided))
@@ -115,6 +134,40 @@ class ServiceRunner:
             progress[j] = {**snap["slots"][-1], "completion_slot": snap["completion_slot"],
                            "completion_s": snap["completion_s"]}
         sched.finish(t, record, progress, checkpoints)
+
+
+def own_processes() -> list[tuple[int, float, str]]:
+    """``(pid, start time, name)`` of every running descendant of this process."""
+    import psutil
+
+    out = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            out.append((p.pid, p.create_time(), p.name()))
+        except psutil.NoSuchProcess:  # ended while listed
+            pass
+    return out
+
+
+def stop_left_processes(store: Store, timeout: float = 30.0) -> list[str]:
+    """SIGKILL every process ``store`` records (``Store.processes``) that still runs as the
+    same process (pid, start time and name), wait up to ``timeout`` seconds for them to end,
+    forget them; returns ``"pid name"`` of those stopped."""
+    import psutil
+
+    found, names = [], []
+    for pid, created, name in store.processes():
+        try:
+            p = psutil.Process(pid)
+            if p.create_time() == created and p.name() == name:
+                p.kill()
+                found.append(p)
+                names.append(f"{pid} {name}")
+        except psutil.NoSuchProcess:  # ended by itself, or gone while we looked
+            pass
+    psutil.wait_procs(found, timeout=timeout)
+    store.record_processes([])
+    return names
 
 
 def slot_line(scheduler: Scheduler, t: int, seconds: float, decided: float) -> str:

@@ -239,6 +239,9 @@ class Scheduler:
             view = self._view(seq)
             if view["state"] in ("cancelled", "completed", "rejected"):
                 raise BadRequest("id", f"job {job_id!r} is {view['state']} already", 409)
+            if seq in self._cancels:  # a second DELETE (a client retrying): said, not stored
+                raise BadRequest("id", f"job {job_id!r} is cancelled already, from slot "
+                                 f"{self._cancels[seq]} on", 409)
             loop = self._loop
             if (loop is not None and seq < loop.instance.I
                     and loop.state.completion[seq] >= 0):

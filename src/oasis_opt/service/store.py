@@ -26,6 +26,13 @@ Schema (``oasis-opt/service-state@1``; one file, WAL journal, every write one tr
     the executor's checkpoint of a job after its last slot (weights, optimiser state, counters;
     ``pickle`` of plain numpy data, written and read only by this module), so a restarted
     service trains on from it.
+``processes(pid INTEGER PRIMARY KEY, created REAL, name TEXT)``
+    the processes of the local Ray an executing service started (its descendants: Ray's
+    servers, agents and workers; ``created`` their start time, so that a pid the system gave
+    to another process since is never taken for one of them). A service killed with SIGKILL
+    cannot stop them; the next service on the same state does, before it starts its own Ray
+    (``runner.stop_left_processes``). Empty for a policy-only service or one that joined a
+    Ray cluster.
 
 Standard library only.
 """
@@ -58,6 +65,8 @@ CREATE TABLE IF NOT EXISTS progress (seq INTEGER NOT NULL, slot INTEGER NOT NULL
     record TEXT NOT NULL, PRIMARY KEY (seq, slot));
 CREATE TABLE IF NOT EXISTS checkpoints (seq INTEGER PRIMARY KEY, slot INTEGER NOT NULL,
     blob BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS processes (pid INTEGER PRIMARY KEY, created REAL NOT NULL,
+    name TEXT NOT NULL);
 """
 
 
@@ -146,7 +155,17 @@ class Store:
                   *(("INSERT OR REPLACE INTO checkpoints VALUES (?, ?, ?)",
                      (seq, slot, pickle.dumps(ck))) for seq, ck in checkpoints.items())])
 
+    def record_processes(self, procs: Iterable[tuple[int, float, str]]) -> None:
+        """The processes this service started and that are running now, ``(pid, created,
+        name)``: they replace the ones recorded before."""
+        self._tx([("DELETE FROM processes", ()),
+                  *(("INSERT INTO processes VALUES (?, ?, ?)", row) for row in procs)])
+
     # ---- reads ---------------------------------------------------------------------------
+    def processes(self) -> list[tuple[int, float, str]]:
+        """``(pid, created, name)`` recorded by the last service on this state."""
+        return self._all("SELECT pid, created, name FROM processes ORDER BY pid")
+
     def meta(self) -> dict[str, str]:
         """The ``meta`` table: format, cluster, policy and options (JSON strings)."""
         return dict(self._all("SELECT key, value FROM meta"))
