@@ -45,7 +45,7 @@ import numpy as np
 
 from oasis_opt.experiments import fig3
 from oasis_opt.model.validate import assert_valid
-from oasis_opt.offline.colgen import SEED_POLICIES, bracket
+from oasis_opt.offline.colgen import SEED_POLICIES, ColgenOptions, bracket
 from oasis_opt.online.estimate import estimate_pricing
 from oasis_opt.online.oasis import OasisPolicy
 from oasis_opt.online.plugin import plugin_pricing
@@ -108,8 +108,8 @@ def bench_one(jobs: int, seed: int, budget: float, shares: dict, store: dict,
     policies_s = time.perf_counter() - t0
     # the bracket's own seed policy is OASiS (oracle); the others enter as seeds
     seeds = {k: v for k, v in schedules.items() if k != "oasis-oracle"}
-    br = bracket(inst, time_limit=max(budget - policies_s, 1.0), seeds=seeds, progress=True,
-                 **shares)
+    br = bracket(inst, ColgenOptions(**shares), time_limit=max(budget - policies_s, 1.0),
+                 seeds=seeds, progress=True)
     assert_valid(inst, br.schedule)
     wall = time.perf_counter() - t0
     ref = runs[FIGURES_OASIS]["utility"]

@@ -9,10 +9,10 @@ from hypothesis import given, settings
 
 from oasis_opt.model import DEFAULT_RESOURCES, Instance, Server, validate
 from oasis_opt.model.io import dumps, result_to_dict
-from oasis_opt.offline.colgen import (SEED_POLICIES, ColumnPool, CGState, RestrictedMaster,
-                                      bracket, column_generation, columns_of, fill_residual,
-                                      fits_greedily, lagrangian_bound, policy_schedules,
-                                      price_jobs)
+from oasis_opt.offline.colgen import (SEED_POLICIES, ColgenOptions, ColumnPool, CGState,
+                                      LnsOptions, RestrictedMaster, bracket, column_generation,
+                                      columns_of, fill_residual, fits_greedily, lagrangian_bound,
+                                      policy_schedules, price_jobs)
 from oasis_opt.offline.exact import OfflinePolicy, lp_bound
 from oasis_opt.online.estimate import history_u, pricing_document
 from oasis_opt.policies import get_policy, solve
@@ -109,13 +109,13 @@ def test_seeds_are_checked():
     with pytest.raises(ValueError, match=r"seeds\['other'\]: not a valid schedule"):
         bracket(inst, seeds={"other": bad})
     with pytest.raises(ValueError, match="cg_gap"):
-        bracket(inst, cg_gap=1.0)
+        bracket(inst, ColgenOptions(cg_gap=1.0))
 
 
 def test_a_loose_cg_gap_still_gives_a_valid_bracket():
     inst = _fig5(servers=12, seed=0)
     opt = OfflinePolicy().solve(inst).total_utility
-    br = bracket(inst, time_limit=None, cg_gap=0.05, seeds=policy_schedules(inst))
+    br = bracket(inst, ColgenOptions(cg_gap=0.05), time_limit=None, seeds=policy_schedules(inst))
     assert br.lower <= opt + TOL and br.upper >= opt - TOL and validate(inst, br.schedule).ok
 
 
@@ -133,12 +133,12 @@ def test_every_iterations_lagrangian_bound_is_valid_and_stops_early_stay_valid()
     for h in full.history:  # every priced point gave a bound on OPT (and on LP(14))
         assert h["bound"] >= opt - TOL and h["best_bound"] >= full.upper - TOL
     for cap in (1, 2, 3):
-        early = bracket(inst, time_limit=None, max_iterations=cap)
+        early = bracket(inst, ColgenOptions(max_iterations=cap), time_limit=None)
         assert early.iterations == cap and not early.converged
         assert early.upper >= opt - TOL  # the Lagrangian bound, not the master's value
         assert early.lower <= opt + TOL and validate(inst, early.schedule).ok
     # stopped after one round the master value is below OPT here: it is not what is reported
-    one = bracket(inst, time_limit=None, max_iterations=1)
+    one = bracket(inst, ColgenOptions(max_iterations=1), time_limit=None)
     assert one.lp_value < opt < one.upper
 
 
@@ -162,7 +162,7 @@ def test_pooled_master_is_a_relaxation_of_the_per_server_master():
         state = CGState()
         master = RestrictedMaster(pool, pooled=pooled)
         master.sync()
-        out = column_generation(pool, master, state)
+        out = column_generation(pool, master, state, ColgenOptions(smoothing=0.0))
         assert out["converged"]
         values[pooled] = out["value"]
         assert state.best_bound >= out["value"] - TOL
@@ -173,13 +173,14 @@ def test_stopped_early_the_bracket_is_still_valid():
     inst = _fig5(servers=12, seed=0)
     opt = OfflinePolicy().solve(inst).total_utility
     for rounds, nodes in ((1, 0), (2, 1), (4, None)):
-        br = bracket(inst, time_limit=None, max_iterations=rounds, node_limit=nodes)
+        br = bracket(inst, ColgenOptions(max_iterations=rounds, node_limit=nodes),
+                     time_limit=None)
         assert validate(inst, br.schedule).ok and br.iterations == rounds
         assert br.lower <= opt + TOL and br.upper >= opt - TOL
         assert br.schedule.stats["stopped_by"] == "iteration_limit"
     # no pricing round at all: the bound is the trivial one (every job at f_i(0)), still finite
     # and valid, and the result is writable as JSON
-    none = bracket(inst, time_limit=None, max_iterations=0)
+    none = bracket(inst, ColgenOptions(max_iterations=0), time_limit=None)
     assert none.iterations == 0 and math.isfinite(none.upper) and none.upper >= opt - TOL
     assert validate(inst, none.schedule).ok
     dumps(result_to_dict(inst, none.schedule))
@@ -198,11 +199,11 @@ def test_a_bound_below_the_schedule_is_an_error_not_clamped(monkeypatch):
     import oasis_opt.offline.colgen as colgen
 
     inst = _fig5()
-    good = bracket(inst, time_limit=None, max_iterations=1)
+    good = bracket(inst, ColgenOptions(max_iterations=1), time_limit=None)
     monkeypatch.setattr(colgen, "lagrangian_bound", lambda pool, prices, plans: 1.0)
     with pytest.raises(RuntimeError, match=r"column-generation upper bound 1\.0 .* feasible "
                                            r"value [0-9.]+ \(maximisation\)"):
-        bracket(inst, time_limit=None, max_iterations=1)
+        bracket(inst, ColgenOptions(max_iterations=1), time_limit=None)
     assert good.upper >= good.lower
 
 
@@ -223,7 +224,7 @@ def test_policy_and_empty_instance():
     with pytest.raises(TypeError, match="time_limt"):
         get_policy("offline-colgen").solve(inst, time_limt=5)
     with pytest.raises(ValueError, match="lp_solver"):
-        bracket(inst, lp_solver="barrier")
+        bracket(inst, ColgenOptions(lp_solver="barrier"))
 
 
 @settings(max_examples=40, deadline=None)
@@ -234,12 +235,13 @@ def test_ruin_and_recreate_never_loses_and_stays_feasible(inst):
     pool = ColumnPool(inst)
     start = pool.add(columns_of(inst, get_policy("fifo").solve(inst)))
     score = np.arange(inst.I, dtype=float)
-    best, rounds = ruin_and_recreate(pool, start, [np.zeros(pool.shape)], score, rounds=5)
+    best, rounds = ruin_and_recreate(pool, start, [np.zeros(pool.shape)], score,
+                                     LnsOptions(rounds=5))
     assert rounds == 5
     worth = lambda cols: sum(pool.columns[n].utility for n in cols)  # noqa: E731
     assert worth(best) >= worth(start) - 1e-9
     assert fits_greedily(pool, best) == best  # within capacities, one column per job
-    again, _ = ruin_and_recreate(pool, start, [np.zeros(pool.shape)], score, rounds=5)
+    again, _ = ruin_and_recreate(pool, start, [np.zeros(pool.shape)], score, LnsOptions(rounds=5))
     assert again == best  # seeded: deterministic
 
 
@@ -252,4 +254,4 @@ def test_lns_and_seed_with_options():
     assert {"drf", "dorm"} <= set(s.stats["candidates"])
     assert s.stats["lower"] <= opt + TOL <= s.stats["upper"] + 2 * TOL
     with pytest.raises(ValueError, match="lns_rounds"):
-        bracket(inst, lns_rounds=-1)
+        bracket(inst, ColgenOptions(lns_rounds=-1))

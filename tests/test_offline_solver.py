@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oasis_opt.offline.cpsat import decimal_scale, scale_row
-from oasis_opt.offline.solver import (STOPPED, IncrementalLP, LinearProgram, new_highs, ordered_bound,
-                                      set_highs_threads, solve_program, to_highs_lp)
+from oasis_opt.offline.solver import (STOPPED, IncrementalLP, LinearProgram, SolverLimits,
+                                      new_highs, ordered_bound, set_highs_threads, solve_program,
+                                      to_highs_lp)
 
 
 def program(c, A, lo, up, lower, upper, integer=True, sense="max"):
@@ -96,7 +97,7 @@ def test_bad_input_names_the_field():
     with pytest.raises(ValueError, match="backend"):
         solve_program(lp, backend="gurobi")
     with pytest.raises(ValueError, match="time_limit"):
-        solve_program(lp, time_limit=0)
+        solve_program(lp, SolverLimits(time_limit=0))
     with pytest.raises(ValueError, match="relax"):
         solve_program(lp, backend="cpsat", relax=True)
     cont = program([1], [[1]], [0], [1], [0], [1], integer=False)
@@ -189,7 +190,7 @@ def test_a_limit_before_any_solution_gives_no_incumbent_and_no_bound(backend, ma
     # CP-SAT ending UNKNOWN used to report its unset best bound (~0) as a bound on a program
     # whose optimum is 240.57 (Fig. 5) or 210548 (knapsack)
     lp = make()
-    res = solve_program(lp, backend=backend, **NOTHING_YET[backend])
+    res = solve_program(lp, SolverLimits(**NOTHING_YET[backend]), backend=backend)
     assert res.status == ("node_limit" if backend == "highs" else "deterministic_time_limit")
     assert not res.proven_optimal
     assert res.x is None and res.objective is None and res.incumbent is None
@@ -197,7 +198,7 @@ def test_a_limit_before_any_solution_gives_no_incumbent_and_no_bound(backend, ma
     # with a starting point, that point is the incumbent: exactly it, its objective recomputed
     start = np.zeros(lp.n_cols)
     start[0] = 1.0 if make is knapsack else 0.0
-    res = solve_program(lp, backend=backend, initial=start, **NOTHING_YET[backend])
+    res = solve_program(lp, SolverLimits(**NOTHING_YET[backend]), backend=backend, initial=start)
     assert res.status in STOPPED and res.incumbent == "initial"
     np.testing.assert_array_equal(res.x, start)
     assert res.objective == float(lp.c @ start) and res.bound is None and res.gap is None
@@ -209,7 +210,7 @@ def test_a_limit_before_any_solution_gives_no_incumbent_and_no_bound(backend, ma
 def test_a_limit_after_some_search_gives_incumbent_and_proven_bound(backend, limits):
     lp = knapsack()
     opt = solve_program(lp).objective  # proven optimal without limits
-    res = solve_program(lp, backend=backend, initial=np.zeros(lp.n_cols), **limits)
+    res = solve_program(lp, SolverLimits(**limits), backend=backend, initial=np.zeros(lp.n_cols))
     assert res.status == f"{next(iter(limits)).removesuffix('_limit')}_limit"
     assert not res.proven_optimal and res.incumbent == "solver"
     assert res.objective == pytest.approx(float(lp.c @ res.x))
@@ -241,8 +242,8 @@ LIMITS = ([("highs", {"node_limit": k}) for k in (0, 1, 2, 5)]
 def test_every_reported_bound_bounds_the_optimum_under_deterministic_limits(lp, case, start):
     backend, limits = case
     truth = enumerate_optimum(lp)  # x = 0 is feasible: never None
-    res = solve_program(lp, backend=backend, initial=np.zeros(lp.n_cols) if start else None,
-                        **limits)
+    res = solve_program(lp, SolverLimits(**limits), backend=backend,
+                        initial=np.zeros(lp.n_cols) if start else None)
     assert res.status == "optimal" or res.status in STOPPED
     if res.bound is not None:
         err = res.info.get("objective_error", 0.0)
@@ -261,18 +262,19 @@ def test_every_reported_bound_bounds_the_optimum_under_deterministic_limits(lp, 
 def test_limits_the_back_end_does_not_have_are_errors_naming_them():
     lp = knapsack(n=5)
     with pytest.raises(ValueError, match="node_limit: a HiGHS limit"):
-        solve_program(lp, backend="cpsat", node_limit=3)
+        solve_program(lp, SolverLimits(node_limit=3), backend="cpsat")
     with pytest.raises(ValueError, match="deterministic_time: a CP-SAT limit"):
-        solve_program(lp, deterministic_time=1.0)
+        solve_program(lp, SolverLimits(deterministic_time=1.0))
     with pytest.raises(ValueError, match="iteration_limit: HiGHS applies it to LPs only"):
-        solve_program(lp, iteration_limit=10)
+        solve_program(lp, SolverLimits(iteration_limit=10))
     with pytest.raises(ValueError, match="node_limit: a limit of integer programs"):
-        solve_program(lp, relax=True, node_limit=1)
+        solve_program(lp, SolverLimits(node_limit=1), relax=True)
     with pytest.raises(ValueError, match="node_limit: must be an integer >= 0"):
-        solve_program(lp, node_limit=-1)
+        solve_program(lp, SolverLimits(node_limit=-1))
     with pytest.raises(ValueError, match="deterministic_time: must be a finite number > 0"):
-        solve_program(lp, backend="cpsat", deterministic_time=0)
-    res = solve_program(lp, relax=True, iteration_limit=0)  # an LP stopped before any pivot
+        solve_program(lp, SolverLimits(deterministic_time=0), backend="cpsat")
+    # an LP stopped before any pivot
+    res = solve_program(lp, SolverLimits(iteration_limit=0), relax=True)
     assert res.status == "iteration_limit"
     assert res.bound is None
 
@@ -295,10 +297,10 @@ def test_a_deadline_already_passed_returns_the_starting_point_without_solving():
     import time
 
     lp = knapsack(n=20)
-    res = solve_program(lp, deadline=time.perf_counter(), initial=np.zeros(20))
+    res = solve_program(lp, SolverLimits(deadline=time.perf_counter()), initial=np.zeros(20))
     assert res.status == "time_limit" and res.incumbent == "initial"
     assert res.bound is None and res.solve_s == 0.0 and "not run" in res.info["highs_status"]
-    res = solve_program(lp, backend="cpsat", deadline=time.perf_counter())
+    res = solve_program(lp, SolverLimits(deadline=time.perf_counter()), backend="cpsat")
     assert res.status == "time_limit" and res.x is None and res.bound is None
     assert res.incumbent is None
 
@@ -364,7 +366,7 @@ def test_incremental_lp_time_limit_is_per_solve():
     assert len(x) == n + 1 and len(duals) == m
 
 
-def sleep_forever(lp, **options):
+def sleep_forever(lp, limits, **options):
     """A 'solver' that never returns (run in the child by the test below)."""
     import time
 
@@ -376,11 +378,12 @@ def test_a_solver_that_overshoots_its_time_limit_is_killed():
     from oasis_opt.offline.solver import solve_in_child
 
     lp = knapsack(n=20)
-    res = solve_in_child(lp, time_limit=0.1, initial=np.zeros(20), solve=sleep_forever)
+    res = solve_in_child(lp, SolverLimits(time_limit=0.1), initial=np.zeros(20),
+                         solve=sleep_forever)
     assert res.status == "time_limit" and res.incumbent == "initial"
     assert res.bound is None and "killed" in res.info["highs_status"]
     # a solver that stops in time answers through the same pipe, errors included
-    ok = solve_in_child(lp, time_limit=600, node_limit=1)
+    ok = solve_in_child(lp, SolverLimits(time_limit=600, node_limit=1))
     assert ok.status in ("optimal", "node_limit") and ok.x is not None
     with pytest.raises(ValueError, match="initial: length 3"):
-        solve_in_child(lp, time_limit=600, initial=np.zeros(3))
+        solve_in_child(lp, SolverLimits(time_limit=600), initial=np.zeros(3))

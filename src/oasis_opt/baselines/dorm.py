@@ -106,7 +106,7 @@ class DormPolicy(EventPolicy):
                  mip_gap: float = 0.02, node_limit: int | None = None,
                  deterministic_time: float | None = None):
         super().__init__(seed=seed, placement=placement)
-        from ..offline.solver import BACKENDS, check_limits
+        from ..offline.solver import BACKENDS, SolverLimits, check_limits
 
         if backend not in BACKENDS:
             raise ValueError(f"backend: unknown {backend!r} (known: {', '.join(BACKENDS)})")
@@ -121,13 +121,12 @@ class DormPolicy(EventPolicy):
         if not 0.0 <= mip_gap < 1.0:
             raise ValueError(f"mip_gap: must be in [0, 1), got {mip_gap}")
         self.relaxation = relaxation
-        self.mip_gap = float(mip_gap)
         self.backend = backend
         self.eps = float(eps)
         self.max_adjust = int(max_adjust)
-        self.time_limit = time_limit
-        self.limits = {"node_limit": node_limit, "deterministic_time": deterministic_time}
-        check_limits(backend, False, **self.limits)
+        self.limits = SolverLimits(time_limit=time_limit, mip_gap=float(mip_gap),
+                                   node_limit=node_limit, deterministic_time=deterministic_time)
+        check_limits(backend, False, self.limits)
 
     def start(self, instance, state) -> None:
         super().start(instance, state)
@@ -245,8 +244,8 @@ class DormPolicy(EventPolicy):
             initial = check_point(lp, initial, "initial")
         except ValueError:  # (it may break a fairness bound of the fair program)
             initial = None
-        res = solve_program(lp, backend=self.backend, time_limit=self.time_limit,
-                            seed=self.seed, mip_gap=self.mip_gap, initial=initial, **self.limits)
+        res = solve_program(lp, self.limits, backend=self.backend, seed=self.seed,
+                            initial=initial)
         self.solver_s += res.build_s + res.solve_s
         self.statuses[res.status] += 1
         return res

@@ -59,11 +59,12 @@ OPT(1), so lower >= every seed schedule's utility by construction.
 """
 from __future__ import annotations
 
+import inspect
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -72,8 +73,9 @@ from ..model import Instance
 from ..model.numerics import DIVISOR_FLOOR, RC_TOL, VALUE_EPS, capacity_slack, fit_count
 from ..model.schedule import WORKER, Schedule, ScheduleBuilder
 from ..model.validate import assert_valid
-from .solver import (STOPPED, IncrementalLP, LinearProgram, ordered_bound, relative_gap,
-                     solve_program)
+from ._checks import is_finite, is_fraction, is_real, is_share, is_whole
+from .solver import (STOPPED, IncrementalLP, LinearProgram, SolverLimits, ordered_bound,
+                     relative_gap, solve_program)
 from .lp import MIP_GAP
 
 if TYPE_CHECKING:
@@ -98,6 +100,112 @@ LNS_SHARE = 0.5
 LNS_ROUNDS = 20
 # baselines whose schedules ``policy_schedules`` seeds the master with by default
 SEED_POLICIES = ("fifo", "drf", "rrh", "dorm", "greedy")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ColgenOptions:
+    """How ``bracket`` (and policy ``offline-colgen``) runs column generation (keyword fields;
+    checked when built, ``ValueError`` naming the field). The defaults are the module's constants.
+
+    * ``seed_policy``: the policy whose schedule seeds the pool and is the first integer
+      candidate (a registered policy name; "oasis").
+    * ``backend``: the dual subroutine's backend for pricing (``online.dual.BACKENDS``; "numpy").
+    * Deterministic limits (None: none): ``max_iterations`` (an integer >= 0) caps the pricing
+      rounds of both phases together, ``node_limit`` (>= 0) the branch-and-bound nodes of the
+      integer master (HiGHS). Stopped early, the upper end is still a valid bound.
+    * Time shares of ``bracket``'s ``time_limit``, each in (0, 1]: ``cg_share`` (``CG_SHARE``)
+      for column generation, both phases; ``pooled_share`` (``POOLED_SHARE``) of that for
+      phase 1, the pooled master; ``lns_share`` (``LNS_SHARE``) of the integer phase for
+      ruin-and-recreate (the rest: the integer master).
+    * ``smoothing`` in [0, 1) (``SMOOTHING``): the Wentges weight of the best-bound prices in
+      phase 2's pricing point (0: price at the master's duals).
+    * ``cg_gap`` in [0, 1) (``CG_GAP``): a phase ends once (best bound - master value) / master
+      value <= ``cg_gap`` (the default ends at the LP optimum; e.g. 0.005 leaves the integer
+      master more time at the cost of an upper end up to 0.5 % above LP(14), still a valid
+      bound).
+    * ``lns_rounds``: rounds of ``ruin_and_recreate`` before the integer master (an integer
+      >= 0; 0: none; None: until ``lns_share`` of the integer phase's time, or ``LNS_ROUNDS``
+      without a time limit).
+    * ``lp_solver``: phase 2's LP solver, "ipm" (HiGHS interior point, no crossover) or
+      "simplex".
+    * ``seed`` (an integer >= 0): the integer master's HiGHS seed and ruin-and-recreate's.
+    """
+
+    seed_policy: str = "oasis"
+    backend: str = "numpy"
+    max_iterations: int | None = None
+    node_limit: int | None = None
+    cg_share: float = CG_SHARE
+    pooled_share: float = POOLED_SHARE
+    smoothing: float = SMOOTHING
+    cg_gap: float = CG_GAP
+    lns_rounds: int | None = None
+    lns_share: float = LNS_SHARE
+    lp_solver: str = "ipm"
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        from ..online.dual import BACKENDS
+
+        if not (isinstance(self.seed_policy, str) and self.seed_policy):
+            raise ValueError(f"seed_policy: expected a policy name, got {self.seed_policy!r}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend: expected one of {', '.join(BACKENDS)}, "
+                             f"got {self.backend!r}")
+        for name in ("max_iterations", "node_limit"):
+            v = getattr(self, name)
+            if v is not None and not is_whole(v, 0):
+                raise ValueError(f"{name}: must be an integer >= 0, got {v!r}")
+        for name in ("cg_share", "pooled_share", "lns_share"):
+            if not is_share(getattr(self, name)):
+                raise ValueError(f"{name}: must be in (0, 1], got {getattr(self, name)}")
+        for name in ("smoothing", "cg_gap"):
+            if not is_fraction(getattr(self, name)):
+                raise ValueError(f"{name}: must be in [0, 1), got {getattr(self, name)}")
+        if self.lns_rounds is not None and not is_whole(self.lns_rounds, 0):
+            raise ValueError(f"lns_rounds: must be an integer >= 0 or None, "
+                             f"got {self.lns_rounds!r}")
+        if self.lp_solver not in ("ipm", "simplex"):
+            raise ValueError(f"lp_solver: expected 'ipm' or 'simplex', got {self.lp_solver!r}")
+        if not is_whole(self.seed, 0):
+            raise ValueError(f"seed: must be an integer >= 0, got {self.seed!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LnsOptions:
+    """One ``ruin_and_recreate`` search (keyword fields; checked when built, ``ValueError``
+    naming the field):
+
+    * ``rounds`` (an integer >= 0) and ``deadline`` (a ``time.perf_counter()`` value): it stops
+      after ``rounds`` rounds or at ``deadline``, whichever comes first; at least one of them.
+    * ``window`` in (0, 1] (``LNS_WINDOW``): a round re-plans the jobs running in a random window
+      of ``window`` x T slots.
+    * ``noise`` (a finite number >= 0, ``LNS_NOISE``): the re-planning order is the score plus
+      uniform noise in [0, ``noise``).
+    * ``seed`` (an integer >= 0): fixes the windows and the noise.
+    """
+
+    rounds: int | None = None
+    deadline: float | None = None
+    window: float = LNS_WINDOW
+    noise: float = LNS_NOISE
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.rounds is None and self.deadline is None:
+            raise ValueError("rounds or deadline: one of them must be given")
+        if self.rounds is not None and not is_whole(self.rounds, 0):
+            raise ValueError(f"rounds: must be an integer >= 0 or None, got {self.rounds!r}")
+        if self.deadline is not None and not (is_real(self.deadline)
+                                              and not math.isnan(self.deadline)):
+            raise ValueError(f"deadline: must be a time.perf_counter() value, got "
+                             f"{self.deadline!r}")
+        if not is_share(self.window):
+            raise ValueError(f"window: must be in (0, 1], got {self.window}")
+        if not is_finite(self.noise, 0.0):
+            raise ValueError(f"noise: must be a finite number >= 0, got {self.noise!r}")
+        if not is_whole(self.seed, 0):
+            raise ValueError(f"seed: must be an integer >= 0, got {self.seed!r}")
 
 
 @dataclass(frozen=True)
@@ -367,15 +475,15 @@ class CGState:
     last_x: dict[int, float] = field(default_factory=dict)  # pool index -> last LP value
 
 
-def column_generation(pool: ColumnPool, master: RestrictedMaster, state: CGState, *,
-                      deadline: float | None = None, max_iterations: int | None = None,
-                      backend: str = "numpy", smoothing: float = 0.0, gap_tol: float = CG_GAP,
+def column_generation(pool: ColumnPool, master: RestrictedMaster, state: CGState,
+                      options: ColgenOptions | None = None, *, deadline: float | None = None,
                       spread: str | None = None, phase: str = "", progress: bool = False) -> dict:
     """Column generation on ``master`` until no column improves (or the best bound meets the
-    master value within ``gap_tol``), the deadline (a ``time.perf_counter()`` value) or
-    ``state.iterations`` reaching ``max_iterations``. Updates ``state``; returns the phase's
-    last master ``value``, whether it ``converged`` and what ``stopped`` it otherwise ("time",
-    "iterations" or None).
+    master value within ``options.cg_gap``), the deadline (a ``time.perf_counter()`` value) or
+    ``state.iterations`` reaching ``options.max_iterations``. Updates ``state``; returns the
+    phase's last master ``value``, whether it ``converged`` and what ``stopped`` it otherwise
+    ("time", "iterations" or None). ``options``: also the pricing ``backend`` and
+    ``smoothing``; None: ``ColgenOptions(smoothing=0.0)`` (the defaults, no smoothing).
 
     With ``smoothing`` > 0 (Wentges), pricing runs at ``alpha * center + (1 - alpha) * duals``,
     alpha starting at ``smoothing``, halving its distance to 1 after a round that did not improve
@@ -390,8 +498,8 @@ def column_generation(pool: ColumnPool, master: RestrictedMaster, state: CGState
     from tqdm import tqdm
 
     inst = pool.instance
-    if not 0 <= smoothing < 1:
-        raise ValueError(f"smoothing: must be in [0, 1), got {smoothing}")
+    options = ColgenOptions(smoothing=0.0) if options is None else options
+    max_iterations, backend, smoothing = options.max_iterations, options.backend, options.smoothing
     finite = np.where(np.isfinite(inst.utility_table), inst.utility_table, 0.0)
     tol = RC_TOL * max(1.0, float(finite.max(initial=0.0)))
     value, converged, stopped = 0.0, inst.I == 0, None
@@ -445,7 +553,7 @@ def column_generation(pool: ColumnPool, master: RestrictedMaster, state: CGState
             master.sync(improving)
             state.iterations += 1
             gap = relative_gap(value, state.best_bound)
-            if not improving or (gap is not None and gap <= gap_tol):
+            if not improving or (gap is not None and gap <= options.cg_gap):
                 converged = True  # no improving column: value = this master's LP optimum
             state.history.append({"phase": phase, "iteration": state.iterations,
                                   "master": value, "bound": bound,
@@ -518,26 +626,23 @@ def fill_residual(pool: ColumnPool, taken: list[int], prices: np.ndarray, order:
 
 
 def ruin_and_recreate(pool: ColumnPool, start: list[int], prices: Sequence[np.ndarray],
-                      score: np.ndarray, *, rounds: int | None = None,
-                      deadline: float | None = None, window: float = LNS_WINDOW,
-                      noise: float = LNS_NOISE, seed: int = 0, backend: str = "numpy"
+                      score: np.ndarray, search: LnsOptions, *, backend: str = "numpy"
                       ) -> tuple[list[int], int]:
     """Large-neighbourhood search on an integer schedule (a list of pool columns): each round
-    removes the columns of every job running in a random window of ``window`` x T slots, then
-    ``fill_residual`` re-plans the removed and the left-out jobs, in the order of ``score``
-    (larger first) plus uniform noise in [0, ``noise``), at the round's prices (``prices`` in
-    turn); the result replaces the current schedule when it earns at least as much. Stops
-    after ``rounds`` rounds or at ``deadline`` (``perf_counter``), whichever comes first (at
-    least one of them must be given). Returns (the best schedule, rounds run). Every schedule
-    it keeps is ``fill_residual``'s, feasible by construction; ``seed`` fixes the windows and
-    the noise.
+    removes the columns of every job running in a random window of ``search.window`` x T
+    slots, then ``fill_residual`` re-plans the removed and the left-out jobs, in the order of
+    ``score`` (larger first) plus uniform noise in [0, ``search.noise``), at the round's prices
+    (``prices`` in turn, the dual subroutine's ``backend``); the result replaces the current
+    schedule when it earns at least as much. Stops after ``search.rounds`` rounds or at
+    ``search.deadline`` (``perf_counter``), whichever comes first. Returns (the best schedule,
+    rounds run). Every schedule it keeps is ``fill_residual``'s, feasible by construction;
+    ``search.seed`` fixes the windows and the noise.
     """
-    if rounds is None and deadline is None:
-        raise ValueError("rounds or deadline: one of them must be given")
+    rounds, deadline = search.rounds, search.deadline
     inst = pool.instance
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(search.seed)
     T = inst.horizon
-    width = max(1, int(round(window * T)))
+    width = max(1, int(round(search.window * T)))
     best = list(start)
 
     def worth(cols: list[int]) -> float:
@@ -550,7 +655,7 @@ def ruin_and_recreate(pool: ColumnPool, start: list[int], prices: Sequence[np.nd
         keep = [n for n in best
                 if not ((pool.columns[n].rows[:, 1] >= t0)
                         & (pool.columns[n].rows[:, 1] < t0 + width)).any()]
-        order = np.argsort(-(score + rng.uniform(0.0, noise, len(score))), kind="stable")
+        order = np.argsort(-(score + rng.uniform(0.0, search.noise, len(score))), kind="stable")
         trial = fill_residual(pool, keep, prices[done % len(prices)], order.tolist(),
                               backend=backend)
         done += 1
@@ -636,16 +741,12 @@ class Bracket:
                 "lns_rounds": self.lns_rounds}
 
 
-def bracket(instance: Instance, *, time_limit: float | None = 600.0,
-            max_iterations: int | None = None, node_limit: int | None = None,
-            seed_policy: str = "oasis", seeds: Mapping[str, Schedule] | None = None,
-            backend: str = "numpy", cg_share: float = CG_SHARE,
-            pooled_share: float = POOLED_SHARE, smoothing: float = SMOOTHING,
-            cg_gap: float = CG_GAP, lns_rounds: int | None = None,
-            lns_share: float = LNS_SHARE, lp_solver: str = "ipm", seed: int = 0,
+def bracket(instance: Instance, options: ColgenOptions | None = None, *,
+            time_limit: float | None = 600.0, seeds: Mapping[str, Schedule] | None = None,
             progress: bool = False, policy_name: str = "offline-colgen") -> Bracket:
-    """[lower, upper] on OPT(1) by column generation, seeded with ``seed_policy``'s schedule
-    and the schedules ``seeds`` (name -> a valid schedule of ``instance``, e.g. from
+    """[lower, upper] on OPT(1) by column generation run as ``options`` say (a
+    ``ColgenOptions``; None: the defaults), seeded with ``options.seed_policy``'s schedule and
+    the schedules ``seeds`` (name -> a valid schedule of ``instance``, e.g. from
     ``policy_schedules``: every policy that runs at that size).
 
     Every completed job of every seed schedule enters the pool as a column, so the masters start
@@ -654,18 +755,14 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0,
     Hence ``lower`` >= every seed schedule's utility.
 
     ``time_limit`` (seconds, None = no limit) covers everything: the seed policy, phase 1 (up
-    to ``pooled_share`` of the column-generation time), phase 2 (until ``cg_share`` of the
-    limit, or convergence) and the integer schedule (the rest; skipped when no time is left).
-    ``lns_rounds``: rounds of ``ruin_and_recreate`` on the best candidate before the integer
-    master (0: none; None: until ``lns_share`` of the integer phase's time, or ``LNS_ROUNDS``
-    without a time limit).
-    ``cg_gap``: a phase ends once (best bound - master value) / master value <= ``cg_gap``
-    (the default ends at the LP optimum; e.g. 0.005 leaves the integer master more time at
-    the cost of an upper end up to 0.5 % above LP(14); still a valid bound).
-    Deterministic limits: ``max_iterations`` caps the pricing rounds of both phases together,
-    ``node_limit`` the branch-and-bound nodes of the integer master (HiGHS). Stopped early,
-    ``upper`` is still a valid bound. ``lp_solver``: "ipm" (HiGHS interior point, no
-    crossover) or "simplex" for phase 2.
+    to ``options.pooled_share`` of the column-generation time), phase 2 (until
+    ``options.cg_share`` of the limit, or convergence) and the integer schedule (the rest;
+    skipped when no time is left), in which ``options.lns_rounds`` rounds of
+    ``ruin_and_recreate`` run on the best candidate before the integer master (None: until
+    ``options.lns_share`` of the integer phase's time, or ``LNS_ROUNDS`` without a time
+    limit). Deterministic limits (``options.max_iterations``, ``options.node_limit``) and the
+    other options: ``ColgenOptions``. Stopped early, ``upper`` is still a valid bound.
+    ``progress``: a progress bar per phase; ``policy_name``: the schedule's policy name.
 
     ``lower <= upper`` holds by weak duality; float noise in the duals may put ``upper`` below
     ``lower`` by at most ``model.numerics.BOUND_RTOL`` (relative), and then ``upper = lower``.
@@ -674,18 +771,12 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0,
     from ..model.validate import validate
     from ..policies import get_policy
 
+    options = ColgenOptions() if options is None else options
+    if not isinstance(options, ColgenOptions):
+        raise ValueError(f"options: expected ColgenOptions, got {type(options).__name__}")
     if time_limit is not None and not time_limit > 0:
         raise ValueError(f"time_limit: must be > 0 seconds, got {time_limit}")
-    if lns_rounds is not None and not (isinstance(lns_rounds, int) and lns_rounds >= 0):
-        raise ValueError(f"lns_rounds: must be an integer >= 0 or None, got {lns_rounds!r}")
-    for name, v in (("cg_share", cg_share), ("pooled_share", pooled_share),
-                    ("lns_share", lns_share)):
-        if not 0 < v <= 1:
-            raise ValueError(f"{name}: must be in (0, 1], got {v}")
-    if not 0 <= cg_gap < 1:
-        raise ValueError(f"cg_gap: must be in [0, 1), got {cg_gap}")
-    if lp_solver not in ("ipm", "simplex"):
-        raise ValueError(f"lp_solver: expected 'ipm' or 'simplex', got {lp_solver!r}")
+    seed_policy, backend = options.seed_policy, options.backend
     seeds = dict(seeds or {})
     for name, s in seeds.items():
         if name in (seed_policy, "lp-greedy", "mip", "mip+fill") or "+" in name:
@@ -703,25 +794,25 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0,
     seeded = {n for cols in seed_cols.values() for n in cols}
 
     t_cg = time.perf_counter()
-    cg_end = None if time_limit is None else start + cg_share * time_limit
-    phase1_end = None if cg_end is None else t_cg + pooled_share * (cg_end - t_cg)
+    cg_end = None if time_limit is None else start + options.cg_share * time_limit
+    phase1_end = None if cg_end is None else t_cg + options.pooled_share * (cg_end - t_cg)
     state = CGState()
     pooled = RestrictedMaster(pool, pooled=True)
     pooled.sync()
-    one = column_generation(pool, pooled, state, deadline=phase1_end,
-                            max_iterations=max_iterations, backend=backend, gap_tol=cg_gap,
-                            spread=None if instance.typed else "only",
+    # phase 1 prices at the pooled master's duals themselves (no smoothing)
+    one = column_generation(pool, pooled, state, replace(options, smoothing=0.0),
+                            deadline=phase1_end, spread=None if instance.typed else "only",
                             phase="(pooled)", progress=progress)
     candidates = seeded | set(state.last_x)
     # interior-point duals without crossover: faster on the big per-server master, and centred
     # duals stabilise column generation (any prices give a valid bound)
-    ipm: dict[str, Any] = {"solver": "ipm", "run_crossover": "off"} if lp_solver == "ipm" else {}
+    ipm: dict[str, Any] = ({"solver": "ipm", "run_crossover": "off"}
+                           if options.lp_solver == "ipm" else {})
     full = RestrictedMaster(pool, **ipm)
     # warm start: the pooled LP's support and the seeds' columns (a small, good start), priced
     # from the pooled phase's best prices (``state.center``, the smoothing centre)
     full.sync(sorted(candidates))
-    two = column_generation(pool, full, state, deadline=cg_end, max_iterations=max_iterations,
-                            backend=backend, smoothing=smoothing, gap_tol=cg_gap,
+    two = column_generation(pool, full, state, options, deadline=cg_end,
                             spread=None if instance.typed else "both",
                             phase="(per server)", progress=progress)
     candidates |= {n for n, v in state.last_x.items() if v >= CANDIDATE_X}
@@ -759,15 +850,17 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0,
     source = max(values, key=lambda k: values[k])  # ties: the first (the seed policy)
     best = found[source]
     # ruin and recreate from the best candidate: jobs the LP likes, then valuable ones, first
-    lns_done = 0
+    lns_done, lns_rounds = 0, options.lns_rounds
     now = time.perf_counter()
     if lns_rounds != 0 and (deadline is None or now < deadline):
         score = mass + 0.5 * top_utility / max(DIVISOR_FLOOR, float(top_utility.max(initial=0.0)))
         lns_prices = [p for p in (state.center, np.zeros(pool.shape)) if p is not None]
-        improved, lns_done = ruin_and_recreate(
-            pool, best, lns_prices, score, seed=seed, backend=backend,
+        search = LnsOptions(
             rounds=LNS_ROUNDS if lns_rounds is None and deadline is None else lns_rounds,
-            deadline=None if deadline is None else now + lns_share * (deadline - now))
+            deadline=None if deadline is None else now + options.lns_share * (deadline - now),
+            seed=options.seed)
+        improved, lns_done = ruin_and_recreate(pool, best, lns_prices, score, search,
+                                               backend=backend)
         if worth(improved) > values[source] + VALUE_EPS:
             source = f"{source}+lns"
             found[source], values[source] = improved, worth(improved)
@@ -775,8 +868,8 @@ def bracket(instance: Instance, *, time_limit: float | None = 600.0,
     cand = sorted(candidates | {n for cols in found.values() for n in cols})
     lp = integer_program(pool, cand)
     initial = np.isin(cand, best).astype(float)
-    res = solve_program(lp, backend="highs", seed=seed, initial=initial, node_limit=node_limit,
-                        deadline=deadline)
+    res = solve_program(lp, SolverLimits(node_limit=options.node_limit, deadline=deadline),
+                        backend="highs", seed=options.seed, initial=initial)
     if res.incumbent == "solver" and res.x is not None and res.objective is not None \
             and res.objective > float(lp.c @ initial) + VALUE_EPS:
         best, source = [cand[k] for k in np.flatnonzero(res.x > 0.5)], "mip"
@@ -832,14 +925,33 @@ def policy_schedules(instance: Instance, policies: Iterable[str] = SEED_POLICIES
     return out
 
 
+# the options of policy ``offline-colgen``: these fields of ``ColgenOptions`` (``lns_share`` is
+# ``bracket``'s only) and ``seed_with``
+POLICY_OPTIONS = ("seed_policy", "backend", "max_iterations", "node_limit", "cg_share",
+                  "pooled_share", "smoothing", "cg_gap", "lns_rounds", "lp_solver", "seed")
+
+
+def _policy_signature() -> inspect.Signature:
+    """``ColgenPolicy``'s signature as the policy registry reads it: the keyword options
+    ``POLICY_OPTIONS`` (defaults: ``ColgenOptions``'s) and ``seed_with``."""
+    given = {f.name: f for f in fields(ColgenOptions)}
+    params = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=given[name].default,
+                                annotation=given[name].type) for name in POLICY_OPTIONS]
+    params.append(inspect.Parameter("seed_with", inspect.Parameter.KEYWORD_ONLY, default=(),
+                                    annotation="Sequence[str]"))
+    return inspect.Signature(params)
+
+
 class ColgenPolicy:
     """Policy ``offline-colgen``: the best integer schedule found, with the bracket in ``stats``.
 
-    Options: ``seed_policy`` ("oasis"), ``backend`` of the dual subroutine ("numpy"),
-    ``max_iterations`` and ``node_limit`` (deterministic limits, see ``bracket``), ``cg_share``,
-    ``pooled_share``, ``smoothing``, ``cg_gap``, ``lns_rounds``, ``lp_solver``, ``seed``;
-    ``seed_with``: baselines whose schedules seed the master too (``policy_schedules``, e.g.
-    ``SEED_POLICIES``; default none). ``solve(instance,
+    Built from a ``ColgenOptions`` (``ColgenPolicy(ColgenOptions(max_iterations=30))``) or, as
+    the policy registry and the command line do, from its fields as keywords: ``seed_policy``
+    ("oasis"), ``backend`` of the dual subroutine ("numpy"), ``max_iterations`` and
+    ``node_limit`` (deterministic limits, see ``bracket``), ``cg_share``, ``pooled_share``,
+    ``smoothing``, ``cg_gap``, ``lns_rounds``, ``lp_solver``, ``seed`` (``POLICY_OPTIONS``; a
+    bad value raises ``ValueError`` naming it); ``seed_with``: baselines whose schedules seed
+    the master too (``policy_schedules``, e.g. ``SEED_POLICIES``; default none). ``solve(instance,
     time_limit=None)`` runs to convergence (and an unlimited integer master) when no limit is
     given. ``stats``: the bracket (``lower``, ``upper``, ``gap`` ...) and, as for the exact
     policies, ``status`` ("optimal" when the bracket closed, else "bracket"), ``stopped_by``
@@ -848,24 +960,25 @@ class ColgenPolicy:
     """
 
     name = "offline-colgen"
+    # what ``inspect.signature`` (hence ``policies.build``) reads: the keyword options
+    __signature__: ClassVar[inspect.Signature] = _policy_signature()
 
-    def __init__(self, seed_policy: str = "oasis", backend: str = "numpy",
-                 max_iterations: int | None = None, node_limit: int | None = None,
-                 cg_share: float = CG_SHARE, pooled_share: float = POOLED_SHARE,
-                 smoothing: float = SMOOTHING, cg_gap: float = CG_GAP,
-                 lns_rounds: int | None = None, lp_solver: str = "ipm", seed: int = 0,
-                 seed_with: Sequence[str] = ()):
-        self.options: dict[str, Any] = {
-            "seed_policy": seed_policy, "backend": backend, "max_iterations": max_iterations,
-            "node_limit": node_limit, "cg_share": cg_share, "pooled_share": pooled_share,
-            "smoothing": smoothing, "cg_gap": cg_gap, "lns_rounds": lns_rounds,
-            "lp_solver": lp_solver, "seed": seed}
+    def __init__(self, options: ColgenOptions | None = None, *, seed_with: Sequence[str] = (),
+                 **given: Any):
+        unknown = sorted(set(given) - set(POLICY_OPTIONS))
+        if unknown:
+            raise TypeError(f"ColgenPolicy() got an unexpected keyword argument {unknown[0]!r}")
+        if options is not None and given:
+            raise ValueError("options: give a ColgenOptions or its fields as keywords, not both")
+        if options is not None and not isinstance(options, ColgenOptions):
+            raise ValueError(f"options: expected ColgenOptions, got {type(options).__name__}")
+        self.options = ColgenOptions(**given) if options is None else options
         self.seed_with = tuple(seed_with)
 
     def solve(self, instance: Instance, *, time_limit: float | None = None,
               progress: bool = False) -> Schedule:
         seeds = policy_schedules(instance, self.seed_with) if self.seed_with else None
-        result = bracket(instance, time_limit=time_limit, progress=progress, seeds=seeds,
-                         **self.options)
+        result = bracket(instance, self.options, time_limit=time_limit, progress=progress,
+                         seeds=seeds)
         assert_valid(instance, result.schedule)
         return result.schedule

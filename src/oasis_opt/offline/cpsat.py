@@ -27,7 +27,7 @@ import scipy.sparse as sp
 
 from .._extras import require
 from ..model.numerics import FEAS_TOL, INTEGER_RTOL, ROW_TOL
-from .lp import LinearProgram, SolverResult, finish, time_left
+from .lp import LinearProgram, Outcome, SolverLimits, SolverResult, finish, time_left
 
 log = logging.getLogger("oasis_opt.offline.solver")  # one logger for the solver layer
 # CP-SAT integer scaling limits (see the module docstring).
@@ -95,11 +95,10 @@ def objective_scale(c: np.ndarray) -> float:
     return 10.0 ** min(15, math.floor(math.log10(CPSAT_MAX_OBJECTIVE) - math.log10(cmax)))
 
 
-def solve_cpsat(lp: LinearProgram, *, deadline: float | None, seed: int, mip_gap: float,
-                 initial: np.ndarray | None, deterministic_time: float | None) -> SolverResult:
-    """CP-SAT on ``lp`` scaled to integers (module doc), one worker, seeded; ``initial`` is a
-    hint and the fallback incumbent. Called by :func:`.solver.solve_program`, which checks the
-    arguments."""
+def solve_cpsat(lp: LinearProgram, limits: SolverLimits, *, seed: int,
+                initial: np.ndarray | None) -> SolverResult:
+    """CP-SAT on ``lp`` scaled to integers (module doc), one worker, seeded, under ``limits``;
+    ``initial``: a hint and the fallback incumbent (:func:`.solver.solve_program` checks all)."""
     cp_model = require("ortools.sat.python.cp_model", extra="cpsat",
                        feature="the CP-SAT backend (policy offline-cpsat)")
 
@@ -110,19 +109,20 @@ def solve_cpsat(lp: LinearProgram, *, deadline: float | None, seed: int, mip_gap
     if not (np.isfinite(lp.lower).all() and np.isfinite(lp.upper).all()):
         raise ValueError("lower/upper: CP-SAT needs finite variable bounds")
     t0 = time.perf_counter()
+    deadline, deterministic_time = limits.until(t0).deadline, limits.deterministic_time
     lo_b = np.ceil(np.asarray(lp.lower, float) - FEAS_TOL).astype(np.int64)
     up_b = np.floor(np.asarray(lp.upper, float) + FEAS_TOL).astype(np.int64)
     if np.any(lo_b > up_b):
-        return finish(lp, "cpsat", "infeasible", info={"reason": "empty variable domain"})
+        return finish(lp, "cpsat", Outcome("infeasible"), info={"reason": "empty variable domain"})
     box = np.maximum(np.abs(lo_b), np.abs(up_b)).astype(float)
 
     def out_of_time(n: int) -> bool:  # the hand-off is Python work per element: check often
         return deadline is not None and n % 1024 == 0 and time.perf_counter() >= deadline
 
     def handoff_timed_out() -> SolverResult:
-        return finish(lp, "cpsat", "limit", limit="time", initial=initial,
-                       build_s=time.perf_counter() - t0,
-                       info={"cpsat_status": "not run: time limit spent on the hand-off"})
+        return finish(lp, "cpsat", Outcome("limit", limit="time"), initial=initial,
+                      build_s=time.perf_counter() - t0,
+                      info={"cpsat_status": "not run: time limit spent on the hand-off"})
 
     model = cp_model.CpModel()
     xs = []
@@ -142,8 +142,8 @@ def solve_cpsat(lp: LinearProgram, *, deadline: float | None, seed: int, mip_gap
         lo, up = float(lp.row_lower[r]), float(lp.row_upper[r])
         if len(cols) == 0:
             if lo > FEAS_TOL or up < -FEAS_TOL:
-                return finish(lp, "cpsat", "infeasible", build_s=time.perf_counter() - t0,
-                               info={"reason": f"row {r}"})
+                return finish(lp, "cpsat", Outcome("infeasible"),
+                              build_s=time.perf_counter() - t0, info={"reason": f"row {r}"})
             continue
         a, ilo, iup, exact = scale_row(vals, lo, up, box[cols])
         inexact += not exact
@@ -166,7 +166,7 @@ def solve_cpsat(lp: LinearProgram, *, deadline: float | None, seed: int, mip_gap
     # (Fig. 5 instances: no proof in 30 s vs ~1-3 s with it)
     solver.parameters.linearization_level = 2
     solver.parameters.random_seed = int(seed)
-    solver.parameters.relative_gap_limit = float(mip_gap)
+    solver.parameters.relative_gap_limit = float(limits.mip_gap)
     if deterministic_time is not None:
         solver.parameters.max_deterministic_time = float(deterministic_time)
     if log.isEnabledFor(logging.DEBUG):
@@ -197,5 +197,5 @@ def solve_cpsat(lp: LinearProgram, *, deadline: float | None, seed: int, mip_gap
         # CP-SAT's best bound of the scaled objective, proven only with a solution (an UNKNOWN
         # response leaves the field at 0); the scaling error e makes it a bound on c.x
         bound = float(solver.best_objective_bound) / S + (1.0 if lp.sense == "max" else -1.0) * err
-    return finish(lp, "cpsat", outcome, limit=limit, x=x, bound=bound, initial=initial,
-                   build_s=build_s, solve_s=solve_s, info=info)
+    return finish(lp, "cpsat", Outcome(outcome, limit=limit, x=x, bound=bound), initial=initial,
+                  build_s=build_s, solve_s=solve_s, info=info)

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -49,7 +50,8 @@ from ..model.schedule import Schedule, ScheduleBuilder
 from ..model.validate import assert_valid
 from ..sizing import physical_memory
 from .milp_arrays import DeadlineReached, MilpModel, build_milp, decode, milp_size
-from .solver import MIP_GAP, STOPPED, SolverResult, check_limits, run_in_child, solve_program
+from .solver import (MIP_GAP, STOPPED, SolverLimits, SolverResult, check_limits, run_in_child,
+                     solve_program)
 
 # Peak resident memory (bytes) = base + per nonzero x the nonzeros ``milp_size`` counts, per
 # back end, covering every peak measured on paper-sim instances, T = 300 (this process plus its
@@ -127,10 +129,9 @@ class OfflinePolicy:
         self.isolate = isolate
         self.backend = backend
         self.seed = seed
-        self.mip_gap = mip_gap
-        self.limits = {"node_limit": node_limit, "solution_limit": solution_limit,
-                       "deterministic_time": deterministic_time}
-        check_limits(backend, False, **self.limits)
+        self.limits = SolverLimits(node_limit=node_limit, solution_limit=solution_limit,
+                                   deterministic_time=deterministic_time, mip_gap=mip_gap)
+        check_limits(backend, False, self.limits)
         self.memory_budget_gb = (default_memory_budget_gb() if memory_budget_gb is None
                                  else float(memory_budget_gb))
         self.name = "offline" if backend == "highs" else "offline-cpsat"
@@ -209,10 +210,9 @@ class OfflinePolicy:
             model = self.build(instance, deadline)
         except DeadlineReached as e:
             return self._unbuilt(instance, time_limit, size, time.perf_counter() - start, str(e))
-        options: dict[str, Any] = {"backend": self.backend, "seed": self.seed,
-                                   "mip_gap": self.mip_gap,
-                                   "initial": self.initial_point(model, instance), **self.limits}
-        res = solve_program(model.lp, deadline=deadline, **options)
+        res = solve_program(model.lp, replace(self.limits, deadline=deadline),
+                            backend=self.backend, seed=self.seed,
+                            initial=self.initial_point(model, instance))
         shift = model.constant
         found = res.incumbent == "solver" or res.status == "optimal"
         stats = {
@@ -262,7 +262,7 @@ def CpsatPolicy(seed: int = 0, mip_gap: float = MIP_GAP, deterministic_time: flo
 def lp_bound(instance: Instance, *, time_limit: float | None = None) -> float:
     """An upper bound on the optimum of (1): the LP relaxation's value (plus zero-work jobs)."""
     model = build_milp(instance)
-    res = solve_program(model.lp, backend="highs", time_limit=time_limit, relax=True)
+    res = solve_program(model.lp, SolverLimits(time_limit=time_limit), backend="highs", relax=True)
     if res.status != "optimal" or res.objective is None:
         raise RuntimeError(f"LP relaxation not solved: {res.status} {res.info}")
     return float(res.objective) + model.constant

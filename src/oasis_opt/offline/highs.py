@@ -27,7 +27,7 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
 from ..model.numerics import BOUND_RTOL, FEAS_TOL
-from .lp import LinearProgram, SolverResult, finish, time_left
+from .lp import LinearProgram, Outcome, SolverLimits, SolverResult, finish, time_left
 
 log = logging.getLogger("oasis_opt.offline.solver")  # one logger for the solver layer
 
@@ -166,22 +166,24 @@ def to_highs_lp(lp: LinearProgram, relax: bool = False) -> Any:
     return h_lp
 
 
-def solve_highs(lp: LinearProgram, *, deadline: float | None, relax: bool, seed: int,
-                 mip_gap: float, initial: np.ndarray | None, node_limit: int | None,
-                 solution_limit: int | None, iteration_limit: int | None,
-                 start: bool = True, options: dict[str, Any] | None = None) -> SolverResult:
-    """HiGHS; ``initial`` is handed to it as a start solution when ``start`` (and kept as the
-    fallback incumbent either way)."""
+def solve_highs(lp: LinearProgram, limits: SolverLimits, *, relax: bool, seed: int,
+                initial: np.ndarray | None, start: bool = True,
+                options: dict[str, Any] | None = None) -> SolverResult:
+    """HiGHS under ``limits`` (a ``time_limit`` there counts from this call; ``solve_program``
+    has turned it into the ``deadline`` already); ``initial`` is handed to it as a start
+    solution when ``start`` (and kept as the fallback incumbent either way)."""
     highspy = quiet_highspy()
 
     MS = highspy.HighsModelStatus
     is_mip = (not relax) and bool(np.any(lp.integer))
     t0 = time.perf_counter()
-    h = new_highs(random_seed=int(seed), mip_rel_gap=float(mip_gap),
+    limits = limits.until(t0)
+    node_limit, solution_limit = limits.node_limit, limits.solution_limit
+    h = new_highs(random_seed=int(seed), mip_rel_gap=float(limits.mip_gap),
                   primal_feasibility_tolerance=FEAS_TOL,
                   mip_feasibility_tolerance=FEAS_TOL if is_mip else None,
                   mip_max_nodes=node_limit, mip_max_improving_sols=solution_limit,
-                  simplex_iteration_limit=iteration_limit, **(options or {}))
+                  simplex_iteration_limit=limits.iteration_limit, **(options or {}))
     h.passModel(to_highs_lp(lp, relax=relax))
     if initial is not None and start:
         sol = highspy.HighsSolution()
@@ -191,7 +193,7 @@ def solve_highs(lp: LinearProgram, *, deadline: float | None, relax: bool, seed:
     build_s = time.perf_counter() - t0
 
     def run() -> Any:  # HiGHS gets the time left (its clock starts with each run)
-        left = time_left(deadline)
+        left = time_left(limits.deadline)
         if left is not None:
             if left <= 0:
                 return None
@@ -207,8 +209,9 @@ def solve_highs(lp: LinearProgram, *, deadline: float | None, relax: bool, seed:
             status = MS.kTimeLimit
     solve_s = time.perf_counter() - t1
     if status is None:  # the hand-off used up the time limit
-        return finish(lp, "highs", "limit", limit="time", initial=initial, build_s=build_s,
-                       info={"highs_status": "not run: time limit spent on the hand-off"})
+        return finish(lp, "highs", Outcome("limit", limit="time"), initial=initial,
+                      build_s=build_s,
+                      info={"highs_status": "not run: time limit spent on the hand-off"})
     info = h.getInfo()
     stopped = {MS.kTimeLimit: "time", MS.kIterationLimit: "iterations",
                MS.kInterrupt: "interrupt"}
@@ -231,19 +234,17 @@ def solve_highs(lp: LinearProgram, *, deadline: float | None, relax: bool, seed:
             # HiGHS 1.16 hands back the start solution as its own when presolve solves the MIP
             # outright (its objective and bound are right, its column values are not): again,
             # without the start
-            return solve_highs(lp, deadline=deadline, relax=relax, seed=seed, mip_gap=mip_gap,
-                                initial=initial, node_limit=node_limit,
-                                solution_limit=solution_limit, iteration_limit=iteration_limit,
-                                start=False, options=options)
+            return solve_highs(lp, limits, relax=relax, seed=seed, initial=initial, start=False,
+                               options=options)
     if is_mip:
         bound = float(info.mip_dual_bound)  # +-inf (dropped) until HiGHS has proven one
     elif outcome == "optimal" and x is not None:
         bound = float(lp.c @ x)
         duals = np.array(h.getSolution().row_dual, dtype=float)
     # HiGHS reports kOptimal once its gap is within mip_rel_gap (or its 1e-6 absolute gap)
-    return finish(lp, "highs", outcome, limit=stopped.get(status), x=x, bound=bound,
-                   initial=initial, duals=duals, build_s=build_s, solve_s=solve_s,
-                   info={"highs_status": h.modelStatusToString(status)})
+    return finish(lp, "highs", Outcome(outcome, limit=stopped.get(status), x=x, bound=bound,
+                                       duals=duals), initial=initial, build_s=build_s,
+                  solve_s=solve_s, info={"highs_status": h.modelStatusToString(status)})
 
 
 class IncrementalLP:

@@ -1,8 +1,9 @@
-"""The solver layer's data and vocabulary: :class:`LinearProgram`, :class:`SolverResult`, the
-statuses, proven bounds and the checks every back end shares (limits, starting points).
+"""The solver layer's data and vocabulary: :class:`LinearProgram`, :class:`SolverLimits`,
+:class:`SolverResult`, the statuses, proven bounds and the checks every back end shares (limits,
+starting points).
 
-The back ends (:mod:`.highs`, :mod:`.cpsat`) turn their outcome into a result with
-:func:`finish`; :func:`.solver.solve_program` chooses between them.
+The back ends (:mod:`.highs`, :mod:`.cpsat`) turn what they saw (an :class:`Outcome`) into a
+result with :func:`finish`; :func:`.solver.solve_program` chooses between them.
 
 **Status vocabulary** (``SolverResult.status``):
 
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, overload
 
 import numpy as np
@@ -32,6 +33,7 @@ from numpy.typing import ArrayLike
 
 # HiGHS feasibility, CP-SAT row scaling, bound vs incumbent noise
 from ..model.numerics import BOUND_RTOL, FEAS_TOL, NOISE_RTOL, ROW_TOL, VALUE_EPS
+from ._checks import is_finite, is_real, is_whole
 
 BACKENDS = ("highs", "cpsat")
 # the status of a solve stopped short, by what stopped it
@@ -40,6 +42,8 @@ LIMIT_STATUS = {"time": "time_limit", "nodes": "node_limit", "solutions": "solut
                 "interrupt": "interrupted"}
 STOPPED = tuple(LIMIT_STATUS.values())
 STATUSES = ("optimal", *STOPPED, "infeasible", "unbounded", "error")
+# what a back end tells ``finish`` it saw (``Outcome.kind``)
+OUTCOMES = ("optimal", "limit", "infeasible", "unbounded", "error")
 # Relative MIP gap at which a solve counts as optimal ("proven optimal" below means: within it).
 MIP_GAP = 1e-6
 
@@ -85,6 +89,108 @@ class LinearProgram:
     @property
     def n_rows(self) -> int:
         return self.A.shape[0]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SolverLimits:
+    """When a solve stops: what ``solve_program`` and its back ends are given (keyword fields,
+    all optional; checked when built, ``ValueError`` naming the field).
+
+    * ``time_limit``: seconds (> 0) from the solve's call, covering the hand-off to the solver
+      and the solve (the solver gets what is left).
+    * ``deadline``: a ``time.perf_counter()`` value (a caller that counts its own model building
+      too); with ``time_limit`` as well, the earlier applies. A deadline already passed returns
+      at once, status "time_limit".
+    * Deterministic limits, the same result on any machine and under any load: ``node_limit``
+      (an integer >= 0; 0 stops before the root LP) and ``solution_limit`` (>= 1) for HiGHS
+      MIPs (``mip_max_nodes``, ``mip_max_improving_sols``), ``iteration_limit`` (>= 0) for HiGHS
+      LPs (``simplex_iteration_limit``), ``deterministic_time`` (a finite number > 0) for CP-SAT
+      (``max_deterministic_time``, its deterministic "seconds"). Which back end and kind of
+      program has which is checked by ``check_limits`` when solving (a limit the back end does
+      not have is an error naming it).
+    * ``mip_gap``: the relative gap at which a solve counts as optimal (a finite number >= 0;
+      default ``MIP_GAP``).
+
+    ``SolverLimits()`` sets none of them (``NO_LIMITS``).
+    """
+
+    time_limit: float | None = None
+    deadline: float | None = None
+    node_limit: int | None = None
+    solution_limit: int | None = None
+    iteration_limit: int | None = None
+    deterministic_time: float | None = None
+    mip_gap: float = MIP_GAP
+
+    def __post_init__(self) -> None:
+        if self.time_limit is not None and not (is_real(self.time_limit)
+                                                and self.time_limit > 0):
+            raise ValueError(f"time_limit: must be > 0 seconds, got {self.time_limit}")
+        if self.deadline is not None and not (is_real(self.deadline)
+                                              and not math.isnan(self.deadline)):
+            raise ValueError(f"deadline: must be a time.perf_counter() value, got "
+                             f"{self.deadline!r}")
+        for name, low in (("node_limit", 0), ("solution_limit", 1), ("iteration_limit", 0)):
+            v = getattr(self, name)
+            if v is not None and not is_whole(v, low):
+                raise ValueError(f"{name}: must be an integer >= {low}, got {v!r}")
+        d = self.deterministic_time
+        if d is not None and not (is_finite(d, 0.0) and d > 0):
+            raise ValueError(f"deterministic_time: must be a finite number > 0, got {d!r}")
+        if not is_finite(self.mip_gap, 0.0):
+            raise ValueError(f"mip_gap: must be a finite number >= 0, got {self.mip_gap!r}")
+
+    def until(self, start: float) -> SolverLimits:
+        """These limits with ``time_limit`` counted from ``start`` (a ``time.perf_counter()``
+        value) into ``deadline`` (the earlier of the two); themselves without a time limit."""
+        if self.time_limit is None:
+            return self
+        end = start + float(self.time_limit)
+        return replace(self, time_limit=None,
+                       deadline=end if self.deadline is None else min(self.deadline, end))
+
+    def deterministic(self) -> dict[str, float | None]:
+        """The deterministic limits by name (None: not set)."""
+        return {"node_limit": self.node_limit, "solution_limit": self.solution_limit,
+                "iteration_limit": self.iteration_limit,
+                "deterministic_time": self.deterministic_time}
+
+
+NO_LIMITS = SolverLimits()
+
+
+@dataclass(frozen=True, eq=False)
+class Outcome:
+    """What a back end saw, for :func:`finish` (checked when built, ``ValueError`` naming the
+    field; compares by identity: its fields are arrays).
+
+    * ``kind``: one of ``OUTCOMES`` ("optimal", "limit", "infeasible", "unbounded", "error").
+    * ``limit``: what stopped a "limit" solve, a key of ``LIMIT_STATUS`` ("time", "nodes",
+      "solutions", "iterations", "deterministic_time", "interrupt"); needed then, read only then.
+    * ``x``: the solver's incumbent (a 1-D array), None if it has none.
+    * ``bound``: the bound it proved (a number; a non-finite one counts as none), or None.
+    * ``duals``: LP row duals (a 1-D array), or None.
+    """
+
+    kind: str
+    limit: str | None = None
+    x: np.ndarray | None = None
+    bound: float | None = None
+    duals: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in OUTCOMES:
+            raise ValueError(f"kind: expected one of {', '.join(OUTCOMES)}, got {self.kind!r}")
+        if (self.limit is None and self.kind == "limit") or (self.limit is not None
+                                                             and self.limit not in LIMIT_STATUS):
+            raise ValueError(f"limit: a solve stopped by a limit names it, one of "
+                             f"{', '.join(LIMIT_STATUS)}; got {self.limit!r}")
+        for name in ("x", "duals"):
+            v = getattr(self, name)
+            if v is not None and np.ndim(v) != 1:
+                raise ValueError(f"{name}: expected a 1-D array or None, got shape {np.shape(v)}")
+        if self.bound is not None and not is_real(self.bound):
+            raise ValueError(f"bound: expected a number or None, got {self.bound!r}")
 
 
 @dataclass(frozen=True)
@@ -158,22 +264,18 @@ def relative_gap(objective: float | None, bound: float | None) -> float | None:
     return diff / abs(objective) if abs(objective) > VALUE_EPS else math.inf
 
 
-def check_limits(backend: str, is_lp: bool, **limits: float | None) -> None:
-    """Deterministic limits: right type and range, and one the back end has (else ValueError)."""
-    lowest = {"node_limit": 0, "solution_limit": 1, "iteration_limit": 0}
-    for name, v in limits.items():
+def check_limits(backend: str, is_lp: bool, limits: SolverLimits) -> None:
+    """Every deterministic limit ``limits`` sets is one ``backend`` has for this kind of program
+    (an LP when ``is_lp``), else ValueError naming it (the values are checked when ``limits``
+    is built)."""
+    for name, v in limits.deterministic().items():
         if v is None:
             continue
         if name == "deterministic_time":
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
-                    or not v > 0:
-                raise ValueError(f"{name}: must be a finite number > 0, got {v!r}")
             if backend != "cpsat":
                 raise ValueError(f"{name}: a CP-SAT limit; HiGHS takes node_limit, "
                                  "solution_limit (MILPs) or iteration_limit (LPs)")
             continue
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lowest[name]:
-            raise ValueError(f"{name}: must be an integer >= {lowest[name]}, got {v!r}")
         if backend != "highs":
             raise ValueError(f"{name}: a HiGHS limit; CP-SAT takes deterministic_time")
         if name == "iteration_limit" and not is_lp:
@@ -218,34 +320,29 @@ def check_point(lp: LinearProgram, x: ArrayLike, field_name: str = "x") -> np.nd
     return x
 
 
-def finish(lp: LinearProgram, backend: str, outcome: str, *, limit: str | None = None,
-            x: np.ndarray | None = None, bound: float | None = None,
-            initial: np.ndarray | None = None, duals: np.ndarray | None = None,
-            build_s: float = 0.0, solve_s: float = 0.0, info: dict | None = None
-            ) -> SolverResult:
-    """The ``SolverResult`` of a back end's outcome ("optimal", "limit", "infeasible",
-    "unbounded" or "error"), its incumbent ``x`` (None: none) and proven ``bound`` (None: none).
+def finish(lp: LinearProgram, backend: str, outcome: Outcome, *,
+            initial: np.ndarray | None = None, build_s: float = 0.0, solve_s: float = 0.0,
+            info: dict | None = None) -> SolverResult:
+    """The ``SolverResult`` of a back end's ``outcome`` (its kind, incumbent and proven bound,
+    :class:`Outcome`), with the hand-off and solve times and the back end's ``info``.
 
-    The incumbent is the better of ``x`` and the ``initial`` point (also "initial" when the
-    solver returns that very point); its objective is recomputed.
+    The incumbent is the better of ``outcome.x`` and the ``initial`` point (also "initial" when
+    the solver returns that very point); its objective is recomputed.
     """
+    x, bound, duals = outcome.x, outcome.bound, outcome.duals
     incumbent = None if x is None else "solver"
-    if outcome in ("optimal", "limit") and initial is not None:
+    if outcome.kind in ("optimal", "limit") and initial is not None:
         better = (lambda a, b: a > b) if lp.sense == "max" else (lambda a, b: a < b)
         if x is None or better(float(lp.c @ initial), float(lp.c @ x)) \
                 or np.array_equal(x, initial):
             x, incumbent = initial, "initial"
-    if outcome not in ("optimal", "limit"):
+    if outcome.kind not in ("optimal", "limit"):
         x, bound, duals, incumbent = None, None, None, None
     objective = None if x is None else float(lp.c @ x)
     if bound is not None and not math.isfinite(bound):
         bound = None
     bound = ordered_bound(lp.sense, objective, bound, what=f"{backend} bound")
-    if outcome == "limit":
-        assert limit is not None, "a solve stopped by a limit names it"
-        status = LIMIT_STATUS[limit]
-    else:
-        status = outcome
+    status = LIMIT_STATUS[str(outcome.limit)] if outcome.kind == "limit" else outcome.kind
     return SolverResult(status, status == "optimal", x, objective, bound,
                         relative_gap(objective, bound), duals, build_s, solve_s, backend,
                         info or {}, incumbent)
@@ -288,7 +385,7 @@ def solve_empty(lp: LinearProgram, backend: str) -> SolverResult:
     ok = bool(np.all(lp.row_lower <= FEAS_TOL) and np.all(lp.row_upper >= -FEAS_TOL))
     info = {"objective_error": 0.0} if backend == "cpsat" else {}
     if not ok:
-        return finish(lp, backend, "infeasible", info=info)
-    return finish(lp, backend, "optimal", x=np.zeros(0), bound=0.0, duals=np.zeros(lp.n_rows),
-                   info=info)
+        return finish(lp, backend, Outcome("infeasible"), info=info)
+    return finish(lp, backend, Outcome("optimal", x=np.zeros(0), bound=0.0,
+                                       duals=np.zeros(lp.n_rows)), info=info)
 

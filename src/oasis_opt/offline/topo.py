@@ -67,7 +67,7 @@ from ..model.schedule import Schedule, ScheduleBuilder
 from ..model.validate import assert_valid
 from .exact import OfflinePolicy
 from .milp_arrays import KINDS, U, X, Y, Z, MilpModel, build_milp, job_sets, milp_size
-from .solver import MIP_GAP, LinearProgram, solve_program
+from .solver import MIP_GAP, LinearProgram, SolverLimits, solve_program
 from ..model.numerics import NOISE_RTOL
 
 # column kind of the link binaries, after milp_arrays' kinds; their ``server`` field is
@@ -394,8 +394,8 @@ def placement_upper_bound(instance: Instance, *, time_limit: float | None = None
                              "than one worker-slot per worker; the topology-free MILP is not an "
                              "upper bound there")
     model = build_milp(instance)
-    res = solve_program(model.lp, backend="highs", time_limit=time_limit, relax=relax,
-                        node_limit=None if relax else node_limit)
+    limits = SolverLimits(time_limit=time_limit, node_limit=None if relax else node_limit)
+    res = solve_program(model.lp, limits, backend="highs", relax=relax)
     shift = model.constant
     # the proven (dual) bound: an optimal MILP's incumbent may sit up to the MIP gap below it
     found = [v for v in (res.bound, res.objective if res.status == "optimal" else None)
