@@ -118,6 +118,27 @@ def test_the_exported_model_reproduces_the_heldout_accuracy(study):
     assert best["accuracy"] > 0.5  # a real model, far above chance (0.1)
 
 
+def test_the_best_model_is_deployed_served_and_benchmarked(study):
+    """Deployment and benchmarking: the job exported is the one the service deployed, the
+    held-out accuracy through the API is the exported model's, the model is in the state as
+    version 1, and every job that trained has its real speed beside the plan's."""
+    _, out, summary, _ = study
+    serving, best = summary["serving"], summary["best"]
+    assert serving["job"] == best["job"] and serving["version"] == 1
+    assert serving["api_accuracy"] == pytest.approx(best["accuracy"], abs=1e-9)
+    assert serving["heldout_accuracy"] == pytest.approx(best["accuracy"], abs=1e-9)
+    assert serving["heldout_examples"] == best["examples"]
+    assert serving["val_accuracy"] == best["val_accuracy"]
+    assert serving["latency_ms"]["requests"] == 50 and serving["latency_ms"]["p50"] > 0
+    assert serving["throughput"]["images_per_s"] > 0
+    db = sqlite3.connect(out / "state.db")
+    assert db.execute("SELECT name, version, job FROM models").fetchall() == [
+        ("digits", 1, best["job"])]
+    trained = [j for j in summary["jobs"] if j["minibatches"] > 0]
+    assert trained and all(j["throughput"]["minibatches_per_s"] > 0 for j in trained)
+    assert all(j["throughput"]["planned_minibatches_per_s"] > 0 for j in trained)
+
+
 def test_heldout_images_are_disjoint_from_training_and_search(study):
     from oasis_opt.training.export import load_model
     from oasis_opt.training.tasks import get_task

@@ -805,3 +805,180 @@ def test_a_second_cancel_of_a_job_is_409_not_a_server_error(api):
     assert again.status_code == 409 and "cancelled already" in again.json()["detail"]
     sched.step()
     assert client.get(f"/jobs/{docs[0]['id']}").json()["state"] == "cancelled"
+
+
+# ---- deployment: a completed job's model served, versioned ----------------------------------
+def _trained_service(path, seed=3, jobs=3, late=False):
+    """An executing scheduler on a state file whose slots are "run" by the package's own
+    in-process trainer: each completing job's checkpoint is ``replay_training`` of the schedule
+    (bit-identical to what the executor trains) and its validation accuracy the task's."""
+    from oasis_opt.runtime.replay import replay_training
+    from oasis_opt.training.tasks import get_task, ravel
+
+    inst, pricing = workload(seed)
+    docs = sorted(({**d, "chunks": min(d["chunks"], 16), "epochs": min(d["epochs"], 3),
+                    "task": TASK} for d in instance_to_dict(inst)["jobs"]),
+                  key=lambda d: d["arrival"])[:jobs]
+    if late:  # arrives in the last slot with 40 epochs to train: rejected, never completed
+        docs.append({**docs[0], "id": "late", "arrival": inst.horizon, "epochs": 40})
+    sched = service(inst, "oasis", pricing, Store(path), executes=True)
+    for d in docs:
+        sched.submit(d)
+    full = sched.instance
+    ref = simulate(full, get_policy("oasis", pricing=pricing))
+    task = get_task(TASK["name"])
+    split, model = task.split(0), task.model(TASK["config"])
+    unflatten = ravel(model.init(0))[1]
+    for _ in range(full.horizon):
+        slot = sched.advance()
+        progress, checkpoints = {}, {}
+        for j in slot.finished:
+            flat = replay_training(full, ref, j)
+            acc, _ = model.evaluate(unflatten(flat), split.x_val, split.y_val)
+            checkpoints[j] = {"flat": flat}
+            progress[j] = {"val_accuracy": float(acc)}
+        sched.finish(slot.t, None, progress, checkpoints)
+    return sched, full, ref
+
+
+def test_a_completed_job_is_deployed_versioned_and_predicts(tmp_path):
+    """POST /models deploys a completed job's final weights; its held-out accuracy is the
+    network's on the test split of the job's data seed (recomputed here from the task's own
+    split and network), its predictions the network's argmax; a second deployment is version 2
+    and predicts by default, version 1 on request; a restarted service serves both."""
+    from oasis_opt.training.tasks import get_task, ravel
+
+    sched, full, ref = _trained_service(tmp_path / "s.db")
+    done = [v for v in sched.jobs_view() if v["state"] == "completed"]
+    assert len(done) >= 2, [v["state"] for v in sched.jobs_view()]
+    client = TestClient(create_app(sched))
+    r = client.post("/models", json={"name": "digits", "job": done[0]["id"]})
+    assert r.status_code == 201, r.text
+    v1 = r.json()
+    task = get_task(TASK["name"])
+    split, model = task.split(0), task.model(TASK["config"])
+    flat = sched.checkpoints()[done[0]["seq"]]["flat"]
+    params = ravel(model.init(0))[1](flat)
+    acc, _ = model.evaluate(params, split.x_test, split.y_test)
+    assert v1["version"] == 1 and v1["job"] == done[0]["id"]
+    assert v1["heldout_accuracy"] == pytest.approx(float(acc), abs=1e-6)
+    assert v1["heldout_examples"] == len(split.y_test)
+    assert v1["val_accuracy"] == done[0]["real"]["val_accuracy"]
+    x, y = task.raw()
+    test = task.split_indices(0)[2]
+    images = x[test][:40]
+    got = client.post("/models/digits/predict", json={"images": images.tolist()}).json()
+    want = np.asarray(model.classes(params, split.x_test[:40]))
+    assert got["version"] == 1 and got["labels"] == want.tolist()
+    # a second deployment of the name: version 2, the default from now on
+    r2 = client.post("/models", json={"name": "digits", "job": done[1]["id"]})
+    assert r2.status_code == 201 and r2.json()["version"] == 2
+    assert client.post("/models/digits/predict",
+                       json={"images": images.tolist()}).json()["version"] == 2
+    again = client.post("/models/digits/predict", json={"images": images.tolist(), "version": 1})
+    assert again.json() == got
+    assert [m["version"] for m in client.get("/models/digits").json()] == [1, 2]
+    sched.store.close()
+    # a restarted service serves what it served (the models are in the state)
+    restarted = Scheduler(full.with_jobs(()), sched.make_policy, store=Store(tmp_path / "s.db"),
+                          policy="oasis", executes=True)
+    client = TestClient(create_app(restarted))
+    assert client.post("/models/digits/predict",
+                       json={"images": images.tolist(), "version": 1}).json() == got
+
+
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory):
+    """Two trained jobs and a rejected one; the first completed job deployed as ``m``."""
+    sched, full, ref = _trained_service(tmp_path_factory.mktemp("models") / "s.db", jobs=2,
+                                        late=True)
+    client = TestClient(create_app(sched))
+    assert sched.job_view(sched.job_seq("late"))["state"] == "rejected"
+    done = next(v for v in sched.jobs_view() if v["state"] == "completed")
+    assert client.post("/models", json={"name": "m", "job": done["id"]}).status_code == 201
+    return sched, client, done
+
+
+@pytest.mark.parametrize("case, status, field", [
+    ("unknown model", 404, "name"), ("unknown version", 404, "version"),
+    ("bad images", 400, "images"), ("wrong width", 400, "images"),
+    ("job not completed", 409, "job"), ("bad name", 400, "name"), ("unknown job", 404, "id"),
+])
+def test_deployment_refuses_naming_the_field(deployed, case, status, field):
+    sched, client, done = deployed
+    path, body = {
+        "unknown model": ("/models/nope/predict", {"images": [[0.0] * 64]}),
+        "unknown version": ("/models/m/predict", {"images": [[0.0] * 64], "version": 7}),
+        "bad images": ("/models/m/predict", {"images": "pixels"}),
+        "wrong width": ("/models/m/predict", {"images": [[0.0] * 10]}),
+        "job not completed": ("/models", {"name": "m", "job": "late"}),
+        "bad name": ("/models", {"name": "a b", "job": done["id"]}),
+        "unknown job": ("/models", {"name": "m", "job": "nobody"}),
+    }[case]
+    r = client.post(path, json=body)
+    assert r.status_code == status and r.json()["field"] == field, r.text
+    assert [m["version"] for m in sched.store.models()] == [1]  # nothing written
+
+
+def test_a_policy_only_service_has_no_weights_to_deploy(api):
+    sched, client, docs = api
+    client.post("/jobs", json=docs[0])
+    while sched.job_view(0)["state"] != "completed" and sched.finished_slots < \
+            sched.cluster.horizon:
+        sched.step()
+    assert sched.job_view(0)["state"] == "completed"
+    r = client.post("/models", json={"name": "m", "job": docs[0]["id"]})
+    assert r.status_code == 409 and "trains nothing" in r.json()["detail"]
+
+
+def test_predict_url_asks_the_deployed_model(deployed, tmp_path, capsys):
+    """``oasis-opt predict MODEL IMAGES --url`` against a real uvicorn on loopback: the labels
+    the API gives, the accuracy over the held-out images, and refusals on the flag at fault."""
+    import threading
+
+    import uvicorn
+
+    from oasis_opt.cli import main
+    from oasis_opt.service.wiring import listen
+    from oasis_opt.training.tasks import get_task
+
+    sched, client, done = deployed
+    task = get_task(TASK["name"])
+    x, y = task.raw()
+    test = task.split_indices(0)[2]
+    np.save(tmp_path / "images.npy", x[test])
+    np.save(tmp_path / "labels.npy", y[test])
+    want = client.post("/models/m/predict", json={"images": x[test].tolist()}).json()
+    sock = listen("127.0.0.1", 0)
+    server = uvicorn.Server(uvicorn.Config(create_app(sched), log_config=None,
+                                           log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        for _ in range(600):
+            if server.started:
+                break
+            thread.join(0.1)
+        assert server.started
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        args = ["predict", "m", str(tmp_path / "images.npy"), "--url", url]
+        assert main([*args, "--out", str(tmp_path / "p.json")]) == 0
+        got = json.loads((tmp_path / "p.json").read_text())["predictions"]
+        assert got == want["labels"]
+        assert main([*args, "--labels", str(tmp_path / "labels.npy")]) == 0
+        hits = int(np.sum(np.array(want["labels"]) == y[test]))
+        assert capsys.readouterr().out.strip() == (
+            f"accuracy {hits / len(test):.4f} ({hits} of {len(test)} images, model m version 1)")
+        assert main(["predict", "nope", str(tmp_path / "images.npy"), "--url", url]) == 2
+        assert "MODEL: no model 'nope'" in capsys.readouterr().err
+        assert main([*args, "--version", "5"]) == 2
+        assert "--version: model 'm' has no version 5" in capsys.readouterr().err
+    finally:
+        server.should_exit = True
+        thread.join(60)
+        sock.close()
+    assert main(["predict", "m", str(tmp_path / "images.npy")]) == 2
+    assert "MODEL: no such file: 'm' (a model the service deploys needs --url)" in \
+        capsys.readouterr().err
+    assert main(["predict", "m", str(tmp_path / "images.npy"), "--version", "1"]) == 2
+    assert "--version: only with --url" in capsys.readouterr().err

@@ -88,6 +88,8 @@ TRAINING_JOBS = (
 )
 ENDED = ("completed", "rejected", "cancelled")
 POLL_S = 0.2
+SERVED_MODEL = "digits"  # the name the best model is deployed under
+LATENCY_REQUESTS, BATCH_REQUESTS, BATCH = 50, 10, 256  # the benchmark of the deployed model
 
 
 @dataclass(frozen=True)
@@ -513,6 +515,11 @@ def run_case_study(settings: CaseStudy, out: str | Path, *, port: int | None = N
             shot.wait()
         views = {v["id"]: v for v in request("GET", service.url, "/jobs")}
         service_summary = request("GET", service.url, "/summary")
+        best_id = best_job(views)
+        serving = None
+        if best_id is not None:
+            say(f"case study: deploying {best_id} as model {SERVED_MODEL!r} and measuring it")
+            serving = deploy_and_benchmark(service.url, views[best_id], settings)
     except KeyboardInterrupt:
         say("case study: interrupted; stopping the service and its Ray (the slot running "
             "ends first) ...")
@@ -526,15 +533,62 @@ def run_case_study(settings: CaseStudy, out: str | Path, *, port: int | None = N
     if code != 0:
         raise RuntimeError(f"the service exited with status {code}: {service.tail()}")
     summary = _report(settings, out, driver, views, service_summary,
-                      time.perf_counter() - started)
+                      time.perf_counter() - started, best_id)
+    summary["serving"] = serving
     if screenshot is not None:
         summary["files"]["screenshot"] = str(screenshot) if Path(screenshot).exists() else None
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     return summary
 
 
+def best_job(views: dict[str, dict]) -> str | None:
+    """The completed job with the best validation accuracy (ties: the fewest slots run, then
+    the first submitted), or None: the model deployed and exported."""
+    done = [v for v in views.values()
+            if v["state"] == "completed" and (v["real"] or {}).get("val_accuracy") is not None]
+    best = max(done, key=lambda v: (v["real"]["val_accuracy"], -v["real"]["slots"], -v["seq"]),
+               default=None)
+    return None if best is None else best["id"]
+
+
+def deploy_and_benchmark(url: str, view: dict, settings: CaseStudy) -> dict:
+    """Deployment and benchmarking: the job of ``view`` deployed by the service as model
+    ``SERVED_MODEL`` (``POST /models``), its held-out images (the test split of the data seed)
+    classified through the API, then ``LATENCY_REQUESTS`` requests of one image (latency) and
+    ``BATCH_REQUESTS`` of ``BATCH`` images (throughput), one after another on loopback."""
+    from ..training.tasks import get_task
+
+    deployed = request("POST", url, "/models", json={"name": SERVED_MODEL, "job": view["id"]})
+    task = get_task(view["task"]["name"])
+    x, y = task.raw()
+    test = task.split_indices(settings.seed)[2]
+    path = f"/models/{SERVED_MODEL}/predict"
+    labels = np.asarray(request("POST", url, path, json={"images": x[test].tolist()},
+                                timeout=120.0)["labels"])
+    latency = []
+    for n in range(LATENCY_REQUESTS):
+        t0 = time.perf_counter()
+        request("POST", url, path, json={"images": [x[test[n % len(test)]].tolist()]})
+        latency.append(time.perf_counter() - t0)
+    batch = x[test][:BATCH].tolist()
+    t0 = time.perf_counter()
+    for _ in range(BATCH_REQUESTS):
+        request("POST", url, path, json={"images": batch}, timeout=120.0)
+    batch_s = time.perf_counter() - t0
+    ms = 1e3 * np.asarray(latency)
+    return {"model": SERVED_MODEL, "version": deployed["version"], "job": view["id"],
+            "val_accuracy": deployed["val_accuracy"],
+            "heldout_accuracy": deployed["heldout_accuracy"],
+            "heldout_examples": deployed["heldout_examples"],
+            "api_accuracy": float(np.mean(labels == y[test])),
+            "latency_ms": {"p50": float(np.median(ms)), "p99": float(np.percentile(ms, 99)),
+                           "requests": LATENCY_REQUESTS},
+            "throughput": {"images_per_s": BATCH * BATCH_REQUESTS / batch_s, "batch": BATCH,
+                           "requests": BATCH_REQUESTS}}
+
+
 def _report(settings: CaseStudy, out: Path, driver: Driver, views: dict[str, dict],
-            service_summary: dict, seconds: float) -> dict:
+            service_summary: dict, seconds: float, best_id: str | None) -> dict:
     """Read the state, validate it, export the best model and test it on the held-out split."""
     from ..training.export import load_model, save_model
     from ..training.tasks import get_task
@@ -548,6 +602,7 @@ def _report(settings: CaseStudy, out: Path, driver: Driver, views: dict[str, dic
     try:
         inst, schedule = stored_schedule(store)
         checkpoints = store.checkpoints()
+        records = store.progress()
         per_slot: dict[int, list] = {}
         for slot, _, finished_at in store.slots():
             if finished_at is None:
@@ -578,9 +633,9 @@ def _report(settings: CaseStudy, out: Path, driver: Driver, views: dict[str, dic
             "stopped_at_epoch": tr.stopped_at if tr else None,
             "stop_too_late_at_epoch": tr.stop_too_late if tr else None,
             "observed": tr.values if tr else None,
-            "slots": per_slot.get(seq, [])})
-    done = [j for j in jobs if j["state"] == "completed" and j["val_accuracy"] is not None]
-    best = max(done, key=lambda j: (j["val_accuracy"], -len(j["slots"])), default=None)
+            "slots": per_slot.get(seq, []),
+            "throughput": _throughput(records.get(seq, []), settings.slot_s)})
+    best = next((j for j in jobs if j["id"] == best_id), None)
     split_sizes = None
     heldout = None
     if best is not None:
@@ -625,6 +680,18 @@ def _report(settings: CaseStudy, out: Path, driver: Driver, views: dict[str, dic
     }
 
 
+def _throughput(records: list[dict], slot_s: float) -> dict | None:
+    """A job's real training speed against its plan's: mini-batches per second of its
+    workers' busy time, and the plan's (its slots' planned mini-batches over their length)."""
+    busy = sum(r.get("busy_s", 0.0) for r in records)
+    if not records or busy <= 0:
+        return None
+    real = sum(r.get("real_minibatches", 0) for r in records) / busy
+    planned = sum(r.get("planned_minibatches", 0) for r in records) / (len(records) * slot_s)
+    return {"minibatches_per_s": real, "planned_minibatches_per_s": planned,
+            "ratio": real / planned if planned > 0 else None}
+
+
 def format_summary(summary: dict) -> str:
     """The case study's outcome as text: the jobs table, the scheduler, the best model."""
     from ..sim.report import format_table
@@ -662,6 +729,20 @@ def format_summary(summary: dict) -> str:
         lines.append(f"held-out accuracy: {b['accuracy']:.4f} on {b['examples']} test images "
                      f"(split {split['train']}/{split['validation']}/{split['test']}: the test "
                      "images were never trained on nor used to choose)")
+    serving = summary.get("serving")
+    if serving is not None:
+        lat, thr = serving["latency_ms"], serving["throughput"]
+        lines.append(f"deployed: model {serving['model']} version {serving['version']} "
+                     f"({serving['job']}), held-out accuracy {serving['heldout_accuracy']:.4f} "
+                     f"at deployment, {serving['api_accuracy']:.4f} through the API")
+        lines.append(f"benchmark: one image per request p50 {lat['p50']:.1f} ms, p99 "
+                     f"{lat['p99']:.1f} ms ({lat['requests']} requests); "
+                     f"{thr['images_per_s']:.0f} images/s in batches of {thr['batch']}")
+    speeds = [(j["id"], j["throughput"]) for j in summary["jobs"] if j.get("throughput")]
+    if speeds:
+        lines.append("training speed, real / planned mini-batches per second: " + ", ".join(
+            f"{i} {t['minibatches_per_s']:.1f}/{t['planned_minibatches_per_s']:.1f}"
+            for i, t in speeds))
     lines.append(f"-> {summary['files']['summary.json']}"
                  + (f", {summary['files']['model.npz']}" if "model.npz" in summary["files"]
                     else ""))

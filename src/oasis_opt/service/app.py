@@ -19,6 +19,13 @@ offline) and the dashboard at ``/``.
 ``GET /metrics``        the same in the Prometheus text format
 ``GET /health``         the slot runner's status ("starting", "running", "finished", "failed" and
                         why), the slots finished and decided, the slot running and for how long
+``POST /models``        deploy a completed job's weights: ``{"name", "job"}`` -> 201 and the new
+                        version with its validation and held-out accuracy (``service.models``;
+                        409 a job not completed or without weights)
+``GET /models``         every deployed model's versions; ``GET /models/{name}`` one model's
+``POST /models/{name}/  the predicted classes of raw images: ``{"images": [[...], ...],
+predict``               "version"?}`` -> ``{"name", "version", "labels"}`` (the last version
+                        unless one is named; 404 unknown, 400 bad images)
 ======================  =============================================================================
 
 With a token (``oasis-opt serve --token`` or ``OASIS_OPT_TOKEN``), ``POST`` and ``DELETE`` need
@@ -32,9 +39,10 @@ import json
 import secrets
 import time
 from importlib import resources
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from .._extras import require
+from .models import Models
 from .runner import ServiceRunner
 from .scheduler import BadRequest, Scheduler
 
@@ -49,6 +57,7 @@ from starlette.concurrency import run_in_threadpool  # noqa: E402
 
 TOKEN_ENV = "OASIS_OPT_TOKEN"
 MAX_JOB_BYTES = 1 << 20  # a job document is a few kB; 1 MiB leaves room for long utility tables
+MAX_PREDICT_BYTES = 1 << 25  # models.MAX_IMAGES rows of a few hundred numbers as JSON
 
 _JOB_SCHEMA = {
     "type": "object",
@@ -171,6 +180,7 @@ def create_app(scheduler: Scheduler, runner: ServiceRunner | None = None,
                 g.add_metric([r], v)
             yield g
 
+    _model_routes(app, Models(scheduler), authorised)
     registry = CollectorRegistry()
     registry.register(Collector())
 
@@ -182,19 +192,56 @@ def create_app(scheduler: Scheduler, runner: ServiceRunner | None = None,
     return app
 
 
-async def _body(request: Request, limit: int) -> bytes:
+def _model_routes(app: FastAPI, models: Models, authorised: Callable[[Request], None]) -> None:
+    """Deployment: ``POST /models``, ``GET /models``, ``GET /models/{name}`` and
+    ``POST /models/{name}/predict`` (module docstring)."""
+
+    async def json_body(request: Request, limit: int, what: str) -> dict:
+        body = await _body(request, limit, what)
+        try:
+            doc = json.loads(body, parse_constant=float)
+        except ValueError as e:
+            raise BadRequest(what, f"not valid JSON: {e}") from None
+        if not isinstance(doc, dict):
+            raise BadRequest(what, "expected a JSON object")
+        return doc
+
+    @app.post("/models", status_code=201, summary="deploy a completed job's weights",
+              dependencies=[Depends(authorised)])
+    async def deploy(request: Request) -> Any:
+        doc = await json_body(request, MAX_JOB_BYTES, "model")
+        view = await run_in_threadpool(models.deploy, doc.get("name"), doc.get("job"))
+        return JSONResponse(view, status_code=201)
+
+    @app.get("/models", summary="every deployed model's versions")
+    def listing() -> Any:
+        return models.all()
+
+    @app.get("/models/{name}", summary="one model's versions")
+    def versions(name: str) -> Any:
+        return models.versions(name)
+
+    @app.post("/models/{name}/predict", summary="the predicted classes of raw images")
+    async def predict(name: str, request: Request) -> Any:
+        doc = await json_body(request, MAX_PREDICT_BYTES, "images")
+        return await run_in_threadpool(models.predict, name, doc.get("images"),
+                                       doc.get("version"))
+
+
+async def _body(request: Request, limit: int, what: str = "job") -> bytes:
     """The request's body, refused (413, field ``job``) once it passes ``limit`` bytes: by its
     Content-Length before reading, else while it streams in, so an oversized body is never held
     whole."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
-        raise BadRequest("job", f"the body is {int(declared)} bytes; a job takes at most "
-                         f"{limit}", 413)
+        raise BadRequest(what, f"the body is {int(declared)} bytes; a {what} request takes "
+                         f"at most {limit}", 413)
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise BadRequest("job", f"the body is over {limit} bytes, the most a job takes", 413)
+            raise BadRequest(what, f"the body is over {limit} bytes, the most a {what} "
+                             "request takes", 413)
         chunks.append(chunk)
     return b"".join(chunks)
 

@@ -33,6 +33,10 @@ Schema (``oasis-opt/service-state@1``; one file, WAL journal, every write one tr
     cannot stop them; the next service on the same state does, before it starts its own Ray
     (``runner.stop_left_processes``). Empty for a policy-only service or one that joined a
     Ray cluster.
+``models(name TEXT, version INTEGER, job TEXT, blob BLOB, val_accuracy REAL, heldout_accuracy REAL, heldout_examples INTEGER, deployed_at REAL, PRIMARY KEY (name, version))``
+    the deployed models (``service.models``): version n of ``name`` is the model file
+    (``training.export``, ``.npz`` bytes) of job ``job``'s final weights, its validation
+    accuracy and its accuracy on the ``heldout_examples`` test images of its data seed.
 
 Standard library only.
 """
@@ -67,6 +71,9 @@ CREATE TABLE IF NOT EXISTS checkpoints (seq INTEGER PRIMARY KEY, slot INTEGER NO
     blob BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS processes (pid INTEGER PRIMARY KEY, created REAL NOT NULL,
     name TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS models (name TEXT NOT NULL, version INTEGER NOT NULL,
+    job TEXT NOT NULL, blob BLOB NOT NULL, val_accuracy REAL, heldout_accuracy REAL NOT NULL,
+    heldout_examples INTEGER NOT NULL, deployed_at REAL NOT NULL, PRIMARY KEY (name, version));
 """
 
 
@@ -161,7 +168,38 @@ class Store:
         self._tx([("DELETE FROM processes", ()),
                   *(("INSERT INTO processes VALUES (?, ?, ?)", row) for row in procs)])
 
+    def record_model(self, name: str, job: str, blob: bytes, val_accuracy: float | None,
+                     heldout_accuracy: float, heldout_examples: int, at: float) -> int:
+        """Model ``name``'s next version (returned): the model file ``blob`` of job ``job``."""
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                (last,) = db.execute("SELECT COALESCE(MAX(version), 0) FROM models "
+                                     "WHERE name = ?", (name,)).fetchone()
+                db.execute("INSERT INTO models VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                           (name, last + 1, job, blob, val_accuracy, heldout_accuracy,
+                            heldout_examples, at))
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+        return int(last) + 1
+
     # ---- reads ---------------------------------------------------------------------------
+    def models(self, name: str | None = None) -> list[dict]:
+        """The deployed models (of ``name``, or all), oldest version first, without blobs."""
+        keys = ("name", "version", "job", "val_accuracy", "heldout_accuracy",
+                "heldout_examples", "deployed_at")
+        where, params = ("WHERE name = ? ", (name,)) if name is not None else ("", ())
+        return [dict(zip(keys, row)) for row in self._all(
+            f"SELECT {', '.join(keys)} FROM models {where}ORDER BY name, version", params)]
+
+    def model_blob(self, name: str, version: int) -> bytes | None:
+        rows = self._all("SELECT blob FROM models WHERE name = ? AND version = ?",
+                         (name, version))
+        return bytes(rows[0][0]) if rows else None
+
     def processes(self) -> list[tuple[int, float, str]]:
         """``(pid, created, name)`` recorded by the last service on this state."""
         return self._all("SELECT pid, created, name FROM processes ORDER BY pid")

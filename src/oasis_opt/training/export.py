@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, BinaryIO, Mapping
 
 import numpy as np
 
@@ -23,13 +24,19 @@ from ..model.checks import FormatError
 MODEL_FORMAT = "oasis-opt/model@1"
 
 
-def save_model(path: str | Path, task: str, config: Mapping[str, Any], flat: np.ndarray, *,
-               mean: Any, scale: Any, meta: Mapping[str, Any] | None = None) -> None:
-    """Write the model file (module docstring); ``meta``: JSON-able provenance."""
+def save_model(path: str | Path | BinaryIO, task: str, config: Mapping[str, Any],
+               flat: np.ndarray, *, mean: Any, scale: Any,
+               meta: Mapping[str, Any] | None = None) -> None:
+    """Write the model file (module docstring) to ``path`` or a binary file object (the
+    service keeps its deployed models' bytes); ``meta``: JSON-able provenance."""
     doc = {"format": MODEL_FORMAT, "task": task, "config": dict(config), "meta": dict(meta or {})}
+    arrays = dict(flat=np.asarray(flat, dtype=np.float32), mean=np.asarray(mean, float),
+                  scale=np.asarray(scale, float), meta=np.array(json.dumps(doc, sort_keys=True)))
+    if hasattr(path, "write"):
+        np.savez(path, **arrays)
+        return
     with open(path, "wb") as f:  # a file object: np.savez would append .npz to a str path
-        np.savez(f, flat=np.asarray(flat, dtype=np.float32), mean=np.asarray(mean, float),
-                 scale=np.asarray(scale, float), meta=np.array(json.dumps(doc, sort_keys=True)))
+        np.savez(f, **arrays)
 
 
 @dataclass(frozen=True)
@@ -43,7 +50,10 @@ class SavedModel:
     mean: np.ndarray
     scale: np.ndarray
 
+    @cached_property
     def _network(self):
+        """The task, the network and its parameters, built once (a served model answers many
+        requests)."""
         from .tasks import get_task, ravel
 
         task = get_task(self.task)
@@ -54,7 +64,7 @@ class SavedModel:
     def predict(self, x: Any) -> np.ndarray:
         """Predicted class (int) of each raw row of ``x``: ``ValueError("images: ...")`` when
         the rows are not the task's features."""
-        task, model, params = self._network()
+        task, model, params = self._network
         x = np.asarray(x)
         width = int(np.prod(task.input_shape))
         if x.ndim < 1 or len(x) == 0 or x[0].size != width or not np.issubdtype(x.dtype,
@@ -75,8 +85,9 @@ class SavedModel:
         return float(np.mean(self.predict(x) == y))
 
 
-def load_model(path: str | Path) -> SavedModel:
-    """Read a model file; ``FormatError`` naming what is wrong with it."""
+def load_model(path: str | Path | BinaryIO) -> SavedModel:
+    """Read a model file (a path or a binary file object); ``FormatError`` naming what is
+    wrong with it."""
     from .tasks import get_task, ravel
 
     try:
