@@ -40,7 +40,7 @@ SEPARABLE = ("test_readme.py",)
 # the files that take minutes, longest first: they start first, so that none of them is the last
 # thing left running (the Ray unit, about half the suite, first of all)
 HEAVY_FIRST = ("test_readme.py", "test_case_study.py", "test_runtime_executor.py",
-               "test_service_ray.py", "test_service_ray_kill.py", "test_online_backends.py", "test_online_golden.py",
+               "test_service_ray.py", "test_online_backends.py", "test_online_golden.py",
                "test_experiments_figures.py")
 
 

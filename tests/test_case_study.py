@@ -139,6 +139,18 @@ def test_the_best_model_is_deployed_served_and_benchmarked(study):
     assert all(j["throughput"]["planned_minibatches_per_s"] > 0 for j in trained)
 
 
+def test_every_job_names_the_preprocessed_dataset(study):
+    """Preprocessing: ``dataset.json`` is the split of the study's data seed, and every job
+    (trials and training jobs, MLP and CNN) names its digest, which the executor checked."""
+    from oasis_opt.training.dataset import dataset_digest, prepare
+
+    settings, out, summary, _ = study
+    doc = json.loads((out / "dataset.json").read_text())
+    assert doc == summary["dataset"] == prepare("digits-mlp", settings.seed)
+    assert {j["dataset"] for j in summary["jobs"]} == {dataset_digest("digits-mlp", settings.seed)}
+    assert summary["dataset"]["examples"] == summary["split"]
+
+
 def test_heldout_images_are_disjoint_from_training_and_search(study):
     from oasis_opt.training.export import load_model
     from oasis_opt.training.tasks import get_task

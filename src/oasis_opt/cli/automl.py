@@ -1,5 +1,5 @@
-"""``automl tasks``, ``automl curves`` (real learning curves) and ``automl replay`` (a study
-under an early-stopping controller)."""
+"""``automl tasks``, ``automl dataset`` (the preprocessing step), ``automl curves`` (real
+learning curves) and ``automl replay`` (a study under an early-stopping controller)."""
 from __future__ import annotations
 
 import argparse
@@ -110,5 +110,25 @@ def replay(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+add_dataset = adder(
+    arg("task", metavar="TASK", help="a training task (`oasis-opt automl tasks`)"),
+    arg("--seed", type=int, default=0, metavar="S", help="the data seed of the split (default 0)"),
+    arg("--out", required=True, metavar="JSON", help="where to write the dataset description"))
+
+
+def dataset(args: argparse.Namespace) -> int:
+    from ..training.dataset import describe, prepare, save_dataset
+
+    try:
+        doc = prepare(args.task, args.seed)
+    except ValueError as e:
+        field, _, message = str(e).partition(": ")
+        raise CliError("--seed" if field == "seed" else "TASK", message) from None
+    write(args.out, save_dataset, doc)
+    print(describe(doc))
+    return EXIT_OK
+
+
 COMMANDS = {"automl tasks": (adder(), tasks), "automl curves": (add_curves, curves),
+            "automl dataset": (add_dataset, dataset),
             "automl replay": (add_replay, replay)}

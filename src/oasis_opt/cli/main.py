@@ -39,6 +39,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
                   "paper's values"),
     "automl tasks": (_C + "automl", "list the training tasks and their hyperparameter search "
                      "spaces"),
+    "automl dataset": (_C + "automl", "the preprocessing step: load a task's dataset, split it "
+                       "train/validation/test by a seed, fit its scaling on the train split, and "
+                       "write the description (and digest) training jobs name"),
     "automl curves": (_C + "automl", "train random-search trials of a task for real and write "
                       "their learning curves as CSV (an existing file is extended)"),
     "automl replay": (_C + "automl", "replay a study of all trials of a curves CSV under an "

@@ -4,6 +4,9 @@ A hyperparameter search and a few training jobs on scikit-learn's digits images,
 scheduling service as a user would run them, then the best model exported and measured on
 images nothing saw before:
 
+0. **Preprocessing.** ``dataset.json``: the digits images split train / validation / test by
+   data seed ``seed`` and their scaling fitted on the train split (``training.dataset``); every
+   job names its digest (``task["dataset"]``), which the executor checks before it trains.
 1. **The cluster and its prices.** ``cluster.json``: two worker servers of two worker containers
    each and one PS server of three PS containers (one PS serves two workers, constraint (6));
    ``pricing.json``: OASiS's U and L by the plug-in estimate of eqs. (23)-(26)
@@ -34,7 +37,9 @@ images nothing saw before:
    that comes after the slot the trial completes in was decided is refused by the service
    (409): the trial completes, and counts as completed, not stopped
    (``stop_too_late_at_epoch`` in the summary).
-5. **The end.** When every job has ended (completed, rejected or cancelled) the service is
+5. **The end.** When every job has ended (completed, rejected or cancelled), the best of them
+   (validation accuracy) is deployed by the service and benchmarked through its API
+   (``deploy_and_benchmark``: held-out accuracy, latency, throughput); then the service is
    stopped (SIGINT: it shuts its Ray down) and its state is read: the schedule it ran
    (``scheduler.stored_schedule``) is checked by ``model.validate``; the completed job with the
    best validation accuracy is exported (``training.export``, ``model.npz``) and its accuracy
@@ -150,12 +155,14 @@ def make_job(job_id: str, task: str, config: dict, seed: int, settings: CaseStud
              arrival: int = 1, kind: str, priority: float) -> Job:
     """A job of the case study (module docstring); its utility decays past 2 E slots."""
     from ..model import Job, Utility
+    from ..training.dataset import dataset_digest
 
     return Job(job_id, arrival, settings.epochs, CHUNKS, CHUNK_TIME, WORKER, PS,
                Utility.sigmoid(priority, 0.5, 2 * settings.epochs),
                provenance={"case-study": kind},
                task={"name": task, "config": dict(config), "seed": int(seed),
-                     "data_seed": settings.seed})
+                     "data_seed": settings.seed,
+                     "dataset": dataset_digest(task, settings.seed)})
 
 
 def trial_job(trial: int, settings: CaseStudy) -> Job:
@@ -455,6 +462,10 @@ def run_case_study(settings: CaseStudy, out: str | Path, *, port: int | None = N
         raise ValueError("screenshot: Chromium is not installed (`make chromium` installs it)")
     for name in ("state.db", "state.db-wal", "state.db-shm", "summary.json", "model.npz"):
         (out / name).unlink(missing_ok=True)  # a fresh state: the service would resume it
+    from ..training.dataset import describe, prepare, save_dataset
+
+    dataset = prepare(TASK, settings.seed)  # preprocessing: the split every job names
+    save_dataset(dataset, out / "dataset.json")
     save_instance(cluster(settings), out / "cluster.json")
     if settings.policy in ("oasis", "oasis-topo"):
         save_pricing(plugin_pricing([past_study(settings)]), out / "pricing.json")
@@ -464,6 +475,7 @@ def run_case_study(settings: CaseStudy, out: str | Path, *, port: int | None = N
     service = Service(out, settings, port or free_port())
     shot: Screenshot | None = None
     started = time.perf_counter()
+    say(f"case study: preprocessing: {describe(dataset)}")
     try:
         say(f"case study: service on {service.url} (dashboard {service.url}/), starting Ray ...")
         for _ in range(6000):  # Ray's start-up on a loaded machine: bounded, never assumed
@@ -535,6 +547,8 @@ def run_case_study(settings: CaseStudy, out: str | Path, *, port: int | None = N
     summary = _report(settings, out, driver, views, service_summary,
                       time.perf_counter() - started, best_id)
     summary["serving"] = serving
+    summary["dataset"] = dataset
+    summary["files"]["dataset.json"] = str(out / "dataset.json")
     if screenshot is not None:
         summary["files"]["screenshot"] = str(screenshot) if Path(screenshot).exists() else None
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
@@ -624,7 +638,8 @@ def _report(settings: CaseStudy, out: Path, driver: Driver, views: dict[str, dic
         tr = trial_of.get(job.id)
         jobs.append({
             "id": job.id, "kind": (job.provenance or {}).get("case-study"), "task": task_of(job)["name"],
-            "config": task_of(job)["config"], "state": v["state"], "admitted": v["admitted"],
+            "config": task_of(job)["config"], "dataset": task_of(job).get("dataset"),
+            "state": v["state"], "admitted": v["admitted"],
             "arrival": job.arrival, "decided_slot": v["decided_slot"],
             "completion": v["completion"], "utility": v["utility"],
             "minibatches": real.get("minibatches", 0),
@@ -693,10 +708,13 @@ def _throughput(records: list[dict], slot_s: float) -> dict | None:
 
 
 def format_summary(summary: dict) -> str:
-    """The case study's outcome as text: the jobs table, the scheduler, the best model."""
+    """The case study's outcome as text: the dataset, the jobs table, the scheduler, the best
+    model, its deployment and benchmark."""
     from ..sim.report import format_table
+    from ..training.dataset import describe
 
     rows = []
+    named = {j["id"] for j in summary["jobs"] if j.get("dataset") == summary["dataset"]["digest"]}
     for j in summary["jobs"]:
         slots = " ".join(f"{r['slot']}:{r['workers']}w{r['ps']}p" for r in j["slots"])
         stop = f"stopped at epoch {j['stopped_at_epoch']}" if j["stopped_at_epoch"] else ""
@@ -707,7 +725,9 @@ def format_summary(summary: dict) -> str:
                      f"{j['utility']:.3f}", slots])
     s, c, b = summary["service"], summary["controller"], summary["best"]
     util = ", ".join(f"{r} {100 * v:.0f} %" for r, v in s["utilisation"].items())
-    lines = [format_table(["job", "kind", "state", "mini-batches", "val acc", "done in",
+    lines = [f"preprocessing: {describe(summary['dataset'])}, named by "
+             f"{len(named)} of {len(summary['jobs'])} jobs",
+             format_table(["job", "kind", "state", "mini-batches", "val acc", "done in",
                            "utility", "slot:workers/PS"], rows), "",
              f"scheduler ({s['policy']}, slots of {s['slot_s']:g} s, jobs ran in slots 1.."
              f"{s['last_slot_with_jobs']}): "

@@ -126,15 +126,17 @@ def free_form(v: Any, path: str) -> dict:
     return dict(v)
 
 
-TASK_FIELDS = ("name", "config", "seed", "data_seed")
+TASK_FIELDS = ("name", "config", "seed", "data_seed", "dataset")
 
 
 def task(v: Any, path: str) -> dict:
-    """A job's training task ``{"name", "config", "seed"?, "data_seed"?}``: a non-empty name, a
-    free-form config object, integer seeds >= 0 (the task registry checks name and config)."""
+    """A job's training task ``{"name", "config", "seed"?, "data_seed"?, "dataset"?}``: a
+    non-empty name, a free-form config object, integer seeds >= 0, the digest of the dataset
+    it trains on (``training.dataset``; text); the task registry checks name and config, the
+    executor the dataset."""
     if not isinstance(v, Mapping):
         raise FormatError(path, "expected an object {\"name\", \"config\", \"seed\"?, "
-                          "\"data_seed\"?}")
+                          "\"data_seed\"?, \"dataset\"?}")
     for key in v:
         if key not in TASK_FIELDS:
             raise FormatError(f"{path}.{key}", f"unknown field (known: {', '.join(TASK_FIELDS)})")
@@ -146,6 +148,8 @@ def task(v: Any, path: str) -> dict:
     for key in ("seed", "data_seed"):
         if key in v:
             out[key] = integer(v[key], f"{path}.{key}")
+    if "dataset" in v:
+        out["dataset"] = text(v["dataset"], f"{path}.dataset")
     return out
 
 

@@ -93,8 +93,9 @@ class Job:
     workers in one slot may sit on servers of different types. The last three need a cluster
     whose worker servers carry accelerator types (module docstring).
     ``task`` (optional): the real training task the job runs when a schedule is executed
-    (``oasis_opt.runtime.executor``): ``{"name", "config", "seed"?, "data_seed"?}``; only its
-    shape is checked here, the name and config by the executor against the task registry.
+    (``oasis_opt.runtime.executor``): ``{"name", "config", "seed"?, "data_seed"?, "dataset"?}``
+    (``dataset``: the digest of the preprocessed split it trains on, ``training.dataset``);
+    only its shape is checked here, the name, config and dataset by the executor.
     Checked (and made canonical) by the ``Instance`` it is put in, where ``jobs[n]`` names it.
     """
 

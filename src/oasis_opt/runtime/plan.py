@@ -132,6 +132,15 @@ def job_plan(instance, i: int) -> JobPlan:
         raise ExecutionRefused(f"{where}.{str(e).partition(': ')[0]}",
                                str(e).partition(": ")[2]) from None
     seed, data_seed = job.task.get("seed", 0), job.task.get("data_seed", 0)
+    named = job.task.get("dataset")
+    if named is not None:  # the preprocessing step's output (training.dataset)
+        from ..training.dataset import dataset_digest
+
+        want = dataset_digest(name, data_seed)
+        if named != want:
+            raise ExecutionRefused(f"{where}.dataset", f"names dataset {named!r}, but data "
+                                   f"seed {data_seed} of task {name!r} gives {want!r} (`oasis-"
+                                   f"opt automl dataset {name} --seed {data_seed}` describes it)")
     size = train_size(name, data_seed)
     batch = config["batch_size"]
     minibatches = size // (job.chunks * batch)

@@ -73,7 +73,8 @@ _JOB_SCHEMA = {
         "provenance": {"type": "object"},
         "task": {"type": "object", "required": ["name", "config"],
                  "properties": {"name": {"type": "string"}, "config": {"type": "object"},
-                                "seed": {"type": "integer"}, "data_seed": {"type": "integer"}}},
+                                "seed": {"type": "integer"}, "data_seed": {"type": "integer"},
+                                "dataset": {"type": "string"}}},
     },
 }
 
