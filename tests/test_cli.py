@@ -586,3 +586,21 @@ def test_a_reader_that_goes_away_stops_the_command_quietly(tmp_path):
     err = proc.stderr.read().decode()
     assert proc.wait() == 141, err
     assert "internal error" not in err and "Traceback" not in err
+
+
+def test_the_solve_line_says_which_pricing_oasis_ran(tmp_path, capsys, fig5_file):
+    """Without --pricing, OASiS runs priced by the oracle (eqs. (23)-(26) on the instance's own
+    jobs), which a reader of the line could not tell from a pricing estimated in advance; now
+    the line says which. Other policies' lines say nothing of pricing."""
+    code, out, _ = run(["solve", fig5_file, "--policy", "oasis", "--out", tmp_path / "a.json"],
+                       capsys)
+    assert code == 0
+    assert "; pricing: the oracle (eqs. (23)-(26) on this instance's own jobs) -> " in out
+    pricing = tmp_path / "p.json"
+    assert run(["estimate-pricing", fig5_file, "--out", pricing], capsys)[0] == 0
+    code, out, _ = run(["solve", fig5_file, "--policy", "oasis", "--pricing", pricing, "--out",
+                        tmp_path / "b.json"], capsys)
+    assert code == 0 and f"; pricing: the file {pricing} -> " in out
+    code, out, _ = run(["solve", fig5_file, "--policy", "drf", "--out", tmp_path / "c.json"],
+                       capsys)
+    assert code == 0 and "pricing" not in out

@@ -102,10 +102,14 @@ def test_all_three_backends_on_a_small_paper_instance(tmp_path):
 
 @pytest.mark.parametrize("jobs,seed,calibration", [(100, 1, "calibrated"),
                                                    (200, 2, "calibrated"),
+                                                   (400, 2, "calibrated"),
                                                    (100, 3, "literal")])
 def test_paper_sim_result_files_numpy_and_jax(tmp_path, jobs, seed, calibration):
     """The paper-sim preset (T = 300, H = K = 50) at full size: numpy and JAX write the same
-    file (the reference backend is too slow here; it joins in the ``--runslow`` case)."""
+    file (the reference backend is too slow here; it joins in the ``--runslow`` case). The
+    400-job case was left out while JAX's payoff of one job differed from numpy's in the last
+    place and decided a tie; ties are now compared within the numerics tolerance, then by the
+    canonical order, so it is back."""
     inst = generate("paper-sim", seed=seed, jobs=jobs, calibration=calibration)
     doc = assert_identical_runs(inst, tmp_path, backends=("numpy", "jax"))
     assert sum(j["admitted"] for j in doc["jobs"]) > 0

@@ -86,7 +86,21 @@ def solve_line(inst: Instance, sched: Schedule, report: ValidationReport, second
         from ..offline.solver import describe
 
         return f"{line}; solver: {describe(sched.stats)}; schedule {validity}, {seconds:.2f} s"
-    return f"{line}, {validity}, {seconds:.2f} s"
+    return f"{line}, {validity}, {seconds:.2f} s{_pricing_said(sched.stats)}"
+
+
+def _pricing_said(stats: dict) -> str:
+    """Which pricing an OASiS run used: the oracle (eqs. (23)-(26) on the instance's own jobs,
+    what ``--pricing`` left out means) or the file / document it was given."""
+    pricing = stats.get("pricing")
+    if not isinstance(pricing, dict) or "source" not in pricing:
+        return ""
+    source = pricing["source"]
+    if source == "oracle":
+        return "; pricing: the oracle (eqs. (23)-(26) on this instance's own jobs)"
+    if source.startswith("file:"):
+        return f"; pricing: the file {source.removeprefix('file:')}"
+    return f"; pricing: {source}"
 
 
 def policies(args: argparse.Namespace) -> int:
