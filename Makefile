@@ -43,7 +43,7 @@ CLI := $(BIN)/oasis-opt
 # --concurrent 3 --screenshot docs/case-study-dashboard.png')
 CASE_STUDY_ARGS ?=
 
-.PHONY: help install lock typecheck docs test stress-test demo case-study bench chromium clean distclean
+.PHONY: help install lock typecheck docs test stress-test demo case-study dashboard-screenshot bench chromium clean distclean
 
 help:
 	@echo "make demo   - install into $(VENV) if needed, then generate, estimate OASiS's pricing, solve (oasis + $(DEMO_POLICY)), validate, summarise, quick figures"
@@ -54,6 +54,7 @@ help:
 	@echo "make typecheck - mypy on the public modules (configured in pyproject.toml)"
 	@echo "make lock   - re-resolve $(LOCK) from pyproject.toml's ranges (all extras, Python 3.11)"
 	@echo "make bench  - run benchmarks/*.py"
+	@echo "make dashboard-screenshot - docs/service-dashboard.png, taken by the browser test (needs Chromium)"
 	@echo "make chromium - install Chromium (apt-get, as root) for the dashboard's headless-browser test (make test does; BROWSER=0 skips it)"
 	@echo "make clean  - remove generated outputs and caches (distclean also removes $(VENV))"
 
@@ -120,6 +121,11 @@ demo: $(STAMP)
 	$(CLI) summary $(DEMO_INSTANCE) $(OUT)/demo-oasis-estimated.json \
 	  $(foreach p,$(DEMO_POLICY),$(OUT)/demo-$(p).json)
 	$(CLI) reproduce all --quick --results $(OUT)/results --out $(OUT)/paper_figs_quick
+
+# the README's picture of the service's dashboard, as the browser test sees it
+dashboard-screenshot: $(STAMP) chromium
+	OASIS_OPT_REQUIRE_BROWSER=1 OASIS_OPT_DASHBOARD_PNG=$(CURDIR)/docs/service-dashboard.png \
+	  $(BIN)/python -m pytest -q -p xdist -n 1 tests/test_service_live.py -k dashboard_shows
 
 case-study: $(STAMP)
 	$(CLI) case-study --out $(OUT)/case-study $(CASE_STUDY_ARGS)

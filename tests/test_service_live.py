@@ -325,6 +325,16 @@ def test_the_dashboard_shows_a_submitted_job_and_its_cancel_in_chromium(workload
     if view["admitted"]:  # its containers are drawn in the grid (cells carry their jobs)
         assert "browser-job" in grid
     assert re.search(r"slot \d+ running for \d+ s|finished|stopped", dom), dom[-2000:]
+    # a picture of the page as this test sees it: the README's (``make dashboard-screenshot``
+    # sets OASIS_OPT_DASHBOARD_PNG to docs/service-dashboard.png)
+    from oasis_opt.experiments.case_study import Screenshot
+
+    png = tmp_path / "dashboard.png"
+    assert Screenshot(live.url, png).wait(), "Chromium wrote no screenshot"
+    head = png.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(head[16:20], "big") == 1400
+    if os.environ.get("OASIS_OPT_DASHBOARD_PNG"):
+        shutil.copyfile(png, os.environ["OASIS_OPT_DASHBOARD_PNG"])
     # the cancel shows on the page: a job arriving far ahead (it cannot end by itself first)
     later = job | {"id": "browser-later", "arrival": live.get("/health")["slot"] + 400}
     r = httpx.post(live.url + "/jobs", json=later, headers=auth, timeout=10)
