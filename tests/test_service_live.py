@@ -193,9 +193,16 @@ def test_submit_and_status_clients(workload, live, tmp_path, capsys, monkeypatch
     err = capsys.readouterr().err
     assert err.startswith("oasis-opt: error: id: a job 'client-job' was already submitted (in ")
     live.wait(lambda h: h["slot"] >= arrival, "the job's arrival")
+    before = live.get("/health")["slot"]
     assert main(["status", "--url", live.url]) == 0
+    after = live.get("/health")["slot"]
     out = capsys.readouterr().out
-    assert "client-job" in out and out.startswith("slot ")
+    assert "client-job" in out
+    # status says what /health and the dashboard say: the slots done, and the one running
+    m = re.match(r"slot (\d+) of 1000 done(?:, slot (\d+) running)?: ", out)
+    assert m, out
+    assert before <= int(m.group(1)) <= after
+    assert m.group(2) is None or int(m.group(2)) == int(m.group(1)) + 1
     assert main(["status", "--url", live.url, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert [j["id"] for j in doc["jobs"]] == ["client-job"]

@@ -131,7 +131,10 @@ def status(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"summary": summary, "jobs": jobs}, indent=1))
         return EXIT_OK
-    print(f"slot {summary['slot']} of {summary['horizon']}: {summary['jobs']} jobs, "
+    # the words of /health and the dashboard: slots done, and the one decided and running
+    running = (f", slot {summary['decided']} running" if summary["decided"] > summary["slot"]
+               else "")
+    print(f"slot {summary['slot']} of {summary['horizon']} done{running}: {summary['jobs']} jobs, "
           f"{summary['admitted']} admitted, {summary['rejected']} rejected, {summary['completed']} "
           f"completed, utility {summary['utility']:.3f}")
 
