@@ -445,18 +445,24 @@ class Scheduler:
                     cell = ahead[t][s]
                     cell[job_id] = cell.get(job_id, 0) + c
 
-    def _now(self, seq: int) -> dict:
-        """Workers and PSs of the job in the last slot decided."""
+    def _now_by_job(self) -> dict[int, dict]:
+        """Workers and PSs of every job with containers in the last slot decided (one pass
+        over that slot's rows, kept until the next slot is decided)."""
         if not self._decided:
-            return {"slot": 0, "workers": 0, "ps": 0}
+            return {}
         last = self._decided[-1]
-        if self._now_rows[0] != last.t:  # one pass over the slot's rows, for every job
+        if self._now_rows[0] != last.t:
             by_job: dict[int, dict] = {}
             for j, _, r, c in last.rows:
                 counts = by_job.setdefault(j, {"slot": last.t, "workers": 0, "ps": 0})
                 counts["workers" if r == WORKER else "ps"] += c
             self._now_rows = (last.t, by_job)
-        return dict(self._now_rows[1].get(seq) or {"slot": last.t, "workers": 0, "ps": 0})
+        return self._now_rows[1]
+
+    def _now(self, seq: int) -> dict:
+        """Workers and PSs of the job in the last slot decided."""
+        slot = self._decided[-1].t if self._decided else 0
+        return dict(self._now_by_job().get(seq) or {"slot": slot, "workers": 0, "ps": 0})
 
     def jobs_view(self) -> list[dict]:
         with self._slots, self._lock:
@@ -511,8 +517,7 @@ class Scheduler:
             count = dict.fromkeys(("pending", "waiting", "running", "scheduled", "rejected",
                                    "completed", "cancelled", "cancelling"), 0)
             earned: dict[int, float] = {}  # slot -> utility of the jobs completed in it
-            self._now(0)  # the last decided slot's workers, by job
-            workers = {j: v["workers"] for j, v in self._now_rows[1].items()}
+            workers = {j: v["workers"] for j, v in self._now_by_job().items()}
             total = 0.0
             for seq in range(len(self._jobs)):
                 holds = loop if loop is not None and seq < loop.instance.I else None
