@@ -26,18 +26,19 @@ XDIST := -n $(TEST_WORKERS)
 STRESS_PROCS ?= 2
 STRESS_RUNS ?= 3
 
-# the demo: one paper-sim instance; OASiS priced with U and L estimated on a past instance of the
-# same workload (seed DEMO_HISTORY_SEED), then each policy of DEMO_POLICY (a space-separated list,
-# default pricing) solved, validated and compared in one table
+# the demo: one paper-sim instance; OASiS priced with U and L estimated (estimate-pricing's
+# default rule, the searched floor) on past instances of the same workload (seeds
+# DEMO_HISTORY_SEEDS, the figures' history), then each policy of DEMO_POLICY (a space-separated
+# list, default pricing) solved, validated and compared in one table
 DEMO_POLICY ?= oasis drf
 DEMO_PRESET ?= paper-sim
 DEMO_JOBS ?= 100
 DEMO_HORIZON ?= 300
 DEMO_SEED ?= 1
-DEMO_HISTORY_SEED ?= 1000
+DEMO_HISTORY_SEEDS ?= 1000 1001 1002
 OUT ?= out
 DEMO_INSTANCE := $(OUT)/demo-instance.json
-DEMO_HISTORY := $(OUT)/demo-history.json
+DEMO_HISTORY := $(foreach s,$(DEMO_HISTORY_SEEDS),$(OUT)/demo-history-$(s).json)
 CLI := $(BIN)/oasis-opt
 # the case study: options of `oasis-opt case-study` (e.g. CASE_STUDY_ARGS='--trials 16
 # --concurrent 3 --screenshot docs/case-study-dashboard.png')
@@ -110,8 +111,8 @@ stress-test: $(STAMP) $(BROWSER_DEP)
 demo: $(STAMP)
 	$(CLI) generate --preset $(DEMO_PRESET) --jobs $(DEMO_JOBS) --horizon $(DEMO_HORIZON) \
 	  --seed $(DEMO_SEED) --out $(DEMO_INSTANCE)
-	$(CLI) generate --preset $(DEMO_PRESET) --jobs $(DEMO_JOBS) --horizon $(DEMO_HORIZON) \
-	  --seed $(DEMO_HISTORY_SEED) --out $(DEMO_HISTORY)
+	$(foreach s,$(DEMO_HISTORY_SEEDS),$(CLI) generate --preset $(DEMO_PRESET) --jobs $(DEMO_JOBS) \
+	  --horizon $(DEMO_HORIZON) --seed $(s) --out $(OUT)/demo-history-$(s).json && ) true
 	$(CLI) estimate-pricing $(DEMO_HISTORY) --out $(OUT)/demo-pricing.json
 	$(CLI) solve $(DEMO_INSTANCE) --policy oasis --pricing $(OUT)/demo-pricing.json --progress \
 	  --out $(OUT)/demo-oasis-estimated.json

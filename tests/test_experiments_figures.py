@@ -56,7 +56,9 @@ def figure_texts(monkeypatch) -> dict[str, str]:
 
     def recording(fig, out_dir, stem):
         texts[stem] = " ".join([fig.get_suptitle()] + [a.get_title() for a in fig.axes])
-        return real(fig, out_dir, stem)
+        paths = real(fig, out_dir, stem)  # drawn: the titles have their extents
+        texts[f"{stem}:clipped"] = " | ".join(figures_common.clipped_titles(fig))
+        return paths
 
     for module in (fig3, fig4, fig5, fig6, testbed):
         monkeypatch.setattr(module, "save", recording)
@@ -73,6 +75,8 @@ def test_quick_figures_are_drawn_and_resume(tiny, figure_texts, tmp_path):
     for name in ("fig3", "fig6", "testbed"):
         assert bars_caption(1) in figure_texts[name], name
     assert "mean, min … max" in figure_texts["fig5"]
+    # no title cut at the figure's edges (Fig. 5's "priced by ..." titles were, issue #29)
+    assert {k: v for k, v in figure_texts.items() if k.endswith(":clipped") and v} == {}
     for title in ("plug-in U, L", "searched floor L", "oracle U, L"):
         assert title in figure_texts["fig5"]
     for name in ("fig4", "testbed"):

@@ -145,7 +145,7 @@ def test_the_checks_catch_a_run_in_a_figure_module():
 
 
 @pytest.mark.parametrize("name", ["fig3", "fig4", "fig5", "fig6", "testbed", "automl",
-                                  "testbed-real", "preemption", "hetero", "ratio"])
+                                  "testbed-real", "preemption", "hetero", "ratio", "pricing"])
 def test_registered_figures_take_their_runs_from_their_study(name):
     """A registered ``FIGURE`` is ``figures.<study>``'s; its runs or compute are the study's
     functions (its estimates a study's: Fig. 6 prices as Fig. 3), its render the figure
@@ -154,7 +154,7 @@ def test_registered_figures_take_their_runs_from_their_study(name):
 
     modules = {**FIGURE_MODULES, **EXTRA_MODULES}
     assert set(modules) == {"fig3", "fig4", "fig5", "fig6", "testbed", "automl", "testbed-real",
-                            "preemption", "hetero", "ratio"}
+                            "preemption", "hetero", "ratio", "pricing"}
     module = modules[name]
     stem = module.rsplit(".", 1)[1]
     assert module == f"oasis_opt.experiments.figures.{stem}"

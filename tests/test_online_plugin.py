@@ -2,7 +2,7 @@
 
 Held against a hand computation on a three-job history; deterministic; its per-resource floors
 read and write as a pricing file, price OASiS (every schedule validated) and give the alpha of
-Theorem 4 in either unit; ``oasis-opt estimate-pricing`` uses it by default.
+Theorem 4 in either unit; ``oasis-opt estimate-pricing --method plugin`` uses it.
 """
 from __future__ import annotations
 
@@ -146,16 +146,38 @@ def _run(argv, capsys):
     return code, out, err
 
 
-def test_cli_default_is_plugin(tmp_path, capsys):
+def test_cli_default_is_the_searched_floor(tmp_path, capsys):
+    """Issue #29: the default of estimate-pricing is the searched floor (the pricing study's
+    winner), so `estimate-pricing HISTORY` writes online.estimate_pricing's document; the
+    plug-in (the old default) is `--method plugin`. Catches the default falling back to the
+    plug-in (whose L here differs by orders of magnitude) and a silently ignored --quantile."""
+    from oasis_opt.online import estimate_pricing
+
     path = tmp_path / "h.json"
     save_instance(_history(), path)
+    code, out, err = _run(["estimate-pricing", path, "--out", tmp_path / "s.json"], capsys)
+    assert code == 0, err
+    searched = {k: v for k, v in estimate_pricing([_history()]).items() if k != "format"}
+    plugin = {k: v for k, v in plugin_pricing([_history()]).items() if k != "format"}
+    assert searched != plugin
+    assert read_pricing_file(tmp_path / "s.json") == searched
+    assert "chosen L = " in out
     code, out, err = _run(["estimate-pricing", path, "--quantile", "0.5", "--out",
-                           tmp_path / "p.json"], capsys)
+                           tmp_path / "q.json"], capsys)
+    assert code == 2 and err == "oasis-opt: error: --quantile: applies to --method plugin only\n"
+
+
+def test_cli_plugin_method(tmp_path, capsys):
+    path = tmp_path / "h.json"
+    save_instance(_history(), path)
+    code, out, err = _run(["estimate-pricing", path, "--method", "plugin", "--quantile", "0.5",
+                           "--out", tmp_path / "p.json"], capsys)
     assert code == 0, err
     assert read_pricing_file(tmp_path / "p.json") == {
         k: v for k, v in plugin_pricing([_history()], 0.5).items() if k != "format"}
     assert "quantile 0.5" in out.splitlines()[-1]
-    for flags, field in ((["--grid", "1e-3"], "--grid"), (["--backend", "numpy"], "--backend"),
+    for flags, field in ((["--method", "plugin", "--grid", "1e-3"], "--grid"),
+                         (["--method", "plugin", "--backend", "numpy"], "--backend"),
                          (["--method", "search", "--quantile", "0.2"], "--quantile")):
         code, out, err = _run(["estimate-pricing", path, *flags, "--out", tmp_path / "q.json"],
                               capsys)
@@ -168,7 +190,7 @@ def test_cli_default_is_plugin(tmp_path, capsys):
     late = Job("D", 1, 1, 1, 1.0, {"gpu": 1, "bw": 1}, {"bw": 1},
                Utility.sigmoid(10.0, 10.0, 0.0))
     save_instance(base.with_jobs(base.jobs + (late,)), path)
-    code, out, err = _run(["estimate-pricing", path, "--quantile", "0", "--out",
-                           tmp_path / "p.json"], capsys)
+    code, out, err = _run(["estimate-pricing", path, "--method", "plugin", "--quantile", "0",
+                           "--out", tmp_path / "p.json"], capsys)
     assert code == 0 and err.startswith("oasis-opt: warning: alpha = "), err
     assert plugin_pricing([base.with_jobs(base.jobs + (late,))], 0.0).details["alpha"] > 50

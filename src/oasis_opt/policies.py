@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 _REGISTRY: dict[str, tuple[str, str]] = {
     "oasis": ("oasis_opt.online.oasis:OasisPolicy",
               "OASiS (Alg. 1): primal-dual admission, exponential prices (22), best-schedule DP"),
+    "oasis-adaptive": ("oasis_opt.online.adaptive:AdaptiveOasisPolicy",
+                       "OASiS whose floor L follows the best of shadow OASiS runs over a grid "
+                       "of floors, online (needs --pricing for U)"),
     "oasis-topo": ("oasis_opt.cluster.oasis_topo:TopoOasisPolicy",
                    "OASiS with topology-aware prices p/eta and payoff (placement cost model)"),
     "fifo": ("oasis_opt.baselines.fifo:FifoPolicy",

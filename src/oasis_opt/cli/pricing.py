@@ -16,12 +16,13 @@ _SEARCH_ONLY = (("grid", "--grid"), ("backend", "--backend"), ("report", "--repo
 add_estimate_pricing = adder(
     arg("history", nargs="+", metavar="HISTORY",
         help="instance JSON files of past workload (not the instances to be evaluated)"),
-    arg("--method", choices=("plugin", "search"), default="plugin",
-        help="plugin (default): eqs. (23)-(26) applied to the history's jobs, L1 and L2 "
-             "from a low percentile of f(T-a)/(W sum_r w) on capacity-normalised demands; "
-             "the paper's definitions, no OASiS runs, nothing tuned on utility. search: "
-             "tuning, the floor L (L1 = L2) of --grid under which OASiS earned the most "
-             "on the history"),
+    arg("--method", choices=("search", "plugin"), default="search",
+        help="search (default: the rule that wins the pricing study, paper_figs/pricing.md): "
+             "the floor L (L1 = L2) of --grid under which OASiS earned the most on the "
+             "history, U by eqs. (23)-(24); give it several past instances (the figures use "
+             "3). plugin: eqs. (23)-(26) applied to the history's jobs, L1 and L2 from a low "
+             "percentile of f(T-a)/(W sum_r w) on capacity-normalised demands; the paper's "
+             "definitions, no OASiS runs, nothing tuned on utility"),
     arg("--quantile", type=quantile, metavar="Q",
         help="plugin: the percentile of the per-job terms and sizes, as a fraction "
              "(default 0.1)"),

@@ -26,7 +26,9 @@ For ``reproduce fig5`` (:func:`runs`) each instance becomes two runs, the exact 
 other run, and both schedules pass the validator; :func:`rows` rebuilds the rows
 :func:`fig5_row` would return from the two stored records. OASiS runs there under the three
 pricings, each a series: the plug-in estimate (series :data:`PLUGIN`), the searched floor (series
-"oasis", the claims' headline as in the other figures) and the oracle (series ``ORACLE``).
+"oasis", the claims' headline as in the other figures) and the oracle (series ``ORACLE``); and
+as ``oasis-adaptive`` (series :data:`ADAPTIVE`, ``online.adaptive``), whose floor starts at the
+searched floor and follows, job by job, the best of plain OASiS runs over the grid.
 """
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from .calibration import FloorEstimate, history_seeds
-from .figures.common import oasis_runs, series
+from .figures.common import estimated_pricing, oasis_runs, series
 from .spec import RunSpec
 
 SERVERS = (3, 6, 9, 12)
@@ -226,6 +228,7 @@ def markdown(summary: list[dict], paper: dict | None = None) -> str:
 # ---- the runs of ``reproduce fig5`` -------------------------------------------------------------
 POLICIES = ("offline", "oasis")  # the MILP first: the longer runs start early
 PLUGIN = "oasis-plugin"
+ADAPTIVE = "oasis-adaptive"  # the floor learnt online, starting at the searched floor
 _STATS = ("proven_optimal", "status", "bound", "gap", "build_s", "handoff_s", "solve_s",
           "columns", "rows")
 
@@ -265,6 +268,10 @@ def runs(quick: bool, estimated=None) -> list[RunSpec]:
                         out.append(RunSpec("paper_fig5", params, "oasis",
                                            {"pricing": plugin_document(n, pr, quick)},
                                            tags={**tags, "series": PLUGIN}))
+                        searched = estimated_pricing(estimated, estimate(n, pr, quick))
+                        out.append(RunSpec("paper_fig5", params, "oasis-adaptive",
+                                           {"pricing": dict(searched)},
+                                           tags={**tags, "series": ADAPTIVE}))
                     else:
                         out.append(RunSpec("paper_fig5", params, policy, tags=tags))
     return out

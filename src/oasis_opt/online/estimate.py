@@ -1,8 +1,11 @@
-"""OASiS's U and L tuned on a job history: the floor L searched on utility (``--method search``).
+"""OASiS's U and L tuned on a job history: the floor L searched on utility (the default of
+``oasis-opt estimate-pricing``, ``--method search``).
 
 This is *tuning*, not the paper's estimate (``online.plugin`` applies eqs. (23)-(26) to the
-history without looking at utility, and is the default of ``oasis-opt estimate-pricing``): the
-floor is the one under which OASiS earned most on the history. It is a fair comparison only when
+history without looking at utility: ``--method plugin``): the floor is the one under which OASiS
+earned most on the history. It is the default because it wins the pricing study
+(``experiments.pricing``, ``paper_figs/pricing.md``: on held-out seeds, against the plug-in and
+the oracle constants, on every workload family). It is a fair comparison only when
 the history rule is fixed before the evaluated instances are seen: which instances (size and
 seeds, disjoint from the evaluated ones, e.g. ``experiments.calibration.HISTORY_SEEDS``) and the
 grid (``DEFAULT_FLOOR_GRID``: 1e-7 to 1 in half decades, extended past 0.1 because the best floor

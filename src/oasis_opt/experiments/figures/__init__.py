@@ -1,7 +1,7 @@
 """The figures: ``figures.<study>`` draws the study ``experiments.<study>`` (its runs live there)
 and writes its markdown. The registered ones have a ``FIGURE``: the paper's figures
 (``FIGURE_NAMES``, drawn by ``reproduce all``) and beyond them the extra experiments
-(``EXTRA_NAMES``: ``automl``, ``testbed-real``, ``preemption``, ``hetero``, ``ratio``), requested
+(``EXTRA_NAMES``: ``automl``, ``testbed-real``, ``preemption``, ``hetero``, ``ratio``, ``pricing``), requested
 by name (not by ``all``: they train for real or run for minutes). The others (``fig4_load``,
 ``fig5_diagnosis``, ``fig5_sensitivity``, ``oasis_floor_price``) are drawn by their scripts in
 ``experiments/`` (their ``main``).
@@ -29,6 +29,7 @@ EXTRA_MODULES = {
     "preemption": "oasis_opt.experiments.figures.preemption",
     "hetero": "oasis_opt.experiments.figures.hetero",
     "ratio": "oasis_opt.experiments.figures.ratio",
+    "pricing": "oasis_opt.experiments.figures.pricing",
 }
 EXTRA_NAMES = tuple(EXTRA_MODULES)
 

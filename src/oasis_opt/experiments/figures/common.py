@@ -187,9 +187,11 @@ def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str
     return "\n".join(lines) + "\n"
 
 
-def checks_markdown(checks: Sequence[tuple[str, bool, str]]) -> str:
-    """The paper's qualitative claims, each evaluated on our numbers."""
-    lines = ["**The paper's claims, checked on these runs:**", ""]
+def checks_markdown(checks: Sequence[tuple[str, bool, str]],
+                    heading: str = "The paper's claims") -> str:
+    """The paper's qualitative claims (or a study's: ``heading``), each evaluated on our
+    numbers."""
+    lines = [f"**{heading}, checked on these runs:**", ""]
     for claim, ok, detail in checks:
         lines.append(f"- {'✅' if ok else '❌'} {claim} — {detail}")
     return "\n".join(lines) + "\n"
@@ -202,6 +204,24 @@ def new_figure(ncols: int = 1, nrows: int = 1, width: float = 6.0, height: float
     fig = MplFigure(figsize=(width * ncols, height * nrows), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False)
     return fig, axes
+
+
+def clipped_titles(fig) -> list[str]:
+    """The suptitle and axes titles of ``fig`` that do not fit inside the figure (a title
+    wider than its figure is cut at the edges in the saved PNG and PDF)."""
+    fig.draw_without_rendering()  # lay out as saving does (constrained layout)
+    box = fig.bbox
+    texts = [fig._suptitle] if getattr(fig, "_suptitle", None) is not None else []
+    for a in fig.axes:
+        texts += [a.title, a._left_title, a._right_title]
+    out = []
+    for t in texts:
+        if not t.get_text():
+            continue
+        e = t.get_window_extent()
+        if e.x0 < box.x0 - 0.5 or e.x1 > box.x1 + 0.5 or e.y1 > box.y1 + 0.5:
+            out.append(t.get_text())
+    return out
 
 
 def save(fig, out_dir: Path, stem: str) -> list[Path]:

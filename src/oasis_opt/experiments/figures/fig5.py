@@ -17,13 +17,14 @@ import numpy as np
 
 from ..._extras import require
 from .. import fig5
-from ..fig5 import PLUGIN, estimates, rows, runs
+from ..fig5 import ADAPTIVE, PLUGIN, estimates, rows, runs
 from .common import (DEFAULT_REFERENCE, ORACLE, PAPER_MARKER, Figure, calibration_markdown,
                      checks_markdown, new_figure, save, write_markdown)
 
 # table and panel order: series, title
 PANELS = ((PLUGIN, "plug-in U, L (eqs. 23-26 on the history)"),
           ("oasis", "searched floor L (tuned on the history)"),
+          (ADAPTIVE, "adaptive floor L (from the searched floor, learnt online)"),
           (ORACLE, "oracle U, L (eqs. 23-26 on the instance)"))
 
 
@@ -68,8 +69,9 @@ def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = Fals
         a.set_xticks(x, [str(n) for n in servers])
         a.set(xlabel="servers in total (⌈n/2⌉ worker + ⌊n/2⌋ PS hosts)",
               ylabel="OPT / OASiS total utility",
-              title=f"OASiS priced by {title}: mean, min … max; ◆ = paper; "
-                    "2α at the foot of each bar")
+              title=f"OASiS priced by {title}\nbars: mean, min … max over the seeds; "
+                    "◆ = paper; 2α at the foot of each bar")
+        a.title.set_fontsize(9)
         a.legend(fontsize=7, ncols=3)
     fig.suptitle(f"Fig. 5 — OPT / OASiS, 10 jobs, T = 10, {len(s['seeds'])} seed(s)")
     paths = save(fig, out_dir, "fig5")
@@ -77,10 +79,13 @@ def render(specs, records, out_dir: Path, reference_dir=None, quick: bool = Fals
                      + fig5.markdown(summaries[name], paper) for name, title in PANELS)
     text = (f"# Fig. 5 — performance ratio OPT / OASiS{' (quick)' if quick else ''}\n\n"
             f"`paper_fig5(seed, servers=n, priority=γ₁ range)`, seeds {list(s['seeds'])}; OPT = "
-            "exact MILP (policy `offline`); OASiS under three pricings, the first two fixed on "
+            "exact MILP (policy `offline`); OASiS under four pricings, the first three fixed on "
             "history instances of each group before any evaluated instance is seen: the plug-in "
             "estimate (`oasis_opt.online.plugin`), the floor searched on utility "
-            "(`oasis_opt.online.estimate`, tuning) and the oracle constants of the evaluated "
+            "(`oasis_opt.online.estimate`, tuning), the adaptive floor (policy `oasis-adaptive`, "
+            "`oasis_opt.online.adaptive`: U and the starting L of the searched floor, then L "
+            "follows the best of plain OASiS runs over the grid on the jobs decided so far; its "
+            "alpha is that of its last floor) and the oracle constants of the evaluated "
             "instance. alpha: mean over the seeds of Theorem 4's alpha of the constants used; "
             "OPT / OASiS <= 2 alpha. Tables from `oasis_opt.experiments.fig5.markdown`; the "
             "claims are checked on the searched pricing.\n"
