@@ -36,7 +36,7 @@ from pathlib import Path
 from bench_speed import ROOT, extract
 
 RESULTS = ROOT / "benchmarks" / "results"
-# name -> philly_instance keyword arguments (the cluster)
+# name -> PhillyCluster keyword arguments (philly_instance's cluster)
 CLUSTERS = {"philly-120": {},
             "philly-550": {"racks": 55, "servers_per_rack": 8, "ps_per_rack": 2}}
 
@@ -46,10 +46,10 @@ sys.path.insert(0, sys.argv[3])  # tests/, for the golden digest
 import numpy as np
 from oasis_golden import digest
 from oasis_opt import solve, validate
-from oasis_opt.workloads.traces import philly_instance
+from oasis_opt.workloads.traces import PhillyCluster, philly_instance
 days, cluster, check = float(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[4] == "1"
 t0 = time.process_time()
-inst = philly_instance("2017-11-01", days, seed=0, **cluster)
+inst = philly_instance("2017-11-01", days, seed=0, cluster=PhillyCluster(**cluster))
 load = time.process_time() - t0
 t0 = time.process_time()
 s = solve(inst, "oasis", max_work=float("inf"))  # 550 servers: over the default limit

@@ -11,7 +11,7 @@ from oasis_opt.training.curves import Curve
 from oasis_opt.costmodel.chunktime import chunk_time_from_provenance
 from oasis_opt.model.validate import validate
 from oasis_opt.sim.core import simulate
-from oasis_opt.workloads.traces import TraceJob, philly_cluster, trace_instance
+from oasis_opt.workloads.traces import TraceJob, TraceMapping, philly_cluster, trace_instance
 
 E = 12
 
@@ -30,7 +30,8 @@ def background(jobs, slot_s=600.0, servers=1):
     """``jobs``: (submission s, duration s, GPUs) on ``servers`` 8-GPU servers and 2 PS servers."""
     workers, pss = philly_cluster(racks=1, servers_per_rack=servers, ps_per_rack=2)
     return trace_instance([TraceJob(f"bg-{n}", at, d, g, {}) for n, (at, d, g) in
-                           enumerate(jobs)], workers, pss, seed=0, slot_s=slot_s, tail=200)
+                           enumerate(jobs)], workers, pss, seed=0, slot_s=slot_s,
+                          mapping=TraceMapping(tail=200))
 
 
 STUDY = [curve(0, rising(0.97))] + [curve(t, rising(0.6 + 0.02 * t)) for t in range(1, 8)] + \

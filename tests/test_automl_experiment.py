@@ -8,7 +8,7 @@ import pytest
 from oasis_opt.training.curves import Curve
 from oasis_opt.experiments import automl as exp
 from oasis_opt.experiments.reproduce import figure_names, reproduce
-from oasis_opt.workloads.traces import TraceJob, philly_cluster, trace_instance
+from oasis_opt.workloads.traces import TraceJob, TraceMapping, philly_cluster, trace_instance
 
 
 def tiny_study():
@@ -27,7 +27,8 @@ def tiny_study():
 def tiny_background(seed, slot_s):
     workers, pss = philly_cluster(racks=1, servers_per_rack=2, ps_per_rack=2)
     jobs = [TraceJob(f"bg-{n}", 600.0 * n, 1800.0, g, {}) for n, g in enumerate((2, 8, 4))]
-    return trace_instance(jobs, workers, pss, seed=seed, slot_s=slot_s, tail=30)
+    return trace_instance(jobs, workers, pss, seed=seed, slot_s=slot_s,
+                          mapping=TraceMapping(tail=30))
 
 
 @pytest.fixture

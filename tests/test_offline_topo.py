@@ -30,7 +30,7 @@ from oasis_opt.offline.topo import (TopoOfflinePolicy, build_full_speed_milp, fu
                                     placement_upper_bound)
 from oasis_opt.policies import solve
 from oasis_opt.testing import utilities
-from oasis_opt.workloads.traces import philly_instance
+from oasis_opt.workloads.traces import PhillyCluster, PhillyFilter, TraceMapping, philly_instance
 
 RESOURCES = ("gpu", "cpu", "mem", "storage", "bw")
 
@@ -238,9 +238,11 @@ def test_upper_bound_refuses_faster_accelerators():
 
 def test_a_limit_leaves_a_valid_schedule_and_claims_no_optimality():
     """12 Philly jobs on 2 racks of 2 servers at 4:1: no node is enough to find a schedule."""
-    inst = philly_instance("2017-11-01", 0.5, 0, max_jobs=12, racks=2, servers_per_rack=2,
-                           ps_per_rack=1, slot_s=7200, tail=2, oversubscription=4.0,
-                           progress="placement")
+    inst = philly_instance("2017-11-01", 0.5, 0, slot_s=7200,
+                           cluster=PhillyCluster(racks=2, servers_per_rack=2, ps_per_rack=1),
+                           select=PhillyFilter(max_jobs=12),
+                           mapping=TraceMapping(tail=2, oversubscription=4.0,
+                                                progress="placement"))
     sched = solve(inst, "offline-topo", node_limit=0)
     assert sched.stats["status"] == "node_limit" and not sched.stats["proven_optimal"]
     assert "proven optimal" not in sched.stats["message"]

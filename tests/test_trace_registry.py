@@ -49,3 +49,13 @@ def test_generate_offers_the_registered_traces_and_lists_them_without_numpy():
     add_generate(parser)
     trace, = [a for a in parser._actions if a.dest == "trace"]
     assert tuple(trace.choices) == tuple(TRACES)
+
+
+def test_every_registered_trace_has_its_generate_flags():
+    """Catches a trace registered in ``TRACES`` without its entry in ``cli.generate``'s
+    ``_TRACE_FLAGS`` (how ``generate --trace NAME`` maps its flags to the loader): ``--trace
+    NAME`` would then be offered by the parser and fail with a KeyError when run. (The README's
+    "where a new trace goes" names both places.)"""
+    from oasis_opt.cli.generate import _TRACE_FLAGS
+
+    assert set(_TRACE_FLAGS) == set(TRACES)

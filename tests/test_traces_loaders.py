@@ -12,9 +12,9 @@ from oasis_opt import solve
 from oasis_opt.model import validate
 from oasis_opt.model.io import FormatError, instance_from_dict, instance_to_dict
 from oasis_opt.sim.greedy import GreedyPolicy
-from oasis_opt.workloads.traces import (PHILLY_COLUMNS, PHILLY_FULL_SIZE,
-                                        load_helios_utilisation, pai_cluster,
-                                        philly_cluster, philly_instance, philly_jobs,
+from oasis_opt.workloads.traces import (PHILLY_COLUMNS, PHILLY_FULL_SIZE, PhillyCluster,
+                                        PhillyFilter, TraceMapping, load_helios_utilisation,
+                                        pai_cluster, philly_cluster, philly_instance, philly_jobs,
                                         pollux_instance, read_philly, tiresias_instance,
                                         trace_root)
 
@@ -60,7 +60,8 @@ def test_read_philly_fixture():
 
 
 def test_philly_instance_mapping(root):
-    inst = philly_instance("2017-11-01", 1, seed=3, slot_s=600, racks=2, root=root)
+    two_racks = PhillyCluster(racks=2)
+    inst = philly_instance("2017-11-01", 1, seed=3, slot_s=600, cluster=two_racks, root=root)
     rows = philly_jobs("2017-11-01", 1, root=root)
     assert inst.I == len(rows) == 40
     for job, r in zip(inst.jobs, rows):
@@ -79,9 +80,9 @@ def test_philly_instance_mapping(root):
     assert list(inst.arrival) == sorted(inst.arrival)  # submission order
     assert inst.horizon == max(j.arrival + j.min_duration - 1 for j in inst.jobs) + 24
     # seeded: same seed, same instance; another seed, other utilities
-    again = philly_instance("2017-11-01", 1, seed=3, slot_s=600, racks=2, root=root)
+    again = philly_instance("2017-11-01", 1, seed=3, slot_s=600, cluster=two_racks, root=root)
     assert instance_to_dict(again) == instance_to_dict(inst)
-    other = philly_instance("2017-11-01", 1, seed=4, slot_s=600, racks=2, root=root)
+    other = philly_instance("2017-11-01", 1, seed=4, slot_s=600, cluster=two_racks, root=root)
     assert [j.utility for j in other.jobs] != [j.utility for j in inst.jobs]
     # a valid instance: JSON round trip, and greedy's schedule validates
     assert instance_to_dict(instance_from_dict(instance_to_dict(inst))) == instance_to_dict(inst)
@@ -90,11 +91,13 @@ def test_philly_instance_mapping(root):
 
 def test_philly_options(root):
     inst = philly_instance("2017-11-01 00:00:00", 0.25, slot_s=60, root=root,
-                           oversubscription=4.0, progress="placement", clusters=["6c71a0"])
+                           select=PhillyFilter(clusters=["6c71a0"]),
+                           mapping=TraceMapping(oversubscription=4.0, progress="placement"))
     assert {j.provenance["virtual_cluster"] for j in inst.jobs} == {"6c71a0"}
     assert inst.progress == "placement" and inst.topology is not None
     assert inst.meta["oversubscription"] == 4.0
-    multi = philly_instance("2017-09-04", 19, source="multigpu", root=root, max_jobs=5)
+    multi = philly_instance("2017-09-04", 19, root=root,
+                            select=PhillyFilter(source="multigpu", max_jobs=5))
     assert multi.I == 5 and min(multi.chunks) >= 2
 
 
@@ -170,7 +173,8 @@ def test_pai_full_spec_and_heterogeneous_instance():
     assert len(workers) == 1814 and len(pss) == 83
     kinds = [s.kind for s in workers]
     assert kinds.count("P100") == 798 and kinds.count("V100M32") == 135
-    inst = philly_instance("2017-11-01", 0.2, cluster="pai", pai_machines=40, seed=2)
+    inst = philly_instance("2017-11-01", 0.2, seed=2,
+                           cluster=PhillyCluster(kind="pai", pai_machines=40))
     assert inst.H == 40 and {s.kind for s in inst.worker_servers} >= {"P100", "T4"}
 
 
@@ -235,7 +239,8 @@ def test_philly_full_size_replay():
     workers, pss = philly_cluster(**PHILLY_FULL_SIZE)
     assert (len(workers), len(pss)) == (440, 110)
     assert sum(s.capacity["gpu"] for s in workers) == 3520
-    inst = philly_instance("2017-11-01", 1, seed=0, max_jobs=150, **PHILLY_FULL_SIZE)
+    inst = philly_instance("2017-11-01", 1, seed=0, cluster=PhillyCluster(**PHILLY_FULL_SIZE),
+                           select=PhillyFilter(max_jobs=150))
     assert inst.H + inst.K == 550
     sched = solve(inst, "oasis")
     assert validate(inst, sched).ok

@@ -43,15 +43,16 @@ def bracket_instance(jobs: int, seed: int = 0, oversubscription: float = 4.0,
                      ps_per_rack: int | None = None):
     """The first ``jobs`` Philly jobs of the window ``WINDOW`` (its cluster unless given),
     placement-aware progress."""
-    from ..workloads.traces import philly_instance
+    from ..workloads.traces import PhillyCluster, PhillyFilter, TraceMapping, philly_instance
 
     w = WINDOW
-    return philly_instance(w["start"], w["days"], seed, max_jobs=jobs,
-                           racks=racks or w["racks"],
-                           servers_per_rack=servers_per_rack or w["servers_per_rack"],
-                           ps_per_rack=ps_per_rack or w["ps_per_rack"],
-                           slot_s=w["slot_s"], tail=w["tail"], oversubscription=oversubscription,
-                           progress="placement")
+    cluster = PhillyCluster(racks=racks or w["racks"],
+                            servers_per_rack=servers_per_rack or w["servers_per_rack"],
+                            ps_per_rack=ps_per_rack or w["ps_per_rack"])
+    return philly_instance(w["start"], w["days"], seed, slot_s=w["slot_s"], cluster=cluster,
+                           select=PhillyFilter(max_jobs=jobs),
+                           mapping=TraceMapping(tail=w["tail"], oversubscription=oversubscription,
+                                                progress="placement"))
 
 
 def loss_breakdown(instance, schedule, reference) -> dict:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Sequence
+from typing import Sequence, TypeVar
 
 import numpy as np
 
@@ -27,6 +27,9 @@ MAX_REDRAWS = 10_000  # rejection-sampling rounds before a generator gives up
 
 
 # ---- argument checks (ValueError naming the argument) -------------------------------------------
+_Obj = TypeVar("_Obj")
+
+
 def check_int(name: str, v, minimum: int) -> int:
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
         raise ValueError(f"{name}: expected an integer, got {v!r}")
@@ -42,6 +45,16 @@ def check_seed(seed) -> int:
 def check_choice(name: str, v, choices: Sequence[str]) -> str:
     if v not in choices:
         raise ValueError(f"{name}: expected one of {', '.join(map(repr, choices))}, got {v!r}")
+    return v
+
+
+def check_object(name: str, v: _Obj | None, cls: type[_Obj]) -> _Obj:
+    """A parameter object: ``v`` if it is a ``cls``, ``cls()`` (its defaults) if it is None;
+    anything else (a dict of its fields, say) is a ValueError naming the parameter."""
+    if v is None:
+        return cls()
+    if not isinstance(v, cls):
+        raise ValueError(f"{name}: expected {cls.__name__}, got {type(v).__name__}")
     return v
 
 

@@ -9,14 +9,14 @@ import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from ..model import Instance, Server
 from ..model.io import FormatError
-from ._common import check_int
+from ._common import check_choice, check_int, check_object
 from .pai import pai_cluster
-from .trace_common import (TIME_FORMAT, TraceJob, parse_float, parse_int, parse_str,
-                           parse_time, _window, read_csv, trace_instance, trace_root)
+from .trace_common import (TIME_FORMAT, TraceJob, TraceMapping, parse_float, parse_int,
+                           parse_str, parse_time, _window, read_csv, trace_instance, trace_root)
 
 PHILLY_SOURCES = {"month": "philly_2017-11.csv", "multigpu": "philly_multigpu.csv"}
 PHILLY_COLUMNS = ("timestamp", "submit_s", "duration", "num_gpus", "gpu_time", "cluster")
@@ -82,7 +82,7 @@ def philly_jobs(start: str = "2017-11-01", days: float = 30, *, source: str = "m
 
 # ---- clusters ------------------------------------------------------------------------------------
 PHILLY_FULL_SIZE = {"racks": 55, "servers_per_rack": 8, "ps_per_rack": 2}
-"""``philly_cluster`` / ``philly_instance`` arguments of a cluster of Philly's full size, about
+"""``philly_cluster`` / ``PhillyCluster`` arguments of a cluster of Philly's full size, about
 550 servers [choice: counted as H + K, as the OASiS grid counts servers]: 55 racks of 8 GPU
 servers and 2 PS servers, H = 440 (3,520 GPUs; Philly's real machines also had 2-GPU servers,
 about 2,500 GPUs in all) and K = 110. The default cluster (10 racks of 8 + 4) has 120."""
@@ -102,38 +102,100 @@ def philly_cluster(racks: int = 10, servers_per_rack: int = 8, ps_per_rack: int 
     return workers, pss
 
 
+@dataclass(frozen=True, kw_only=True)
+class PhillyCluster:
+    """The servers ``philly_instance`` maps the jobs onto (keyword fields; checked when built,
+    ``ValueError`` naming the field). The defaults: the 120-server Philly-like cluster.
+
+    * ``kind``: "philly", racks of 8-GPU servers with PS servers in every rack (module
+      docstring; ``philly_cluster(racks, servers_per_rack, ps_per_rack)``), or "pai", PAI 2020's
+      machines (``pai_cluster(machines=pai_machines, seed=seed)``, sampled with the instance's
+      seed);
+    * ``racks``, ``servers_per_rack``, ``ps_per_rack`` (integers >= 1; 10, 8, 4): the Philly-like
+      shape (kind "philly"); ``PhillyCluster(**PHILLY_FULL_SIZE)`` is Philly's full size;
+    * ``pai_machines`` (an integer >= 1, or None: all 1,814; 128): the GPU machines kept
+      (kind "pai").
+    """
+
+    kind: str = "philly"
+    racks: int = 10
+    servers_per_rack: int = 8
+    ps_per_rack: int = 4
+    pai_machines: int | None = 128
+
+    def __post_init__(self) -> None:
+        check_choice("kind", self.kind, ("philly", "pai"))
+        for name in ("racks", "servers_per_rack", "ps_per_rack"):
+            check_int(name, getattr(self, name), 1)
+        if self.pai_machines is not None:
+            check_int("pai_machines", self.pai_machines, 1)
+
+    def servers(self, seed: int = 0, root: str | Path | None = None
+                ) -> tuple[tuple[Server, ...], tuple[Server, ...]]:
+        """(worker servers, PS servers); kind "pai" reads ``root``'s machine list (None: the
+        packaged copy) and samples it with ``seed``."""
+        if self.kind == "philly":
+            return philly_cluster(self.racks, self.servers_per_rack, self.ps_per_rack)
+        return pai_cluster(root, machines=self.pai_machines, seed=seed)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PhillyFilter:
+    """Which of the window's jobs ``philly_instance`` keeps (keyword fields; checked when built,
+    ``ValueError`` naming the field). The defaults keep every job of November 2017's digest.
+
+    * ``source``: the digest, "month" (every job of November 2017) or "multigpu" (the jobs with
+      >= 2 GPUs of the whole trace); ``PHILLY_SOURCES``;
+    * ``clusters`` (virtual cluster names, or None: all): keep only these virtual clusters (kept
+      as a tuple; a name the digest does not have is a ``ValueError`` when the jobs are read);
+    * ``max_jobs`` (an integer >= 1, or None: all): keep the first jobs only (quick runs).
+    """
+
+    source: str = "month"
+    clusters: tuple[str, ...] | None = None
+    max_jobs: int | None = None
+
+    def __post_init__(self) -> None:
+        check_choice("source", self.source, tuple(PHILLY_SOURCES))
+        if self.clusters is not None:
+            given = self.clusters
+            names = tuple(given) if isinstance(given, Iterable) and not isinstance(given, str) \
+                else ()
+            if not names or not all(isinstance(n, str) and n for n in names):
+                raise ValueError(f"clusters: expected virtual cluster names, got {self.clusters!r}")
+            object.__setattr__(self, "clusters", names)
+        if self.max_jobs is not None:
+            check_int("max_jobs", self.max_jobs, 1)
+
 
 def philly_instance(start: str = "2017-11-01", days: float = 30, seed: int = 0, *,
-                    slot_s: float = 3600.0, source: str = "month", cluster: str = "philly",
-                    racks: int = 10, servers_per_rack: int = 8, ps_per_rack: int = 4,
-                    pai_machines: int | None = 128, clusters: Sequence[str] | None = None,
-                    max_jobs: int | None = None, tail: int = 24, horizon: int | None = None,
-                    oversubscription: float | None = None, progress: str = "chunk-time",
+                    slot_s: float = 3600.0, cluster: PhillyCluster | None = None,
+                    select: PhillyFilter | None = None, mapping: TraceMapping | None = None,
                     root: str | Path | None = None) -> Instance:
-    """An instance of the Philly jobs submitted in [start, start + days) (module docstring).
+    """An instance of the Philly jobs submitted in [start, start + days) (module docstring), in
+    slots of ``slot_s`` seconds.
 
-    ``cluster``: "philly" (``philly_cluster(racks, servers_per_rack, ps_per_rack)``) or "pai"
-    (``pai_cluster(machines=pai_machines, seed=seed)``); ``**PHILLY_FULL_SIZE`` gives Philly's
-    full size, 550 servers (a month there is over ``solve``'s default work limit: pass
-    ``max_work=math.inf``). ``clusters``: keep only these virtual
-    clusters. ``max_jobs``: keep the first jobs only (quick runs). Entry point of
+    ``cluster``: the servers (``PhillyCluster``; None: the 120-server Philly-like cluster);
+    ``PhillyCluster(**PHILLY_FULL_SIZE)`` is Philly's full size, 550 servers (a month there is
+    over ``solve``'s default work limit: pass ``max_work=math.inf``). ``select``: the digest,
+    virtual clusters and job count kept (``PhillyFilter``; None: every job of the month's
+    digest). ``mapping``: the horizon, utilities, topology and progress model
+    (``trace_common.TraceMapping``; None: its defaults). Entry point of
     ``oasis-opt generate --trace philly --start ... --days ...``.
     """
-    if cluster not in ("philly", "pai"):
-        raise ValueError(f"cluster: expected 'philly' or 'pai', got {cluster!r}")
+    cluster = check_object("cluster", cluster, PhillyCluster)
+    select = check_object("select", select, PhillyFilter)
     t0, _ = _window(start, days)
-    rows = philly_jobs(start, days, source=source, root=root, clusters=clusters)
-    if max_jobs is not None:
-        rows = rows[: check_int("max_jobs", max_jobs, 1)]
-    name = PHILLY_SOURCES[source]
+    rows = philly_jobs(start, days, source=select.source, root=root, clusters=select.clusters)
+    if select.max_jobs is not None:
+        rows = rows[: int(select.max_jobs)]
+    name = PHILLY_SOURCES[select.source]
     jobs = [TraceJob(f"philly-{r.row:05d}", (r.submitted - t0).total_seconds(), r.duration_s,
                      r.gpus, {"trace": f"philly/{name}", "row": r.row,
                               "timestamp": r.submitted.strftime(TIME_FORMAT),
                               "virtual_cluster": r.cluster}) for r in rows]
-    workers, pss = (philly_cluster(racks, servers_per_rack, ps_per_rack) if cluster == "philly"
-                    else pai_cluster(root, machines=pai_machines, seed=seed))
+    workers, pss = cluster.servers(seed, root)
     meta = {"generator": "philly-trace", "start": t0.strftime(TIME_FORMAT), "days": days,
-            "source": source, "cluster": cluster}
-    return trace_instance(jobs, workers, pss, seed=seed, slot_s=slot_s, tail=tail,
-                          horizon=horizon, oversubscription=oversubscription, progress=progress,
+            "source": select.source, "cluster": cluster.kind}
+    return trace_instance(jobs, workers, pss, seed=seed, slot_s=slot_s, mapping=mapping,
                           meta=meta)

@@ -11,8 +11,8 @@ from ..model import Instance
 from ..model.io import FormatError
 from ._common import check_int, check_seed
 from .philly import philly_cluster
-from .trace_common import (TraceJob, parse_float, parse_int, parse_str, read_csv, trace_instance,
-                           trace_root)
+from .trace_common import (TraceJob, TraceMapping, parse_float, parse_int, parse_str, read_csv,
+                           trace_instance, trace_root)
 
 POLLUX_COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
 
@@ -55,7 +55,7 @@ def pollux_instance(workload: int = 1, seed: int = 0, *, slot_s: float = 600.0,
                              {"trace": f"pollux-workloads/{path.name}", "row": r["_row"],
                               "batch_size": r["batch_size"], "gpu_hours": gpu_h}))
     workers, pss = philly_cluster(racks, servers_per_rack, ps_per_rack)
-    return trace_instance(jobs, workers, pss, seed=seed, slot_s=slot_s, tail=tail,
-                          oversubscription=oversubscription, progress=progress,
+    mapping = TraceMapping(tail=tail, oversubscription=oversubscription, progress=progress)
+    return trace_instance(jobs, workers, pss, seed=seed, slot_s=slot_s, mapping=mapping,
                           meta={"generator": "pollux-workload", "workload": workload},
                           model_of=lambda j, coin: apps[j.key])

@@ -28,7 +28,8 @@ import numpy as np
 from ..costmodel.accelerators import cpu_mode_worker, integer_speeds, model_family, relative_speed
 from ..model import Instance, JobType, Server
 from ._common import check_int, check_positive, check_seed
-from .traces import TIME_FORMAT, TraceJob, _window, philly_cluster, philly_jobs, trace_instance
+from .traces import (TIME_FORMAT, TraceJob, TraceMapping, _window, philly_cluster, philly_jobs,
+                     trace_instance)
 
 USER_CLASS_MIX = {"high": 0.2, "mid": 0.5, "low": 0.3}
 CPU_SERVER = {"gpu": 0.0, "cpu": 96.0, "mem": 384.0, "storage": 2000.0, "bw": 40.0}
@@ -75,7 +76,8 @@ def priority_instance(load: float = 1.0, seed: int = 0, *, start: str = "2017-11
                       "job_type": job_type_of(r.gpus, r.duration_s)})
             for r, k in zip(rows, drawn)]
     workers, pss = philly_cluster(racks, servers_per_rack, ps_per_rack)
-    base = trace_instance(jobs, workers, pss, seed=seed, slot_s=slot_s, tail=tail,
+    base = trace_instance(jobs, workers, pss, seed=seed, slot_s=slot_s,
+                          mapping=TraceMapping(tail=tail),
                           meta={"generator": "philly-priority", "load": load,
                                 "start": t0.strftime(TIME_FORMAT), "days": days})
     typed_workers = tuple(replace(s, accelerator=GPU_TYPE) for s in base.worker_servers)

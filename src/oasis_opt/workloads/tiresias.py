@@ -6,8 +6,8 @@ from pathlib import Path
 from ..model import Instance, Server
 from ..model.io import FormatError
 from ._common import check_int
-from .trace_common import (WORKER_DEMAND, TraceJob, parse_float, parse_int, parse_str, read_csv,
-                           trace_instance, trace_root)
+from .trace_common import (WORKER_DEMAND, TraceJob, TraceMapping, parse_float, parse_int,
+                           parse_str, read_csv, trace_instance, trace_root)
 
 TIRESIAS_COLUMNS = ("job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration",
                     "interval")
@@ -67,7 +67,7 @@ def tiresias_instance(seed: int = 0, *, spec: str = "cluster_spec.csv", slot_s: 
                      {"trace": "tiresias/60_job.csv", "row": r["_row"],
                       "iterations": r["iterations"]})
             for r in rows]
-    return trace_instance(jobs, workers, pss, seed=seed, slot_s=slot_s, tail=tail,
-                          oversubscription=oversubscription, progress=progress,
+    mapping = TraceMapping(tail=tail, oversubscription=oversubscription, progress=progress)
+    return trace_instance(jobs, workers, pss, seed=seed, slot_s=slot_s, mapping=mapping,
                           meta={"generator": "tiresias-trace", "spec": spec},
                           model_of=lambda j, coin: models[j.key])

@@ -43,8 +43,8 @@ import numpy as np
 from ..costmodel.models import pollux_model_for_gpu_hours
 from ..model import JOB_CLASSES, Instance, Job, Topology, Utility
 from ..model.io import FormatError
-from ._common import (DEFAULT_CLASS_MIX, RESOURCES, check_class_mix, check_int, check_interval,
-                      check_positive, check_seed, sample_utilities)
+from ._common import (DEFAULT_CLASS_MIX, RESOURCES, check_choice, check_class_mix, check_int,
+                      check_interval, check_object, check_positive, check_seed, sample_utilities)
 
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 WORKER_DEMAND = {"gpu": 1.0, "cpu": 4.0, "mem": 16.0, "storage": 10.0, "bw": 5.0}
@@ -178,27 +178,59 @@ class TraceJob:
     provenance: dict
 
 
+@dataclass(frozen=True, kw_only=True)
+class TraceMapping:
+    """How ``trace_instance`` maps trace jobs beyond the slot length (keyword fields; checked when
+    built, ``ValueError`` naming the field). The defaults are the mapping of the module
+    docstring.
+
+    * ``tail`` (an integer >= 0, 24): the horizon is the last job's earliest possible completion
+      plus ``tail`` slots;
+    * ``horizon`` (an integer >= 1, or None: by ``tail``): this horizon instead; it must reach
+      the last job's earliest completion (checked when the jobs are mapped);
+    * ``class_mix`` (three probabilities summing to 1, ``workloads._common.DEFAULT_CLASS_MIX``)
+      and ``priority`` (an interval (low, high), 0 <= low <= high, of gamma1; (1, 100)): the
+      utilities' draw;
+    * ``oversubscription`` (a finite number > 0, or None: no topology): the instance carries
+      ``Topology.from_racks`` with it;
+    * ``progress``: the instance's progress model, "chunk-time" or "placement".
+    """
+
+    tail: int = 24
+    horizon: int | None = None
+    class_mix: tuple[float, float, float] = DEFAULT_CLASS_MIX
+    priority: tuple[float, float] = (1.0, 100.0)
+    oversubscription: float | None = None
+    progress: str = "chunk-time"
+
+    def __post_init__(self) -> None:
+        check_int("tail", self.tail, 0)
+        if self.horizon is not None:
+            check_int("horizon", self.horizon, 1)
+        # stored as tuples of floats: the object compares and hashes by value
+        object.__setattr__(self, "class_mix", check_class_mix(self.class_mix))
+        object.__setattr__(self, "priority", check_interval("priority", self.priority))
+        if self.oversubscription is not None:
+            check_positive("oversubscription", self.oversubscription)
+        check_choice("progress", self.progress, ("chunk-time", "placement"))
+
+
 def trace_instance(jobs: Sequence[TraceJob], workers, pss, *, seed: int, slot_s: float,
-                   tail: int = 24, horizon: int | None = None, class_mix=DEFAULT_CLASS_MIX,
-                   priority=(1.0, 100.0), oversubscription: float | None = None,
-                   progress: str = "chunk-time", meta: dict | None = None,
+                   mapping: TraceMapping | None = None, meta: dict | None = None,
                    model_of: Callable[[TraceJob, float], str] | None = None) -> Instance:
     """Map rigid trace jobs to the paper's model (module docstring) on the given servers.
 
-    ``model_of(job, coin)``: the job's model name (default: Pollux's rule by GPU-time).
-    ``oversubscription``: if given, the instance carries ``Topology.from_racks`` with it.
+    ``mapping``: the horizon, utilities, topology and progress model (``TraceMapping``; None:
+    its defaults). ``model_of(job, coin)``: the job's model name (default: Pollux's rule by
+    GPU-time).
     """
     seed = check_seed(seed)
     slot_s = check_positive("slot_s", slot_s)
-    tail = check_int("tail", tail, 0)
-    class_mix = check_class_mix(class_mix)
-    priority = check_interval("priority", priority)
-    if progress not in ("chunk-time", "placement"):
-        raise ValueError(f"progress: expected 'chunk-time' or 'placement', got {progress!r}")
+    m = check_object("mapping", mapping, TraceMapping)
     if not jobs:
         raise ValueError("jobs: no trace job in the window")
     r_util, r_model = np.random.default_rng(seed).spawn(2)
-    classes, utilities = sample_utilities(r_util, len(jobs), class_mix, priority)
+    classes, utilities = sample_utilities(r_util, len(jobs), m.class_mix, m.priority)
     coins = r_model.random(len(jobs))
     model_of = model_of or (lambda j, coin: pollux_model_for_gpu_hours(
         j.duration_s * j.gpus / 3600.0, coin))
@@ -216,11 +248,11 @@ def trace_instance(jobs: Sequence[TraceJob], workers, pss, *, seed: int, slot_s:
                   utility, JOB_CLASSES[int(classes[n])], prov)
         last = max(last, arrival + job.min_duration - 1)
         out.append(job)
-    T = last + tail if horizon is None else check_int("horizon", horizon, last)
-    base = Instance(T, RESOURCES, tuple(workers), tuple(pss), tuple(out), progress=progress,
+    T = last + int(m.tail) if m.horizon is None else check_int("horizon", m.horizon, last)
+    base = Instance(T, RESOURCES, tuple(workers), tuple(pss), tuple(out), progress=m.progress,
                     meta={**(meta or {}), "seed": seed, "slot_s": slot_s})
-    if oversubscription is None:
+    if m.oversubscription is None:
         return base
     return Instance(T, RESOURCES, base.worker_servers, base.ps_servers, base.jobs,
-                    Topology.from_racks(base, check_positive("oversubscription", oversubscription)),
-                    progress, dict(base.meta, oversubscription=oversubscription))
+                    Topology.from_racks(base, float(m.oversubscription)), m.progress,
+                    dict(base.meta, oversubscription=m.oversubscription))
