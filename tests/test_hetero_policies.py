@@ -50,6 +50,13 @@ def test_every_registered_policy_gives_valid_schedules_on_typed_instances(policy
                                                                           placement):
     """A valid, reproducible schedule, or (``NOT_YET``) one clear line refusing types."""
     opts = _options(policy, placement, seed)
+    if policy == "oasis-adaptive":  # U fixed in advance: here the instance's own
+        from oasis_opt.online import history_u, pricing_document
+
+        u = (history_u([inst]) if inst.I
+             else {"U_worker": {r: 1.0 for r in inst.resources}, "U_ps": {}})
+        low = min(v for pool in u.values() for v in pool.values())
+        opts.update(pricing=pricing_document(u, low * 1e-3), grid=[low * 1e-6, low * 1e-3, low])
     if policy in NOT_YET:
         with pytest.raises(UnsupportedInstance) as err:
             solve(inst, policy, **opts)

@@ -161,7 +161,7 @@ def test_a_cancelled_job_leaves_every_score():
 
 def test_bad_options_are_refused_by_name():
     with pytest.raises(ValueError, match="pricing: oasis-adaptive needs a pricing file"):
-        AdaptiveOasisPolicy()
+        AdaptiveOasisPolicy().solve(paper_fig5(500, servers=3))  # constructible, never run
     with pytest.raises(ValueError, match="not 'oracle'"):
         AdaptiveOasisPolicy(pricing="oracle")
     with pytest.raises(ValueError, match=r"grid\[1\]: "):

@@ -97,11 +97,14 @@ class AdaptiveOasisPolicy(OasisPolicy):
 
     def __init__(self, pricing: Any = None, grid: Sequence[float] = DEFAULT_FLOOR_GRID,
                  backend: str = "numpy", granularity: str = "worker-slot"):
-        if pricing is None:
-            raise ValueError("pricing: oasis-adaptive needs a pricing file or document for U "
-                             "(e.g. from `oasis-opt estimate-pricing`)")
-        doc = _document(pricing)
         self.grid = check_grid(grid)
+        self.documents: list[dict] | None = None
+        self.start_index = 0
+        if pricing is None:  # constructible without options (the registry's rule); refused
+            # when started, in ``check`` / ``start``
+            super().__init__(backend=backend, granularity=granularity, server_index=False)
+            return
+        doc = _document(pricing)
         documents = [{**doc, "L_worker": L, "L_ps": L} for L in self.grid]
         for n, d in enumerate(documents):  # a floor above some U is refused here, by name
             try:
@@ -114,17 +117,26 @@ class AdaptiveOasisPolicy(OasisPolicy):
         super().__init__(backend=backend, pricing=documents[self.start_index],
                          granularity=granularity, server_index=False)
 
+    def _documents(self) -> list[dict]:
+        if self.documents is None:
+            raise ValueError("pricing: oasis-adaptive needs a pricing file or document for U "
+                             "(e.g. from `oasis-opt estimate-pricing`)")
+        return self.documents
+
     def check(self, instance: Instance, state: Any) -> None:
-        for d in self.documents:
-            resolve_pricing(d, instance)
+        for d in self._documents():
+            if instance.I:  # as OASiS: an instance without jobs needs no prices
+                resolve_pricing(d, instance)
         super().check(instance, state)
 
     def start(self, instance: Instance, state: Any) -> None:
+        self._documents()
         self.current = self.start_index
-        self.pricing_spec = self.documents[self.current]
+        documents = self._documents()
+        self.pricing_spec = documents[self.current]
         super().start(instance, state)
         self.shadows = [OasisPolicy(backend=self.backend, pricing=d, granularity=self.granularity,
-                                    server_index=False) for d in self.documents]
+                                    server_index=False) for d in documents]
         for shadow in self.shadows:
             shadow.start(instance, state)
         self.scores = np.zeros(len(self.grid))
@@ -145,7 +157,7 @@ class AdaptiveOasisPolicy(OasisPolicy):
         """Reprice every (slot, server) from the committed amounts at floor ``grid[index]``."""
         inst = self.instance
         self.current = index
-        self.pricing_spec = self.documents[index]
+        self.pricing_spec = self._documents()[index]
         self.pricing = resolve_pricing(self.pricing_spec, inst)
         # laid out as ``OasisPolicy.start`` lays out its arrays (resource-major)
         self.worker_price = _resource_major(self.pricing.worker_prices(self.worker_used,
