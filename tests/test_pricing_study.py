@@ -77,8 +77,18 @@ def test_tiny_study_is_drawn_and_its_numbers_are_the_direct_solves(tiny, tmp_pat
         searched = OasisPolicy(pricing=estimate_pricing(history)).solve(inst)
         plugin = OasisPolicy(pricing=plugin_pricing(history)).solve(inst)
         adaptive = AdaptiveOasisPolicy(pricing=estimate_pricing(history)).solve(inst)
-        hindsight = max(OasisPolicy(pricing=pricing_document(history_u(history), L)).solve(
-            inst).total_utility for L in DEFAULT_FLOOR_GRID)
+        by_floor = [OasisPolicy(pricing=pricing_document(history_u(history), L)).solve(
+            inst).total_utility for L in DEFAULT_FLOOR_GRID]
+        hindsight = max(by_floor)
+        if w.opt:  # the per-instance diagnosis: the first (smallest) best floor, admissions
+            (diag,) = [d for d in pricing.floor_diagnostics(*_sweeps(results), True)
+                       if d["workload"] == w.name]
+            assert diag["hindsight_floor"] == DEFAULT_FLOOR_GRID[by_floor.index(hindsight)]
+            assert diag["searched_floor"] == estimate_pricing(history)["L_worker"]
+            assert diag["admitted"][pricing.SEARCHED] == sum(searched.admitted)
+            assert diag["admitted"]["offline"] == sum(get_policy("offline").solve(inst).admitted)
+            assert diag["switches"] == adaptive.stats["adaptive"]["switches"]
+            assert f"| {w.name} | 500 | {diag['hindsight_floor']:.2g} |" in text
         oracle = OasisPolicy().solve(inst)
         assert values[(w.name, pricing.SEARCHED)][500] == pytest.approx(searched.total_utility,
                                                                         abs=1e-9)
@@ -99,6 +109,10 @@ def test_tiny_study_is_drawn_and_its_numbers_are_the_direct_solves(tiny, tmp_pat
 
 
 def _values(results):
+    return pricing.collect(*_sweeps(results)[:2])
+
+
+def _sweeps(results):
     s = pricing.settings(True)
     estimates = pricing.estimates(True)
     calibration = run_sweep(calibration_specs(estimates), results, workers=1, progress=False)
@@ -108,7 +122,7 @@ def _values(results):
     sweep = run_sweep(specs, results, workers=1, progress=False)
     assert not sweep.computed
     assert len(specs) == sum(10 + w.opt for w in s["workloads"]) * len(s["seeds"])
-    return pricing.collect(specs, sweep.records)
+    return specs, sweep.records, estimated
 
 
 def _summary(results):

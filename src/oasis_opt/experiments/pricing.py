@@ -174,3 +174,34 @@ def collect(specs, records) -> dict[tuple[str, str], dict[int, float]]:
             out.setdefault((sp.tags["workload"], HINDSIGHT), {})[sp.tags["seed"]] = \
                 max(rec["stats"]["adaptive"]["shadow_utility"])
     return out
+
+
+def floor_diagnostics(specs, records, estimated, quick: bool) -> list[dict]:
+    """Why a rule misses OPT, per instance of every workload with OPT: the searched floor (one
+    per workload, chosen on the history), the adaptive rule's last floor and switches, the
+    hindsight floor (the grid floor whose plain OASiS run earned most on the instance: the
+    adaptive run's best shadow), and the admitted jobs of OPT and of each rule."""
+    from .figures.common import series
+
+    s = settings(quick)
+    by = {}
+    for sp in specs:
+        by.setdefault((sp.tags["workload"], sp.tags["seed"]), {})[series(sp)] = records[sp.key]
+    out = []
+    for w in s["workloads"]:
+        if not w.opt:
+            continue
+        searched = estimated_pricing(estimated, w.estimate(quick))
+        for seed in s["seeds"]:
+            rec = by[(w.name, seed)]
+            ad = rec[ADAPTIVE]["stats"]["adaptive"]
+            shadow = ad["shadow_utility"]
+            best = max(range(len(shadow)), key=lambda g: (shadow[g], -g))  # ties: smaller L
+            out.append({"workload": w.name, "seed": seed,
+                        "searched_floor": float(searched["L_worker"]),
+                        "adaptive_floor": float(ad["final_floor"]),
+                        "switches": int(ad["switches"]),
+                        "hindsight_floor": float(ad["grid"][best]),
+                        "admitted": {r: int(rec[r]["summary"]["admitted"])
+                                     for r in RULES + ("offline",)}})
+    return out
