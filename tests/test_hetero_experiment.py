@@ -38,8 +38,24 @@ def expected(inst, schedule) -> list[str]:
             "—" if j["makespan_h"] is None else f"{j['makespan_h']:.2f}"]
 
 
-def test_quick_hetero_rows_match_direct_solves(tmp_path, capsys):
+def test_quick_hetero_rows_match_direct_solves(tmp_path, capsys, monkeypatch):
+    from oasis_opt.experiments.figures import common
+    from oasis_opt.experiments.figures import hetero as figure
+
+    legends: list[str] = []
+    real = common.save
+
+    def recording(fig, out_dir, stem):
+        # the figure says what its colours and whiskers are (issue #34), and nothing is cut
+        legends.extend(t.get_text() for lg in fig.legends for t in
+                       [lg.get_title(), *lg.get_texts()])
+        assert common.clipped_titles(fig) == []
+        return real(fig, out_dir, stem)
+
+    monkeypatch.setattr(figure, "save", recording)
     assert main(["reproduce", "hetero", "--quick", "--out", str(tmp_path)]) == 0
+    assert any(t.startswith("OASiS") for t in legends) and "Gavel's policies" in legends
+    assert any("whiskers: min … max" in t and "1 instance seed(s)" in t for t in legends)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hetero.md", "hetero.pdf",
                                                           "hetero.png"]
     text = (tmp_path / "hetero.md").read_text()

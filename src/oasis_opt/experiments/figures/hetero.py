@@ -19,6 +19,12 @@ from .common import (Figure, fmt, mean_range, markdown_table, new_figure, save, 
 COMMAND = "oasis-opt reproduce hetero"
 METRICS = (("total_utility", "total utility"), ("avg_jct_h", "average JCT, h"),
            ("makespan_h", "makespan, h"))
+OASIS_COLOUR, GAVEL_COLOUR = "#1f77b4", "#999999"
+# what the bars and whiskers are (the dev trace is one instance: its whiskers span the policy
+# seeds of the policies that draw at random, and are absent for the others)
+LEGEND_TITLE = ("bars: mean over the runs; whiskers: min … max (Gavel dev trace: {gavel} policy "
+                "seed(s) for the randomised policies, one run for the others; paper-sim: {sim} "
+                "instance seed(s))")
 TITLES = {"gavel": "Gavel dev trace (8 V100 + 8 P100 + 8 K80)",
           "paper-sim": "paper-sim, mixed cluster"}
 
@@ -56,10 +62,19 @@ def draw(data, out_dir: Path) -> list[Path]:
         for ax, (key, title) in zip(row, METRICS):
             m = np.array([cell(data, w, n, key) for n in ns])
             ax.bar(x, m[:, 0], 0.7, yerr=whiskers(m[:, 0], m[:, 1], m[:, 2]), capsize=2,
-                   color=["#1f77b4" if n.startswith("oasis") else "#999999" for n in ns])
+                   color=[OASIS_COLOUR if n.startswith("oasis") else GAVEL_COLOUR for n in ns])
             ax.set_xticks(x, [n.replace(" (", "\n(") for n in ns], fontsize=6, rotation=45)
             ax.set_title(f"{TITLES[w]}: {title}", fontsize=7)
             ax.grid(alpha=0.3, axis="y")
+    from matplotlib.patches import Patch
+
+    seeds = data["settings"]
+    fig.legend(handles=[Patch(color=OASIS_COLOUR, label="OASiS (oasis: estimated U, L; "
+                              "oasis-oracle: eqs. 23-26)"),
+                        Patch(color=GAVEL_COLOUR, label="Gavel's policies")],
+               loc="outside lower center", ncols=2, fontsize=7,
+               title=LEGEND_TITLE.format(gavel=len(seeds["gavel_seeds"]),
+                                         sim=len(seeds["sim_seeds"])), title_fontsize=7)
     return save(fig, out_dir, "hetero")
 
 
