@@ -177,3 +177,18 @@ def test_registered_and_solved_through_the_registry():
     sched = get_policy("oasis-adaptive", pricing=pricing, grid=[1e-4, 1e-3]).solve(inst)
     assert_valid(inst, sched)
     assert sched.stats["adaptive"]["grid"] == [1e-4, 1e-3]
+
+
+def test_the_solve_line_names_the_pricing_file(tmp_path, capsys):
+    """The result says which file priced the run (it said "dict": the floors' documents are
+    built from the file's U)."""
+    from oasis_opt.cli import main
+    from oasis_opt.model.io import save_instance
+    from oasis_opt.online import save_pricing
+
+    inst, pricing = tmp_path / "i.json", tmp_path / "p.json"
+    save_instance(paper_fig5(500, servers=6), inst)
+    save_pricing(_pricing(), pricing)
+    assert main(["solve", str(inst), "--policy", "oasis-adaptive", "--pricing", str(pricing),
+                 "--option", "grid=[0.001, 0.01]", "--out", str(tmp_path / "r.json")]) == 0
+    assert f"; pricing: the file {pricing} -> " in capsys.readouterr().out

@@ -100,11 +100,14 @@ class AdaptiveOasisPolicy(OasisPolicy):
         self.grid = check_grid(grid)
         self.documents: list[dict] | None = None
         self.start_index = 0
+        self.source: str | None = None
         if pricing is None:  # constructible without options (the registry's rule); refused
             # when started, in ``check`` / ``start``
             super().__init__(backend=backend, granularity=granularity, server_index=False)
             return
         doc = _document(pricing)
+        # where U came from, for the result's stats (the documents below are dicts)
+        self.source = None if isinstance(pricing, dict) else f"file:{pricing}"
         documents = [{**doc, "L_worker": L, "L_ps": L} for L in self.grid]
         for n, d in enumerate(documents):  # a floor above some U is refused here, by name
             try:
@@ -200,6 +203,8 @@ class AdaptiveOasisPolicy(OasisPolicy):
 
     def stats(self) -> dict:
         out = super().stats()
+        if self.source is not None and "pricing" in out:
+            out["pricing"] = {**out["pricing"], "source": self.source}
         out["adaptive"] = {"grid": list(self.grid), "start_floor": self.grid[self.start_index],
                            "final_floor": self.grid[self.current], "switches": self.switches,
                            "shadow_utility": [float(s) for s in self.scores],
