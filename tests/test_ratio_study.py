@@ -87,12 +87,14 @@ def test_reproduce_ratio_quick(tmp_path):
     written = reproduce(["ratio"], quick=True, out=out, results=results, progress=False)["ratio"]
     assert {p.name for p in written} >= {"ratio.png", "ratio.pdf", "ratio.md", "pricing.json"}
     text = (out / "ratio.md").read_text()
-    for heading in ("## (a) By size", "## (b) By load factor", "## (c) Ratio against 2α",
+    for heading in ("## (a) By size", "## (a') By size and pricing rule",
+                    "## (b) By load factor", "## (c) Ratio against 2α",
                     "## (d) Worst cases found", "## Commands"):
         assert heading in text
     s = study.QUICK
     stored = sorted((results / "ratio-study").glob("paper-fig5-*.json"))
     assert len(stored) == len(s["seeds"]) * (len(s["sizes"]) + len(s["small"]))
+    _rules_are_fresh_runs(stored, s)
     pricing = read_json(out / "worst_cases" / "pricing.json")
     for start in s["search"]["starts"]:
         inst = load_instance(out / "worst_cases" / f"worst-start{start}.json")
@@ -106,6 +108,45 @@ def test_reproduce_ratio_quick(tmp_path):
     assert (tmp_path / "again" / "ratio.md").read_text() == text
     assert json.loads((tmp_path / "again" / "worst_cases" / "worst-start1.json").read_text()) \
         == json.loads((out / "worst_cases" / "worst-start1.json").read_text())
+
+
+def _rules_are_fresh_runs(stored, s) -> None:
+    """Each stored row's other rules (``rules``) are what a fresh run of OASiS under the
+    group's searched floor, and of ``oasis-adaptive`` started from it, earns on the row's
+    instance; and the rule's ratio is OPT over that utility (catches a rule run on another
+    instance or pricing, or a ratio taken against the plug-in's utility)."""
+    from oasis_opt.online.adaptive import AdaptiveOasisPolicy
+
+    for path in stored[:3]:
+        row = read_json(path)
+        inst = paper_fig5(row["seed"], servers=s["servers"], priority=study.PRIORITY,
+                          jobs=row["jobs"], horizon=s["horizon"])
+        searched = study.group_searched(row["jobs"], s["servers"], s["horizon"], True)
+        for rule, policy in (("searched", OasisPolicy(pricing=searched)),
+                             ("adaptive", AdaptiveOasisPolicy(pricing=searched))):
+            res = policy.solve(inst)
+            assert validate(inst, res).ok
+            assert row["rules"][rule]["utility"] == pytest.approx(res.total_utility, rel=1e-12)
+            assert row["rules"][rule]["admitted"] == sum(res.admitted)
+            ratio = study.exact_ratio(study.rule_row(row, rule))
+            if row["opt"]["method"] == "milp" and res.total_utility > 0:
+                assert ratio == pytest.approx(row["opt"]["lower"] / res.total_utility)
+
+
+def test_stored_rows_gain_the_rules_without_a_new_opt(tmp_path):
+    """A row stored before the rules were added (no ``rules``) keeps its OPT and gets the
+    rules' runs (catches a rerun that re-solves every MILP, or one that never adds them)."""
+    s = {**study.QUICK, "sizes": (4,), "small": (), "seeds": (0,)}
+    rows = study.sweep_rows(s, True, tmp_path, progress=False)
+    path = next((tmp_path / "ratio-study").glob("paper-fig5-*.json"))
+    row = read_json(path)
+    del row["rules"]
+    row["opt"]["lower"] = row["opt"]["upper"] = 12345.0  # marks the stored OPT
+    path.write_text(json.dumps(row))
+    again = study.sweep_rows(s, True, tmp_path, progress=False)
+    assert again[0]["opt"]["lower"] == 12345.0
+    assert again[0]["rules"] == rows[0]["rules"]
+    assert read_json(path)["rules"] == rows[0]["rules"]
 
 
 def test_constants_against_the_oracle():

@@ -52,7 +52,11 @@ the seed and the sweep it belongs to. **Pricing**: OASiS is priced by the plug-i
 (``online.plugin.plugin_pricing``, eqs. (23)-(26) without search) on the history of each (jobs,
 servers, horizon) group, ``paper_fig5`` at seeds ``calibration.history_seeds(quick,
 small=True)`` (1000-1009; evaluated seeds are below 1000): fixed before any evaluated instance is
-seen (``fig5.group_pricings``). For the worst cases, the ratio under the oracle constants of the
+seen (``fig5.group_pricings``). Beside it every size/load row runs OASiS under the other rules
+of :data:`RULES`, fixed in the same way (``rules`` in the row, :func:`rule_runs`): the searched
+floor (``estimate-pricing``'s default, on the same history) and the adaptive floor
+(``oasis-adaptive`` started from it); :func:`summarize` gives their ratios per size against the
+same OPT (``summary["rules"]``). For the worst cases, the ratio under the oracle constants of the
 found instance itself (for which Theorem 4's 2 alpha is stated) is reported beside.
 
 Rows are stored one JSON file each under ``<results>/ratio-study/`` (named by the instance and
@@ -288,8 +292,64 @@ def _reusable(row: dict, time_limit: float | None) -> bool:
     return time_limit is not None and (ran is None or ran >= time_limit)
 
 
+# the other pricing rules run on every study row beside the plug-in headline (module docstring)
+RULES = ("searched", "adaptive")
+
+
+def group_searched(jobs: int, servers: int, horizon: int, quick: bool) -> dict:
+    """The searched-floor pricing document of one (jobs, servers, horizon) group: the default
+    ``estimate-pricing`` rule (``online.estimate.estimate_pricing``) on the same history as
+    :func:`group_pricing`."""
+    from .fig5 import group_pricings
+
+    return group_pricings(servers, PRIORITY, quick, ("searched",), jobs=jobs,
+                          horizon=horizon)["searched"]["pricing"]
+
+
+def rule_runs(instance: Any, searched: dict) -> dict[str, dict]:
+    """OASiS on ``instance`` under each rule of :data:`RULES`: the searched floor ``searched``
+    (``oasis``) and the adaptive floor started from it (``oasis-adaptive``); each schedule
+    validated. ``{rule: {"utility", "admitted", "floor", "switches"}}``; ``floor`` is the floor
+    the run ended on (the searched floor itself; the adaptive rule's last leader), ``switches``
+    how often the adaptive floor changed (0 for the searched floor)."""
+    from ..model.validate import assert_valid
+    from ..online.adaptive import AdaptiveOasisPolicy, _floor_of
+    from ..online.oasis import OasisPolicy
+
+    out = {}
+    for rule, policy in (("searched", OasisPolicy(pricing=searched)),
+                         ("adaptive", AdaptiveOasisPolicy(pricing=searched))):
+        res = policy.solve(instance)
+        assert_valid(instance, res)
+        ada = res.stats.get("adaptive", {})
+        out[rule] = {"utility": float(res.total_utility), "admitted": int(sum(res.admitted)),
+                     "floor": float(ada.get("final_floor", _floor_of(searched))),
+                     "switches": int(ada.get("switches", 0))}
+    return out
+
+
+def rule_row(row: dict, rule: str) -> dict:
+    """``row`` with OASiS replaced by its run under ``rule`` ("plugin": the row itself): the
+    ratio recomputed against the same OPT, so :func:`stats` applies unchanged."""
+    if rule == "plugin":
+        return row
+    o = row["rules"][rule]
+    lo = performance_ratio(row["opt"]["lower"], o["utility"])
+    up = row["opt"]["upper"]
+    hi = math.inf if up is None else performance_ratio(up, o["utility"])
+
+    def finite(x: float) -> float | None:
+        return x if math.isfinite(x) else None
+
+    exact = row["opt"]["method"] == "milp"
+    return {**row, "oasis": {**row["oasis"], "utility": o["utility"], "admitted": o["admitted"]},
+            "ratio": {"value": finite(lo) if exact else None, "lower": finite(lo),
+                      "upper": finite(hi)}}
+
+
 def sweep_rows(s: dict, quick: bool, results: Path | None, progress: bool) -> list[dict]:
-    """The size and load rows (module docstring), each stored / reused under ``results``."""
+    """The size and load rows (module docstring), each stored / reused under ``results``; a
+    stored row without the other rules' runs (``rules``) gets them, its OPT reused."""
     from tqdm import tqdm
 
     from ..model.io import read_json, write_json_atomic
@@ -299,6 +359,7 @@ def sweep_rows(s: dict, quick: bool, results: Path | None, progress: bool) -> li
             + [("load", j, seed) for j in s["small"] for seed in s["seeds"]])
     store = None if results is None else Path(results) / "ratio-study"
     pricing: dict[int, dict] = {}
+    searched: dict[int, dict] = {}
     rows = []
     bar = tqdm(todo, desc=f"ratio size/load{' (quick)' if quick else ''}", unit="inst",
                disable=not progress)
@@ -306,14 +367,19 @@ def sweep_rows(s: dict, quick: bool, results: Path | None, progress: bool) -> li
         key = _row_key(jobs, s["servers"], s["horizon"], seed, quick)
         path = None if store is None else store / f"{key}.json"
         row = read_json(path) if path is not None and path.is_file() else None
-        if row is None or not _reusable(row, s["time_limit"]):
-            if jobs not in pricing:
-                pricing[jobs] = group_pricing(jobs, s["servers"], s["horizon"], quick)
+        fresh = row is None or not _reusable(row, s["time_limit"])
+        if fresh or "rules" not in row:
             inst = paper_fig5(seed, servers=s["servers"], priority=PRIORITY, jobs=jobs,
                               horizon=s["horizon"])
-            row = {**ratio_row(inst, pricing[jobs], time_limit=s["time_limit"], opt="milp",
-                               name=key), "seed": seed, "servers": s["servers"],
-                   "time_limit": s["time_limit"]}
+            if jobs not in searched:
+                searched[jobs] = group_searched(jobs, s["servers"], s["horizon"], quick)
+            if fresh:
+                if jobs not in pricing:
+                    pricing[jobs] = group_pricing(jobs, s["servers"], s["horizon"], quick)
+                row = {**ratio_row(inst, pricing[jobs], time_limit=s["time_limit"], opt="milp",
+                                   name=key), "seed": seed, "servers": s["servers"],
+                       "time_limit": s["time_limit"]}
+            row = {**row, "rules": rule_runs(inst, searched[jobs])}
             if path is not None:
                 write_json_atomic(path, row)
         rows.append({**row, "sweep": sweep})
@@ -432,8 +498,10 @@ def stats(rows: Sequence[dict], *, resamples: int = 2000, seed: int = 0) -> dict
 
 
 def summarize(rows: Sequence[dict], **kw) -> dict:
-    """``{"size": {jobs: stats}, "load": {bucket index: stats}}`` (size: the size sweep's rows;
-    load: every row)."""
+    """``{"size": {jobs: stats}, "load": {bucket index: stats}, "rules": {rule: {jobs:
+    stats}}}`` (size: the size sweep's rows, OASiS under the plug-in; load: every row; rules:
+    the size sweep's rows with OASiS under each rule, "plugin" and :data:`RULES`, against the
+    same OPT)."""
     size: dict[int, list] = {}
     for r in rows:
         if r["sweep"] == "size":
@@ -442,4 +510,7 @@ def summarize(rows: Sequence[dict], **kw) -> dict:
     for r in rows:
         load.setdefault(load_bucket(r["load"]), []).append(r)
     return {"size": {j: stats(rs, **kw) for j, rs in sorted(size.items())},
-            "load": {b: stats(rs, **kw) for b, rs in sorted(load.items())}}
+            "load": {b: stats(rs, **kw) for b, rs in sorted(load.items())},
+            "rules": {rule: {j: stats([rule_row(r, rule) for r in rs], **kw)
+                             for j, rs in sorted(size.items())}
+                      for rule in ("plugin",) + RULES}}
