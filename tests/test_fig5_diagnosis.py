@@ -153,3 +153,21 @@ def test_binned_entries_and_unproven_rows_left_out():
 def test_bootstrap_with_an_infinite_ratio():
     est, lo, hi = bootstrap([1.0, 2.0, float("inf")], resamples=200)
     assert est == float("inf") and lo >= 1.0 and hi == float("inf")
+
+
+def test_a_time_limit_cut_row_is_recorded_unproven_and_left_out(tmp_path):
+    """A row whose MILP hits ``time_limit`` says so (``proven_optimal`` false, the limit and
+    the MILP's bound recorded, the bound at least the incumbent) and the summary leaves it out
+    (catches a time limit that is dropped on the way to the MILP, or a cut-short incumbent
+    counted as OPT)."""
+    from oasis_opt.experiments.fig5_diagnosis import diagnose, summary_entry
+
+    cells = [(12, (50.0, 100.0), 0)]
+    cut = diagnose(cells, tmp_path / "cut.jsonl", grid=GRID, time_limit=1e-3)[0]
+    assert cut["time_limit"] == 1e-3 and cut["proven_optimal"] is False
+    assert cut["bound"] is None or cut["bound"] >= cut["opt"] - 1e-6
+    full = diagnose(cells, tmp_path / "full.jsonl", grid=GRID, options=TINY)[0]
+    assert full["proven_optimal"] is True and "time_limit" not in full
+    entry = summary_entry([cut, full])
+    assert (entry["seeds"], entry["unproven"]) == (1, 1)
+    assert entry["searched"]["median"] == full["by_pricing"]["searched"]["ratio"]

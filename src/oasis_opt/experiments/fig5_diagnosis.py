@@ -46,17 +46,22 @@ def hindsight_floor(instance: Any, u: dict, grid: Sequence[float]) -> tuple[floa
 
 
 def diagnosis_row(seed: int, servers: int, priority: tuple[float, float], pricings: dict,
-                  u: dict, grid: Sequence[float], options: dict | None = None) -> dict:
+                  u: dict, grid: Sequence[float], options: dict | None = None,
+                  time_limit: float | None = None) -> dict:
     """One instance: OPT, and per pricing of ``pricings`` (name -> OASiS options, from
     ``fig5.group_pricings``) plus ``hindsight`` (``u``: the history's U, ``grid``: the floors);
     ``options``: further ``paper_fig5`` options (recorded in the row). ``oasis_s`` and
-    ``hindsight_s`` time the OASiS runs (``solve_s``: the MILP)."""
+    ``hindsight_s`` time the OASiS runs (``solve_s``: the MILP). ``time_limit``: seconds for
+    the MILP (None: until proven); a row whose OPT is not proven within it has
+    ``proven_optimal`` false, keeps the incumbent as ``opt`` and its ``bound``, and is left out
+    of the statistics (:func:`summary_entry` counts it as ``unproven``)."""
     from .fig5 import fig5_row
     from ..model.load import largest_container, load_factor
     from ..workloads import paper_fig5
 
     options = dict(options or {})
-    row = fig5_row(seed, servers, priority, pricings=pricings, options=options)
+    row = fig5_row(seed, servers, priority, pricings=pricings, options=options,
+                   time_limit=time_limit)
     inst = paper_fig5(seed, servers=servers, priority=tuple(priority), **options)
     t0 = time.perf_counter()
     floor, utility, admitted = hindsight_floor(inst, u, grid)
@@ -68,10 +73,11 @@ def diagnosis_row(seed: int, servers: int, priority: tuple[float, float], pricin
                                              for v in u[key].values()])}
     load, where = load_factor(inst)
     keep = ("servers", "priority_lo", "priority_hi", "seed", "opt", "opt_admitted",
-            "proven_optimal", "solve_s")
+            "proven_optimal", "solve_s", "bound")
     return {**{k: row[k] for k in keep}, "by_pricing": by, "load": load, "load_resource": where,
             "largest_container": largest_container(inst), "options": options,
-            "oasis_s": row["oasis_s"], "hindsight_s": hindsight_s}
+            "oasis_s": row["oasis_s"], "hindsight_s": hindsight_s,
+            **({} if time_limit is None else {"time_limit": float(time_limit)})}
 
 
 def row_key(row: dict) -> tuple:
@@ -118,7 +124,7 @@ def read_rows(path: Path) -> dict[tuple, dict]:
 
 def diagnose(cells: Sequence[tuple[int, tuple[float, float], int]], rows: Path, *,
              options: dict | None = None, grid: Sequence[float] | None = None, workers: int = 1,
-             progress: bool = False) -> list[dict]:
+             progress: bool = False, time_limit: float | None = None) -> list[dict]:
     """The :func:`diagnosis_row` of every (servers, gamma1 range, seed) of ``cells`` with the
     generator ``options``, in the order of ``cells``.
 
@@ -126,7 +132,10 @@ def diagnose(cells: Sequence[tuple[int, tuple[float, float], int]], rows: Path, 
     computed, so a killed run loses only the rows in flight and a rerun computes exactly the
     missing ones. Each group's pricings and U are estimated once and cached beside the rows
     (``<rows>.groups.jsonl``, :func:`group_inputs`). ``workers`` > 1 computes rows in a process
-    pool (each row is deterministic: the same rows in any order)."""
+    pool (each row is deterministic: the same rows in any order, but for a row whose MILP a
+    ``time_limit`` cut short: its incumbent depends on the machine's speed). ``time_limit``:
+    of each new row's MILP (:func:`diagnosis_row`); stored rows are reused whatever limit they
+    ran under."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
@@ -153,7 +162,8 @@ def diagnose(cells: Sequence[tuple[int, tuple[float, float], int]], rows: Path, 
             bar.set_postfix(servers=row["servers"], seed=row["seed"],
                             priority=f"{row['priority_lo']:g}-{row['priority_hi']:g}")
 
-        args = [(key, (s, n, pr, *groups[(n, pr)], grid, options)) for key, (n, pr, s) in todo]
+        args = [(key, (s, n, pr, *groups[(n, pr)], grid, options, time_limit))
+                for key, (n, pr, s) in todo]
         if workers > 1 and len(args) > 1:
             # spawned, not forked: a forked child inherits HiGHS's thread pool without its
             # threads, and its solves then never return
