@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..model.classes import user_class
-from ..model.preemption import parse_events, record_of, replay
+from ..model.preemption import STOPS, parse_events, record_of, replay
 
 
 def chain_lengths(instance, schedule) -> list[int]:
@@ -29,7 +29,7 @@ def chain_lengths(instance, schedule) -> list[int]:
     if record is None:
         return []
     events = [e for e in parse_events(instance, record)[0]
-              if e.by is not None and e.kind in ("preempt", "degrade")]
+              if e.by is not None and e.kind in STOPS]
     by_cause: dict[int, list[int]] = {}
     for n, e in enumerate(events):
         by_cause.setdefault(e.by, []).append(n)
