@@ -89,3 +89,21 @@ def test_a_degrade_and_promote_lose_the_unsaved_cpu_work_too() -> None:
     assert (c["degradations"], c["promotions"]) == ([1, 0], [1, 0])
     m = preemption_metrics(inst, s, 3600.0)
     assert m["lost_gpu_hours"] == pytest.approx(11.6)
+
+
+def test_a_kill_with_checkpoint_restart_loses_nothing_but_restarts() -> None:
+    """W("low") = 80; checkpoints every 3 slots, restarts of 0.5; "high" (2 slots) stops "low"
+    in slot 3 with 20 units unsaved. priority-kill loses them: 0 + 5 + 10 k >= 80 from slot 5
+    at k = 8, completion 13. priority-checkpoint saves them first (a "suspend"): lost 0, the
+    restart in slot 5 still credits floor(10 x 0.5) = 5: 20 + 5 + 10 k >= 80 at k = 6, slots
+    6..11, completion 11; one restart slot, 5 withheld units = 2 lost GPU-h (1-hour slots,
+    4 GPUs per 10 units). Caught: a suspend that loses the unsaved work, or skips the restart."""
+    inst = _low_then_high(3, 0.5, 8, 2)
+    s = _run(inst, "priority-checkpoint")
+    assert [tuple(e) for e in s.stats["preemption"]["events"]] == [("low", 3, "suspend", "high")]
+    assert s.completion == (11, 4)
+    c = s.stats["preemption"]["jobs"]
+    assert c["lost_work"] == [0.0, 0.0] and c["restart_slots"] == [1, 0]
+    assert c["preemptions"] == [1, 0]
+    assert preemption_metrics(inst, s, 3600.0)["lost_gpu_hours"] == pytest.approx(2.0)
+    assert _run(inst, "priority-kill").completion == (13, 4)
