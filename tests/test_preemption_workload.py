@@ -175,16 +175,36 @@ def test_lost_work_by_hand_in_the_validator_and_the_metrics():
 
 # ---- reproduce preemption -----------------------------------------------------------------------
 def test_reproduce_preemption_draws_and_resumes(tmp_path, monkeypatch):
+    """The quick study end to end (every policy, one seed, 30 jobs); the figure (issue #31):
+    a legend naming every policy on every panel, linear axes (a symlog axis hid the zero bars),
+    the Tiresias caveat, no clipped title; stored runs reused."""
     from oasis_opt.experiments import preemption as exp
+    from oasis_opt.experiments.figures import common
+    from oasis_opt.experiments.figures import preemption as figure
     from oasis_opt.experiments.reproduce import figure_names, reproduce
 
     monkeypatch.setattr(exp, "QUICK", {**exp.QUICK, "seeds": (0,), "max_jobs": 30})
     n = len(exp.POLICIES)
+    seen = []
+    real = common.save
+
+    def recording(fig, out_dir, stem):
+        for ax in fig.axes:
+            legend = ax.get_legend()
+            assert legend is not None, ax.get_ylabel()
+            assert [t.get_text() for t in legend.get_texts()] == list(exp.POLICIES)
+            assert ax.get_yscale() == "linear"
+        seen.append(" ".join(ax.get_title() for ax in fig.axes))
+        assert common.clipped_titles(fig) == []
+        return real(fig, out_dir, stem)
+
+    monkeypatch.setattr(figure, "save", recording)
     assert figure_names(["preemption"]) == ["preemption"]
     results, out = tmp_path / "results", tmp_path / "figs"
     written = reproduce(["preemption"], quick=True, workers=1, results=results, out=out)
     assert sorted(p.name for p in written["preemption"]) == ["preemption.md", "preemption.pdf",
                                                              "preemption.png"]
+    assert len(seen) == 1 and "Tiresias" in seen[0]
     text = (out / "preemption.md").read_text()
     for head in ("## Per class, over all jobs", "## Overall", "## Chain lengths",
                  "**The claims", "**The defaults**", "**Where a baseline wins.**",
