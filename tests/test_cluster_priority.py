@@ -13,7 +13,7 @@ from oasis_opt.cluster.priority import (DEFAULT_WEIGHTS, JOB_TYPES, USER_CLASSES
 from oasis_opt.model import DEFAULT_RESOURCES, Instance, Job, JobType, Server, Utility
 from oasis_opt.testing import hetero_instances
 
-POLICIES = ("priority-degrade", "priority-kill", "priority-nopreempt")
+POLICIES = ("priority-degrade", "priority-kill", "priority-checkpoint", "priority-nopreempt")
 _GPU = {"gpu": 4.0, "cpu": 16.0, "mem": 64.0, "storage": 100.0, "bw": 40.0}
 _CPU = {"gpu": 0.0, "cpu": 64.0, "mem": 256.0, "storage": 100.0, "bw": 40.0}
 _PS = {"gpu": 0.0, "cpu": 16.0, "mem": 64.0, "storage": 100.0, "bw": 100.0}
@@ -155,14 +155,19 @@ def test_lost_work_by_hand(policy, checkpoint_slots, lost, completion):
     assert counters["restart_slots"] == [1 if policy == "priority-kill" else 2, 0]
 
 
-def test_equal_bands_never_preempt_each_other():
-    """Same band, however long "late" waits (aging) and with delta 0: no preemption."""
+def test_equal_bands_never_preempt_each_other_with_the_band_rule():
+    """With ``bands``: same band, however long "late" waits (aging) and with delta 0: no
+    preemption. Without (the default, the score alone) the prod-train job outranks the automl
+    one (type weight 0.2 x (1 - 0.3) = 0.14 >= delta 0) and preempts it on arrival."""
     jobs = [_job("first", 1, 4, user="mid", kind="automl", slots=20),
             _job("late", 2, 4, user="mid", kind="prod-train", slots=2)]
     inst = _cluster(jobs, racks=(("r0", 1),))
     for policy in ("priority-degrade", "priority-kill"):
-        s = _run(inst, policy, delta=0.0)
+        s = _run(inst, policy, delta=0.0, bands=True)
         assert _events(s) == [] and s.completion[1] > 20
+        free = _run(inst, policy, delta=0.0)
+        assert _events(free)[0][1:] == (2, "degrade" if policy == "priority-degrade"
+                                        else "preempt", "late")
 
 
 def test_the_delta_rule_blocks_a_small_priority_gap():
@@ -200,7 +205,8 @@ def test_victims_fewest_then_lowest_highest_priority():
     for kind, victims in (("automl", ["b"]), ("dev", ["a1", "a2"])):
         jobs = [_job("a1", 1, 2), _job("a2", 1, 2), _job("b", 1, 4, kind=kind),
                 _job("high", 2, 4, user="high", kind="prod-train", slots=2)]
-        s = _run(_cluster(jobs, racks=racks, cpu=False), "priority-kill")
+        # bands: the victims' own follow-up preemptions (chains) are another test's
+        s = _run(_cluster(jobs, racks=racks, cpu=False), "priority-kill", bands=True)
         assert sorted(e[0] for e in _events(s)) == victims, kind
         assert all(e[1] == 2 and e[3] == "high" for e in _events(s))
 
@@ -224,7 +230,7 @@ def test_victims_least_lost_work_at_equal_priority():
             _job("high", 4, 4, user="high", kind="prod-train", slots=2)]
     inst = _cluster(jobs, racks=(("r0", 1), ("r1", 1)), cpu=False,
                     meta={"preemption": {"checkpoint_slots": 3, "restart_slots": 0.1}})
-    s = _run(inst, "priority-kill", weights=weights)
+    s = _run(inst, "priority-kill", weights=weights, bands=True)
     assert _events(s) == [("x", 4, "preempt", "high")]
     assert s.stats["preemption"]["jobs"]["lost_work"] == [0.0, 0.0, 0.0]
 
@@ -236,9 +242,30 @@ def test_the_per_slot_gpu_cap_holds():
             _job("high", 2, 4, user="high", kind="prod-train", slots=2)]
     inst = _cluster(jobs, cpu=False)
     assert _events(_run(inst, "priority-kill", cap=0.4)) == []
-    s = _run(inst, "priority-kill", cap=0.5)
+    s = _run(inst, "priority-kill", cap=0.5, bands=True)
     assert len(_events(s)) == 1
     assert max(s.stats["preempted_gpus"]) <= s.stats["gpu_cap"] == 4.0
+
+
+def test_without_bands_a_killed_victim_preempts_in_turn_and_degradation_ends_the_chain():
+    """Two racks of one 4-GPU server; "b", "c" (low, automl, 4 GPUs each) from slot 1; "high"
+    arrives in 2 and preempts "b" (rack r0, first by instance order at equal priority). Killed
+    and requeued, "b" gains 0.3 x 1/3 = 0.1 from its stop (and its wait), enough at delta 0 to
+    preempt "c" in slot 3: a chain of length 2. With the band rule (both low) the chain stops at 1;
+    degraded to the CPU server instead, "b" never preempts: chains of length 1."""
+    jobs = [_job("b", 1, 4, slots=20), _job("c", 1, 4, slots=20),
+            _job("high", 2, 4, user="high", kind="prod-train", slots=2)]
+    from oasis_opt.sim.preemption import chain_lengths
+
+    inst = _cluster(jobs)
+    kill = _run(inst, "priority-kill", delta=0.0)
+    assert _events(kill)[:2] == [("b", 2, "preempt", "high"), ("c", 3, "preempt", "b")]
+    assert chain_lengths(inst, kill)[0] == 2
+    banded = _run(inst, "priority-kill", delta=0.0, bands=True)
+    assert set(chain_lengths(inst, banded)) == {1}
+    deg = _run(inst, "priority-degrade", delta=0.0)
+    assert _events(deg)[0] == ("b", 2, "degrade", "high")
+    assert set(chain_lengths(inst, deg)) == {1}
 
 
 # ---- properties on random instances with priorities and a CPU mode --------------------------
@@ -291,13 +318,16 @@ def contended(draw):
 @pytest.mark.parametrize("policy", POLICIES)
 @settings(max_examples=40, deadline=None)
 @given(inst=st.one_of(prioritised(), contended()), seed=st.integers(0, 3),
-       delta=st.sampled_from([0.0, 0.1, 0.2]), cap=st.sampled_from([0.25, 1.0]))
-def test_the_rules_hold_on_random_instances(policy, inst, seed, delta, cap):
-    """Valid schedules; every preemption by a job of a higher band, with a priority gap >= delta,
-    never by a degraded job; GPUs preempted per slot within the cap; none without preemption."""
+       delta=st.sampled_from([0.0, 0.1, 0.2]), cap=st.sampled_from([0.25, 1.0]),
+       bands=st.booleans())
+def test_the_rules_hold_on_random_instances(policy, inst, seed, delta, cap, bands):
+    """Valid schedules; every preemption with a priority gap >= delta (by a job of a higher
+    band with ``bands``), never by a degraded job; GPUs preempted per slot within the cap; none
+    without preemption; priority-checkpoint loses no work at its stops (suspends), only at the
+    stops it does not make."""
     from oasis_opt.cluster.priority import user_class
 
-    s = solve(inst, policy, seed=seed, delta=delta, cap=cap)
+    s = solve(inst, policy, seed=seed, delta=delta, cap=cap, bands=bands)
     report = validate(inst, s)
     assert report.ok, str(report)
     band = {j.id: USER_CLASSES[user_class(j)][0] for j in inst.jobs}
@@ -307,12 +337,13 @@ def test_the_rules_hold_on_random_instances(policy, inst, seed, delta, cap):
     degraded: set[str] = set()
     for job, t, kind, by in sorted(events, key=lambda e: e[1]):
         if by is not None:
-            assert band[by] > band[job] and by not in degraded
+            assert (band[by] > band[job] or not bands) and by not in degraded
         if kind == "degrade":
             degraded.add(job)
         elif kind in ("promote",):
             degraded.discard(job)
-        elif kind == "preempt":
+        elif kind in ("preempt", "suspend"):
+            assert kind == ("suspend" if policy == "priority-checkpoint" else "preempt")
             degraded.discard(job)
     for t, a, b, pa, pb in s.stats["preemption_log"]:
         assert pa - pb >= delta - 1e-9

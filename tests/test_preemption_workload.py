@@ -13,7 +13,8 @@ from oasis_opt import solve, validate
 from oasis_opt.costmodel.preemption import (CONTAINER_START_S, checkpoint_mb, job_costs,
                                             preemption_costs, restart_share, transfer_seconds)
 from oasis_opt.model import Allocations, Schedule
-from oasis_opt.sim.preemption import chain_lengths, preemption_metrics
+from oasis_opt.sim.preemption import (chain_lengths, chain_lengths_and_links, chain_summary,
+                                      preemption_metrics)
 from oasis_opt.workloads.priority import job_type_of, priority_instance
 
 
@@ -84,12 +85,21 @@ def _with_events(inst, events):
 
 def test_chain_lengths_count_downstream_preemptions():
     """a preempts b (1); b later preempts c (2), c later preempts d (3): lengths 3, 2, 1. A
-    preemption of d by a is a chain of its own (d preempts nobody later): 1."""
+    preemption of d by a is a chain of its own (d preempts nobody later): 1. In chains longer
+    than 1: the first three (the third has an ancestor), not the fourth: share 3/4; a suspend
+    counts as a stop."""
     inst = priority_instance(1.0, 0, max_jobs=5)
     a, b, c, d, _ = (j.id for j in inst.jobs)
-    ev = [[b, 3, "preempt", a], [c, 5, "degrade", b], [d, 8, "preempt", c], [d, 12, "preempt", a],
+    ev = [[b, 3, "preempt", a], [c, 5, "degrade", b], [d, 8, "suspend", c], [d, 12, "preempt", a],
           [a, 20, "preempt", None]]
-    assert chain_lengths(inst, _with_events(inst, ev)) == [3, 2, 1, 1]
+    sched = _with_events(inst, ev)
+    assert chain_lengths(inst, sched) == [3, 2, 1, 1]
+    lengths, links = chain_lengths_and_links(inst, sched)
+    assert links == [True, True, True, False]
+    summary = chain_summary(lengths, links)
+    assert summary["share_in_chains"] == 0.75 and summary["max"] == 3
+    assert summary["mean"] == pytest.approx(7 / 4)
+    assert chain_summary([], [])["share_in_chains"] == 0.0
 
 
 def test_metrics_on_a_run():
@@ -106,6 +116,12 @@ def test_metrics_on_a_run():
     for c in m["per_class"].values():
         if c["completed"] > 1:
             assert c["jct_p50_h"] <= c["jct_p95_h"]
+        # over all jobs: an unfinished job counts at the horizon, so never below the completed'
+        assert c["unfinished"] == c["jobs"] - c["completed"]
+        assert c["jct_all_mean_h"] >= (c["jct_mean_h"] or 0) - 1e-9 or c["unfinished"] == 0
+        assert c["slowdown_mean"] >= 1.0 - 1e-9
+    hours = inst.horizon * 600.0 / 3600.0
+    assert m["per_hour"]["preemptions"] == pytest.approx(m["stops"]["preemptions"] / hours)
     none = solve(inst, "priority-nopreempt")
     mn = preemption_metrics(inst, none, 600.0)
     assert mn["lost_gpu_hours"] == 0 and mn["chain_lengths"] == []
@@ -159,23 +175,46 @@ def test_lost_work_by_hand_in_the_validator_and_the_metrics():
 
 # ---- reproduce preemption -----------------------------------------------------------------------
 def test_reproduce_preemption_draws_and_resumes(tmp_path, monkeypatch):
+    """The quick study end to end (every policy, one seed, 30 jobs); the figure (issue #31):
+    a legend naming every policy on every panel, linear axes (a symlog axis hid the zero bars),
+    the Tiresias caveat, no clipped title; stored runs reused."""
     from oasis_opt.experiments import preemption as exp
+    from oasis_opt.experiments.figures import common
+    from oasis_opt.experiments.figures import preemption as figure
     from oasis_opt.experiments.reproduce import figure_names, reproduce
 
     monkeypatch.setattr(exp, "QUICK", {**exp.QUICK, "seeds": (0,), "max_jobs": 30})
+    n = len(exp.POLICIES)
+    seen = []
+    real = common.save
+
+    def recording(fig, out_dir, stem):
+        for ax in fig.axes:
+            legend = ax.get_legend()
+            assert legend is not None, ax.get_ylabel()
+            assert [t.get_text() for t in legend.get_texts()] == list(exp.POLICIES)
+            assert ax.get_yscale() == "linear"
+        seen.append(" ".join(ax.get_title() for ax in fig.axes))
+        assert common.clipped_titles(fig) == []
+        return real(fig, out_dir, stem)
+
+    monkeypatch.setattr(figure, "save", recording)
     assert figure_names(["preemption"]) == ["preemption"]
     results, out = tmp_path / "results", tmp_path / "figs"
     written = reproduce(["preemption"], quick=True, workers=1, results=results, out=out)
     assert sorted(p.name for p in written["preemption"]) == ["preemption.md", "preemption.pdf",
                                                              "preemption.png"]
+    assert len(seen) == 1 and "Tiresias" in seen[0]
     text = (out / "preemption.md").read_text()
-    for head in ("## Per class", "## Overall", "## Chain lengths", "**The claims"):
+    for head in ("## Per class, over all jobs", "## Overall", "## Chain lengths",
+                 "**The claims", "**The defaults**", "**Where a baseline wins.**",
+                 "**The band rule.**"):
         assert head in text
     assert "passed `oasis_opt.validate`: yes" in text
     stored = sorted(p.name for p in (results / "preemption").glob("*.json"))
-    assert len(stored) == 4 and "priority-degrade-load2-s0-n30.json" in stored
+    assert len(stored) == n and "priority-degrade-sat1.5-s0-n30.json" in stored
     again = exp.compute(quick=True, results=results, progress=False)
-    assert again["computed"] == 0 and len(again["runs"]) == 4
+    assert again["computed"] == 0 and len(again["runs"]) == n
     assert np.isfinite([r["gpu_hours"] for r in again["runs"].values()]).all()
 
 
@@ -190,3 +229,53 @@ def test_the_paper_sim_variant_runs_valid():
     assert {user_class(j) for j in inst.jobs} <= {"high", "mid", "low"}
     for policy in ("priority-degrade", "priority-kill", "priority-nopreempt"):
         assert validate(inst, solve(inst, policy, cap=1.0, delta=0.0)).ok
+
+
+# ---- the chain workload and the presets ---------------------------------------------------------
+def test_the_chain_workload_is_seeded_saturated_and_in_waves():
+    """Arrivals scaled so that offered GPU-time / (span x 32 GPUs) = saturation (so twice the
+    saturation halves the arrival span); 80 % of each wave's jobs are of the wave's class (low,
+    mid, high thirds of 3-hour periods), far above the base mix; the same seed, the same
+    instance; reachable as the philly-chains preset."""
+    from oasis_opt.workloads import generate
+    from oasis_opt.workloads.priority import WAVE_ORDER, chain_instance
+
+    a = chain_instance(2, max_jobs=120)
+    assert a.fingerprint == chain_instance(2, max_jobs=120).fingerprint
+    assert a.fingerprint == generate("philly-chains", seed=2, jobs=120).fingerprint
+    assert a.meta["saturation"] == 1.5 and a.meta["generator"] == "philly-chains"
+    fast = chain_instance(2, max_jobs=120, saturation=3.0)
+    assert fast.meta["load"] == pytest.approx(2 * a.meta["load"])
+    in_wave = []
+    for j in a.jobs:  # arrival slots of 10 minutes from slot 1
+        phase = (((j.arrival - 1) * 600.0 / 3600.0) % 3.0) / 3.0
+        in_wave.append(j.provenance["user_class"] == WAVE_ORDER[min(int(phase * 3), 2)])
+    assert np.mean(in_wave) > 0.7  # slots round arrivals down: a few jobs change third
+    other = chain_instance(2, max_jobs=120, wave_share=0.0)
+    assert np.mean([j.provenance["user_class"] == k.provenance["user_class"]
+                    for j, k in zip(a.jobs, other.jobs)]) < 0.8
+    for bad, match in (({"saturation": 0}, "saturation"), ({"wave_share": 2}, "wave_share")):
+        with pytest.raises(ValueError, match=match):
+            chain_instance(0, max_jobs=10, **bad)
+    p = generate("philly-priority", seed=3, jobs=50)
+    assert p.fingerprint == priority_instance(1.0, 3, max_jobs=50).fingerprint
+
+
+def test_summary_shows_the_preemption_record():
+    """oasis-opt summary's table: stops, degradations, promotions, lost work, restarts and chain
+    length from stats.preemption (the counters summed); none for a schedule without a record."""
+    from oasis_opt.sim.metrics import compare
+    from oasis_opt.workloads.priority import chain_instance
+
+    inst = chain_instance(0, max_jobs=60, saturation=3.0)
+    kill, none = solve(inst, "priority-kill"), solve(inst, "priority-nopreempt")
+    table = compare(inst, [kill, none], ["kill", "none"])
+    pre = table.rows[0]["preemption"]
+    counters = kill.stats["preemption"]["jobs"]
+    assert pre["preemptions"] == sum(counters["preemptions"]) > 0
+    assert pre["lost_work"] == pytest.approx(sum(counters["lost_work"]))
+    assert pre["chains"]["mean"] >= 1.0
+    assert table.rows[1]["preemption"] is None
+    text = str(table)
+    for head in ("stops", "degraded", "lost work", "chain mean", "chain max"):
+        assert head in text.splitlines()[0]

@@ -265,7 +265,7 @@ CASES += [
          preempted(PRE_ROWS, PRE_EVENTS + [["p", 4, "promote", None]]),
          [dict(job="p", slot=4)], PRE),
     Case("preemption-event", "unknown-kind",
-         preempted(_rows((1, PV, 2), (2, PV, 2)), [["p", 2, "suspend", None]], counted=[]),
+         preempted(_rows((1, PV, 2), (2, PV, 2)), [["p", 2, "hibernate", None]], counted=[]),
          [dict(job=None, slot=None)], PRE),
     Case("degraded", "degraded-job-on-the-v100",
          preempted(_rows((1, PV, 2), (2, PC, 2), (3, PV, 2)), [["p", 2, "degrade", None]]),

@@ -39,10 +39,13 @@ _REGISTRY: dict[str, tuple[str, str]] = {
     "tiresias": ("oasis_opt.baselines.tiresias:TiresiasPolicy",
                  "Tiresias: discretised 2D-LAS queues, preemptive, starvation promotion"),
     "priority-degrade": ("oasis_opt.cluster.priority:PriorityDegradePolicy",
-                         "multi-dimensional priority, band/delta preemption, victims degraded to "
+                         "multi-dimensional priority, delta preemption (bands optional), victims degraded to "
                          "CPU and re-promoted"),
     "priority-kill": ("oasis_opt.cluster.priority:PriorityKillPolicy",
                       "the same priority and rule, victims killed and requeued (Kubernetes)"),
+    "priority-checkpoint": ("oasis_opt.cluster.priority:PriorityCheckpointPolicy",
+                            "the same priority and rule, victims checkpoint then requeue "
+                            "(kill with checkpoint-restart: no work lost)"),
     "priority-nopreempt": ("oasis_opt.cluster.priority:PriorityNoPreemptPolicy",
                            "the same priority as the queue order, no preemption"),
     "optimus": ("oasis_opt.baselines.optimus:OptimusPolicy",

@@ -16,8 +16,10 @@ contribution; the reference's section 5.4).
 * wait_j: slots the job has been active but not running; rem_j: its remaining work in slots at
   its fixed workers on its fastest type; unsaved_j: work units since its last checkpoint, over
   U_j = what those workers do in c_j slots (``costmodel.preemption``); stops_j: times it was
-  preempted or degraded. Defaults: weights (0.3, 0.2, 0.2, 0.15, 0.1, 0.05), W_max = R_max = 24
-  slots, P_max = 3; ``weights`` given by name replace the defaults they name.
+  preempted or degraded. Defaults: weights (0.3, 0.2, 0.2, 0.15, 0.1, 0.3), W_max = R_max = 24
+  slots, P_max = 3; ``weights`` given by name replace the defaults they name. The weight of past
+  stops (0.3: a job stopped three times gains as much as a high user class) protects victims
+  from being stopped again, and is what lets a requeued victim outrank a running job.
 
 **Jobs and slots.** Every job is admitted and asks for a fixed k_i workers (gang, as Tiresias
 and Kubernetes pods: ``baselines.common.fixed_workers``, the same seed gives the same k_i;
@@ -27,22 +29,34 @@ slot, the jobs not running on accelerators (queued, and degraded ones) are visit
 priority (ties: arrival, then instance order); each starts if it fits; otherwise a job that is
 not degraded may preempt.
 
-**Preemption rule.** A may preempt B only if prio(A) - prio(B) >= ``delta`` (0.2) and band(A) >
-band(B); only jobs that ran on accelerators in the previous slot are victims, and degraded jobs
-never preempt. Victims are chosen inside the **smallest topology subtree** (rack, then pod, then
-the whole cluster) where some victim set makes A fit; in each subtree the eligible jobs with
-containers there are added lowest priority first (then least unsaved work) until A fits, then
-Kubernetes' reprieve drops the highest-priority victims A does not need; across the subtrees of
-that level the set with the lexicographically smallest (highest victim priority, number of
-victims, lost work) wins (Kubernetes' ``pickOneNodeForPreemption`` order). At most ``cap`` (10%,
-YARN's ``total_preemption_per_round``) of the cluster's GPUs are preempted per slot.
+**Preemption rule.** A may preempt B only if prio(A) - prio(B) >= ``delta`` (0.1): the
+multi-dimensional score alone, as the thesis and Kubernetes' ``PriorityClass`` values have it (a
+higher class, a long wait, many past stops all raise a job; a requeued victim may in turn
+outrank a running job, so chains of preemptions can form). With ``bands=True`` A must also sit
+in a higher band than B (band(A) > band(B), Borg's bands): every chain then ends after
+one step whatever the score, since a victim is always in a lower band than its preemptor and
+only preempts lower bands still. Only jobs that ran on accelerators in the previous slot are
+victims, and degraded jobs never preempt. Victims are chosen inside the **smallest topology
+subtree** (rack, then pod, then the whole cluster) where some victim set makes A fit; in each
+subtree the eligible jobs with containers there are added lowest priority first (then least
+unsaved work) until A fits, then Kubernetes' reprieve drops the highest-priority victims A does
+not need; across the subtrees of that level the set with the lexicographically smallest (highest
+victim priority, number of victims, lost work) wins (Kubernetes' ``pickOneNodeForPreemption``
+order). At most ``cap`` (25 %; YARN's ``total_preemption_per_round`` is 10 %) of the cluster's GPUs are
+preempted per slot. The delta and the cap are the protections against churn; their defaults
+are the preemption study's (``experiments.preemption``, ``paper_figs/preemption.md``), which
+reports the preemptions per hour and lost GPU-hours they give.
 
 **Victims.** ``priority-degrade`` moves a victim to CPU mode (``state.stop(.., "degrade")``) when
 it can use the CPU type at >= ``min_cpu_speed`` of its fastest speed and its workers (as many of
 its k as fit, at least one) and PSs fit on CPU-mode servers; else it is requeued. Degraded jobs
 are re-promoted (``"promote"``) when their workers fit on accelerators again, in priority order.
-``priority-kill`` always requeues (Kubernetes' default preemption); ``priority-nopreempt`` uses
-the priority only as the queue order. Every stop pays the preemption costs (``model.preemption``).
+``priority-kill`` always requeues (Kubernetes' default preemption), losing the victim's work since
+its last checkpoint; ``priority-checkpoint`` requeues too, but the victim first writes a
+checkpoint (``"suspend"``, ``model.preemption``: no work lost, the restart paid; the write, at
+most 13 s for the catalogue's models, happens while the preemptor's containers start, 60 s);
+``priority-nopreempt`` uses the priority only as the queue order. Every stop pays the preemption
+costs (``model.preemption``).
 """
 from __future__ import annotations
 
@@ -62,8 +76,8 @@ JOB_TYPES = {"prod-train": 1.0, "dev": 0.6, "automl": 0.3}
 DEGRADED_TYPE_WEIGHT = 0.2
 WEIGHT_NAMES = ("user", "type", "wait", "remaining", "unsaved", "preempted")
 DEFAULT_WEIGHTS = {"user": 0.3, "type": 0.2, "wait": 0.2, "remaining": 0.15, "unsaved": 0.1,
-                   "preempted": 0.05}
-MODES = ("degrade", "kill", "nopreempt")
+                   "preempted": 0.3}
+MODES = ("degrade", "kill", "checkpoint", "nopreempt")
 Rows = list[tuple[int, int, int]]
 
 
@@ -103,9 +117,9 @@ class PriorityPolicy(OnlinePolicy):
 
     def __init__(self, *, seed: int = 0, placement: str | Placement = "tree",
                  max_workers: int = 30, weights: Mapping[str, float] | None = None,
-                 delta: float = 0.2, cap: float = 0.1, max_wait: float = 24.0,
+                 delta: float = 0.1, cap: float = 0.25, max_wait: float = 24.0,
                  max_remaining: float = 24.0, max_preempted: float = 3.0,
-                 min_cpu_speed: float = 0.02):
+                 min_cpu_speed: float = 0.02, bands: bool = False):
         if max_workers < 1:
             raise ValueError(f"max_workers: must be >= 1, got {max_workers}")
         if weights is not None and not isinstance(weights, Mapping):
@@ -124,6 +138,9 @@ class PriorityPolicy(OnlinePolicy):
             raise ValueError(f"cap: must be in [0, 1], got {cap!r}")
         if not (isinstance(min_cpu_speed, (int, float)) and 0 <= min_cpu_speed <= 1):
             raise ValueError(f"min_cpu_speed: must be in [0, 1], got {min_cpu_speed!r}")
+        if not isinstance(bands, bool):
+            raise ValueError(f"bands: expected true or false, got {bands!r}")
+        self.bands = bands
         self.seed = int(seed)
         self.placement_option = placement
         make_placement(placement, self.seed)
@@ -183,8 +200,10 @@ class PriorityPolicy(OnlinePolicy):
                         max_stops=self.max_preempted)
 
     def may_preempt(self, a: int, b: int, prio: np.ndarray, degraded: np.ndarray) -> bool:
-        """The rule: A not degraded, band(A) > band(B), prio(A) - prio(B) >= delta."""
-        return (self.mode != "nopreempt" and not degraded[a] and self.band[a] > self.band[b]
+        """The rule: A not degraded, prio(A) - prio(B) >= delta (and band(A) > band(B) with
+        ``bands``)."""
+        return (self.mode != "nopreempt" and not degraded[a]
+                and (not self.bands or self.band[a] > self.band[b])
                 and prio[a] - prio[b] >= self.delta - NOISE_RTOL)
 
     # ---- placement helpers ----------------------------------------------------------------------
@@ -289,8 +308,9 @@ class PriorityPolicy(OnlinePolicy):
             rows = self.place_gpu(a, k, base)
             victims: list[int] = []
             if rows is None and not degraded[a] and self.mode != "nopreempt":
-                cands = [b for b in self.held if not degraded[b] and state.last_ran[b] == t - 1
-                         and self.may_preempt(a, b, prio, degraded)]
+                # victims ran in slot t - 1 (last_ran 0 means never: none in slot 1)
+                cands = [b for b in self.held if not degraded[b] and t > 1
+                         and state.last_ran[b] == t - 1 and self.may_preempt(a, b, prio, degraded)]
                 found = self.choose_victims(a, k, free, prio, cands, budget - spent) \
                     if cands else None
                 if found is not None:
@@ -310,7 +330,8 @@ class PriorityPolicy(OnlinePolicy):
             self.starts += 1
             for b in victims:
                 cpu_rows = self.place_cpu(b, free)
-                state.stop(b, "degrade" if cpu_rows is not None else "preempt", by=a)
+                kind = "suspend" if self.mode == "checkpoint" else "preempt"
+                state.stop(b, "degrade" if cpu_rows is not None else kind, by=a)
                 if cpu_rows is not None:
                     apply(inst, b, cpu_rows, free)
                     self.held[b] = cpu_rows
@@ -327,7 +348,7 @@ class PriorityPolicy(OnlinePolicy):
         self.waited[active[waiting]] += 1
 
     def stats(self) -> dict:
-        return {"mode": self.mode, "starts": self.starts, "workers": self.k.tolist(),
+        return {"mode": self.mode, "bands": self.bands, "starts": self.starts, "workers": self.k.tolist(),
                 "band": self.band.tolist(), "preempted_gpus": self.preempted_gpus,
                 "gpu_cap": self.cap * self.total_gpus, "preemption_log": self.log}
 
@@ -338,6 +359,10 @@ class PriorityDegradePolicy(PriorityPolicy):
 
 class PriorityKillPolicy(PriorityPolicy):
     name, mode = "priority-kill", "kill"
+
+
+class PriorityCheckpointPolicy(PriorityPolicy):
+    name, mode = "priority-checkpoint", "checkpoint"
 
 
 class PriorityNoPreemptPolicy(PriorityPolicy):

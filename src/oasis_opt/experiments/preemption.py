@@ -1,11 +1,14 @@
-"""The preemption experiment: the priority policies and Tiresias on the Philly-derived workload
-with priority classes and a CPU mode (``workloads.priority``), at several loads and seeds.
-``oasis-opt reproduce preemption`` draws it (``figures.preemption``).
+"""The preemption experiment: the priority policies, Tiresias and FIFO on the chain workload
+(``workloads.priority.chain_instance``: Philly jobs near GPU saturation, priority classes in
+waves, a CPU mode), at two saturations and five seeds. ``oasis-opt reproduce preemption``
+draws it (``figures.preemption``).
 
-One run per (policy, load, seed), stored as ``<results>/preemption/<key>.json`` (atomically;
-stored runs are reused, so a killed sweep resumes; delete the folder after changing the code):
-the schedule is validated (``oasis_opt.validate``) and ``sim.preemption.preemption_metrics``
-recorded. Runs are short (seconds) and go in-process, in a fixed order.
+The priority policies run at their defaults (delta 0.1, cap 25 %, score alone); the variants
+``+bands`` add the band rule (``bands=True``) to show what it costs and saves. One run per
+(policy, saturation, seed), stored as ``<results>/preemption/<key>.json`` (atomically; stored
+runs are reused, so a killed sweep resumes; delete the folder after changing the code): the
+schedule is validated (``oasis_opt.validate``) and ``sim.preemption.preemption_metrics``
+recorded. Runs are short (about a second) and go in-process, in a fixed order.
 """
 from __future__ import annotations
 
@@ -14,15 +17,11 @@ from typing import Any
 
 from ..model.io import jsonable, read_json, write_json_atomic
 
-POLICIES = ("priority-degrade", "priority-kill", "priority-nopreempt", "tiresias")
+POLICIES = ("priority-degrade", "priority-kill", "priority-checkpoint", "priority-nopreempt",
+            "tiresias", "fifo", "priority-degrade+bands", "priority-kill+bands")
 CLASSES = ("high", "mid", "low")
-# the priority policies' options: a looser cap and delta than their defaults (10 %, 0.2), under
-# which this workload sees preemption at all (with the defaults a handful of jobs are stopped)
-OPTIONS = {"cap": 0.25, "delta": 0.1}
-FULL = {"policies": POLICIES, "loads": (1.0, 2.0, 4.0), "seeds": (0, 1, 2), "max_jobs": 200,
-        "options": OPTIONS}
-QUICK = {"policies": POLICIES, "loads": (2.0,), "seeds": (0, 1), "max_jobs": 60,
-         "options": OPTIONS}
+FULL = {"policies": POLICIES, "loads": (1.0, 1.5), "seeds": (0, 1, 2, 3, 4), "max_jobs": 200}
+QUICK = {"policies": POLICIES, "loads": (1.5,), "seeds": (0, 1), "max_jobs": 60}
 SLOT_S = 600.0
 
 
@@ -31,19 +30,30 @@ def settings(quick: bool) -> dict:
 
 
 def key(policy: str, load: float, seed: int, max_jobs: int) -> str:
-    return f"{policy}-load{load:g}-s{seed}-n{max_jobs}"
+    """``load`` is the chain workload's saturation."""
+    return f"{policy}-sat{load:g}-s{seed}-n{max_jobs}"
+
+
+def policy_options(policy: str) -> tuple[str, dict]:
+    """The registered policy and its options of a study policy name (``+bands``: the band
+    rule on; Tiresias told the slot length, its queue thresholds being in GPU-seconds)."""
+    if policy.endswith("+bands"):
+        return policy[:-len("+bands")], {"bands": True}
+    if policy == "tiresias":
+        return policy, {"slot_seconds": SLOT_S}
+    return policy, {}
 
 
 def run(policy: str, load: float, seed: int, max_jobs: int) -> dict[str, Any]:
-    """One run: the workload, the policy (its seed = the workload's), validation, metrics."""
+    """One run: the workload at saturation ``load``, the policy (its seed = the workload's),
+    validation, metrics."""
     from .. import solve, validate
     from ..sim.preemption import preemption_metrics
-    from ..workloads.priority import priority_instance
+    from ..workloads.priority import chain_instance
 
-    inst = priority_instance(load, seed, max_jobs=max_jobs, slot_s=SLOT_S)
-    # Tiresias's queue thresholds are in seconds of GPU time: tell it the slot length
-    opts = OPTIONS if policy.startswith("priority-") else {"slot_seconds": SLOT_S}
-    sched = solve(inst, policy, seed=seed, **opts)
+    inst = chain_instance(seed, saturation=load, max_jobs=max_jobs, slot_s=SLOT_S)
+    name, opts = policy_options(policy)
+    sched = solve(inst, name, seed=seed, **opts)
     report = validate(inst, sched)
     return {"policy": policy, "load": load, "seed": seed, "jobs": inst.I,
             "horizon": inst.horizon, "valid": report.ok, "violations": str(report)[:2000],

@@ -5,21 +5,24 @@ A schedule may record **events** ``(job, slot, kind, by)``: in slot t, before th
 progress, the job was stopped. ``kind`` is
 
 * ``"preempt"``: stopped and requeued (a kill, Tiresias's preemption, RRH's pause);
+* ``"suspend"``: stopped and requeued after writing a checkpoint (a kill with
+  checkpoint-restart): it loses no work, and pays the restart when it runs again;
 * ``"degrade"``: stopped and restarted in CPU mode; until a ``"promote"`` its workers sit only on
   CPU-mode servers (accelerator type ``"cpu"``);
 * ``"promote"``: a degraded job stopped on CPU to restart on accelerators;
 * ``"resize"``: stopped to restart with another worker count.
 
 ``by`` names the job whose admission caused the stop (None: the policy's own decision). Every
-event costs the same (``costmodel.preemption``): the job loses the work units credited since its
-last checkpoint (it checkpoints at the end of every c_i-th slot with workers since its last
+event costs the same (``costmodel.preemption``), but for a suspend's saved work: the job loses the
+work units credited since its last checkpoint (it checkpoints at the end of every c_i-th slot with workers since its last
 (re)start), and in the n-th slot with workers after the stop it is credited only
 floor(progress x clip(n + 1 - rho_i, 0, 1)) units (the restart). A job completes when its
 credited units, net of lost work, reach W_i. Schedules without events are accounted as before.
 
 In a schedule the record lives in ``stats["preemption"]``: ``events`` (``[job id, slot, kind,
 by id or null]``) and ``jobs`` (per-job counters in instance order: ``preemptions``,
-``degradations``, ``promotions``, ``resizes``, ``lost_work``, ``restart_slots``). The record is
+``degradations``, ``promotions``, ``resizes``, ``lost_work``, ``restart_slots``; a suspend
+counts as a preemption). The record is
 written only when there is an event, so schedules without preemption are unchanged.
 """
 from __future__ import annotations
@@ -38,10 +41,11 @@ if TYPE_CHECKING:
     from .instance import Instance
     from .schedule import Allocations
 
-KINDS = ("preempt", "degrade", "promote", "resize")
+KINDS = ("preempt", "degrade", "promote", "resize", "suspend")
+STOPS = ("preempt", "degrade", "suspend")  # the kinds that stop a job for another one
 COUNTERS = ("preemptions", "degradations", "promotions", "resizes", "lost_work", "restart_slots")
 _COUNTER_OF = {"preempt": "preemptions", "degrade": "degradations", "promote": "promotions",
-               "resize": "resizes"}
+               "resize": "resizes", "suspend": "preemptions"}
 CPU_MODE = "cpu"  # the accelerator type name of CPU-mode servers
 
 
@@ -109,7 +113,7 @@ class PreemptionLedger:
             raise ValueError("promote: the job is not degraded")
         if kind == "degrade" and self.degraded[job]:
             raise ValueError("degrade: the job is already degraded")
-        lost = float(self.unsaved[job])
+        lost = 0.0 if kind == "suspend" else float(self.unsaved[job])
         self.progress[job] -= lost
         self.counts["lost_work"][job] += lost
         self.counts[_COUNTER_OF[kind]][job] += 1

@@ -45,11 +45,13 @@ RULES = {
     "utility": "utility = f(completion - arrival), 0 when not completed",
     "total": "total utility = sum of job utilities",
     "preemption-event": "preemption events (stats.preemption) name admitted jobs, slots in 1..T "
-                        "and known kinds; preempt, degrade and resize stop a job that ran in the "
+                        "and known kinds; preempt, suspend, degrade and resize stop a job that ran "
+                        "in the "
                         "slot before; promote only a degraded job, degrade only one that is not",
     "restart": "no progress during a restart: after a stop, the first slots with workers are "
                "credited only the part after the restart (costmodel.preemption)",
-    "lost-work": "work since the last checkpoint is lost at every stop and must be redone; the "
+    "lost-work": "work since the last checkpoint is lost at every stop (a suspend saves it) "
+                 "and must be redone; the "
                  "per-job counters in stats.preemption.jobs match the events",
     "degraded": "a degraded job's workers only on CPU-mode servers until it is promoted",
 }

@@ -1,6 +1,8 @@
 """Metrics of a schedule: utility, timeliness per job class, admission counts, utilisation."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .report import Summary, SummaryTable, policy_label, solver_stats
@@ -39,6 +41,10 @@ def summarize(instance, schedule) -> Summary:
 
     ``jct`` holds Gavel's metrics (``jct_metrics``: average JCT, makespan, GPU utilisation,
     finish-time fairness), None for an instance without a slot length.
+    ``preemption`` (None without a preemption record, ``model.preemption``): the stops
+    (``preemptions``, suspends included, ``degradations``, ``promotions``), the ``lost_work``
+    units and ``restart_slots`` summed over the jobs, and the ``chains`` of
+    ``sim.preemption.chain_summary`` (mean, p95, max length, share in chains longer than 1).
     ``label`` is the policy with the options recorded in ``stats["options"]`` (by
     ``oasis_opt.solve`` and ``oasis-opt solve``); ``solver`` the solver's ``status``,
     ``proven_optimal``, ``objective``, ``bound``, ``gap`` and ``message`` for offline policies
@@ -62,7 +68,25 @@ def summarize(instance, schedule) -> Summary:
         "utilisation": utilisation(instance, schedule),
         "jct": jct_metrics(instance, schedule),
         "solver": solver_stats(schedule.stats),
+        "preemption": preemption_summary(instance, schedule),
     })
+
+
+def preemption_summary(instance, schedule) -> dict | None:
+    """The ``preemption`` entry of ``summarize`` (its docstring), or None."""
+    from ..model.preemption import COUNTERS, record_of
+    from .preemption import chain_lengths_and_links, chain_summary
+
+    record = record_of(schedule.stats)
+    jobs = record.get("jobs") if isinstance(record, dict) else None
+    if not isinstance(jobs, dict):
+        return None
+    out: dict[str, Any] = {c: float(sum(jobs.get(c) or [])) for c in COUNTERS
+                           if c not in ("resizes",)}
+    for c in ("preemptions", "degradations", "promotions", "restart_slots"):
+        out[c] = int(out[c])
+    out["chains"] = chain_summary(*chain_lengths_and_links(instance, schedule))
+    return out
 
 
 def compare(instance, schedules, names=None) -> SummaryTable:

@@ -8,10 +8,15 @@
   units lost at stops plus those withheld by restarts (``model.preemption``), at the GPUs a unit
   takes on the job's fastest accelerator (GPUs per worker / units per worker-slot there), i.e.
   the GPU-time the preemptions wasted; ``useful_gpu_hours`` = held - lost.
+* **Over all jobs** (per class): ``jct_all_*`` counts an unfinished job at the horizon
+  (T - arrival + 1 slots; ``unfinished`` says how many), ``slowdown_mean`` = that JCT over the
+  job's isolated run time (``job.min_duration``: its fastest run alone on the cluster);
+  ``per_hour``: preemptions, degradations and promotions per hour of the horizon.
 * **Chains**: a preemption of B caused by A continues the chain of every earlier preemption of A
   (a victim that later preempts another job); the chain length of a preemption is 1 + the
   preemptions it triggered downstream (its descendants). ``chain_lengths`` lists it for every
-  preemption with a known cause.
+  preemption with a known cause; ``chains`` sums them up (mean, p95, max, and the share of
+  preemptions that are part of a chain longer than 1: with a descendant or an ancestor).
 """
 from __future__ import annotations
 
@@ -20,16 +25,33 @@ from typing import Any
 import numpy as np
 
 from ..model.classes import user_class
-from ..model.preemption import parse_events, record_of, replay
+from ..model.preemption import STOPS, parse_events, record_of, replay
 
 
 def chain_lengths(instance, schedule) -> list[int]:
     """1 + downstream preemptions, for every event caused by a job (module docstring)."""
+    return chain_lengths_and_links(instance, schedule)[0]
+
+
+def chain_summary(lengths: list[int], in_chain: list[bool]) -> dict[str, float | int]:
+    """Mean, p95 and max chain length and the share of preemptions in a chain longer than 1
+    (0 everywhere without preemptions)."""
+    if not lengths:
+        return {"preemptions": 0, "mean": 0.0, "p95": 0.0, "max": 0, "share_in_chains": 0.0}
+    a = np.asarray(lengths, dtype=float)
+    return {"preemptions": len(lengths), "mean": float(a.mean()),
+            "p95": float(np.percentile(a, 95)), "max": int(a.max()),
+            "share_in_chains": float(np.mean(in_chain))}
+
+
+def chain_lengths_and_links(instance, schedule) -> tuple[list[int], list[bool]]:
+    """Chain lengths and, per event with a cause, whether it is part of a chain longer than 1
+    (module docstring)."""
     record = record_of(schedule.stats)
     if record is None:
-        return []
+        return [], []
     events = [e for e in parse_events(instance, record)[0]
-              if e.by is not None and e.kind in ("preempt", "degrade")]
+              if e.by is not None and e.kind in STOPS]
     by_cause: dict[int, list[int]] = {}
     for n, e in enumerate(events):
         by_cause.setdefault(e.by, []).append(n)
@@ -42,7 +64,13 @@ def chain_lengths(instance, schedule) -> list[int]:
             memo[n] = 1 + sum(length(m) for m in kids)
         return memo[n]
 
-    return [length(n) for n in range(len(events))]
+    lengths = [length(n) for n in range(len(events))]
+    has_parent = [False] * len(events)
+    for n, e in enumerate(events):
+        for m in by_cause.get(e.job, ()):
+            if events[m].slot >= e.slot and m != n:
+                has_parent[m] = True
+    return lengths, [ln > 1 or p for ln, p in zip(lengths, has_parent)]
 
 
 def _gpu_per_unit(instance) -> np.ndarray:
@@ -81,12 +109,15 @@ def preemption_metrics(instance, schedule, slot_s: float = 3600.0,
     per_class: dict[str, dict[str, Any]] = {}
     for cls in sorted(set(classes)):
         idx = [i for i, c in enumerate(classes) if c == cls]
-        jct, wait, miss = [], [], 0
+        jct, wait, miss, jct_all, slowdown = [], [], 0, [], []
         for i in idx:
             job, c = instance.jobs[i], schedule.completion[i]
             ran = np.flatnonzero(workers[i])
             if len(ran):
                 wait.append((int(ran[0]) - job.arrival) * h)
+            end = instance.horizon if c is None else c
+            jct_all.append((end - job.arrival + 1) * h)
+            slowdown.append((end - job.arrival + 1) / max(job.min_duration, 1))
             if c is None:
                 miss += 1
                 continue
@@ -95,6 +126,9 @@ def preemption_metrics(instance, schedule, slot_s: float = 3600.0,
                 miss += 1
         per_class[cls] = {"jobs": len(idx), "completed": len(jct), **{
             f"jct_{k}_h": v for k, v in _stats(jct).items()},
+            **{f"jct_all_{k}_h": v for k, v in _stats(jct_all).items()},
+            "unfinished": len(idx) - len(jct),
+            "slowdown_mean": float(np.mean(slowdown)) if slowdown else None,
             "queueing_mean_h": float(np.mean(wait)) if wait else None, "misses": miss}
     g = instance.resources.index("gpu")
     demand = instance.row_demand(a.job, a.server, a.role)[:, g] * a.count
@@ -109,10 +143,12 @@ def preemption_metrics(instance, schedule, slot_s: float = 3600.0,
                                                           "promotions")}
     lost = float((lost_units * _gpu_per_unit(instance)).sum()) * h
     cap = float(instance.capacity[:instance.H, g].sum()) * instance.horizon * h
-    chains = chain_lengths(instance, schedule)
+    chains, in_chain = chain_lengths_and_links(instance, schedule)
+    hours = instance.horizon * h
+    stops = {"preemptions": 0, "degradations": 0, "promotions": 0, **counts}
     return {"per_class": per_class, "utility": schedule.total_utility,
             "completed": int(sum(c is not None for c in schedule.completion)),
             "gpu_hours": held, "lost_gpu_hours": lost, "useful_gpu_hours": held - lost,
             "gpu_utilisation": held / cap if cap else 0.0,
-            "stops": {"preemptions": 0, "degradations": 0, "promotions": 0, **counts},
-            "chain_lengths": chains}
+            "stops": stops, "per_hour": {k: v / hours for k, v in stops.items()},
+            "chain_lengths": chains, "chains": chain_summary(chains, in_chain)}

@@ -19,6 +19,8 @@ from ..model.instance import JOB_CLASSES
 SOLVER_KEYS = ("status", "proven_optimal", "objective", "bound", "gap", "message")
 JCT_COLUMNS = {"avg JCT h": "avg_jct_h", "makespan h": "makespan_h", "GPU util": "utilisation",
                "rho max": "rho_max", "rho mean": "rho_mean"}  # header -> key of Summary["jct"]
+PREEMPTION_COLUMNS = ("stops", "degraded", "promoted", "lost work", "restarts", "chain mean",
+                      "chain max")
 MAX_VIOLATIONS = 20  # listed per invalid schedule; `oasis-opt validate` lists them all
 
 
@@ -120,6 +122,8 @@ class SummaryTable:
         headers += [f"c-t {c.removeprefix('time-')}" for c in classes]
         jct = any(m.get("jct") for m in self.rows)
         headers += list(JCT_COLUMNS) if jct else []
+        pre = any(m.get("preemption") for m in self.rows)
+        headers += list(PREEMPTION_COLUMNS) if pre else []
         rows = []
         for n, m in enumerate(self.rows):
             row = [self.names[n]] if self.names is not None else []
@@ -134,6 +138,13 @@ class SummaryTable:
             row += [m["completion_minus_target_median"].get(c) for c in classes]
             if jct:
                 row += [(m.get("jct") or {}).get(k) for k in JCT_COLUMNS.values()]
+            if pre:
+                p = m.get("preemption") or {}
+                chains = p.get("chains") or {}
+                row += [p.get("preemptions", 0), p.get("degradations", 0),
+                        p.get("promotions", 0), p.get("lost_work", 0.0),
+                        p.get("restart_slots", 0), chains.get("mean", 0.0),
+                        chains.get("max", 0)]
             rows.append(row)
         lines = [format_table(headers, rows)]
         if classes:
@@ -142,6 +153,11 @@ class SummaryTable:
         if jct:
             lines.append("avg JCT h, makespan h, GPU util, rho max/mean: Gavel's metrics over the "
                          "completed jobs (JCT from submission, rho = JCT / isolated run time)")
+        if pre:
+            lines.append("stops, degraded, promoted: preemption events (stats.preemption; stops "
+                         "count kills and suspends); lost work: work units lost at stops; "
+                         "restarts: slots credited only in part after a restart; chain mean/max: "
+                         "1 + the stops a stop triggered downstream")
         return "\n".join(lines)
 
     def notes(self) -> list[str]:

@@ -44,10 +44,10 @@ class ClusterState:
 
     def stop(self, job: int, kind: str = "preempt", by: int | None = None) -> float:
         """Stop a running job in slot ``t`` (before its progress): ``kind`` ``"preempt"``,
-        ``"degrade"``, ``"promote"`` or ``"resize"`` (``model.preemption``), caused by job ``by``
-        (None: the policy's own decision). It loses its work since its last checkpoint (added
-        back to ``remaining``, returned) and restarts when it next runs. ValueError when the job
-        is not running (preempt, degrade, resize: it had workers in slot t - 1)."""
+        ``"suspend"``, ``"degrade"``, ``"promote"`` or ``"resize"`` (``model.preemption``), caused
+        by job ``by`` (None: the policy's own decision). It loses its work since its last
+        checkpoint (none for a suspend; added back to ``remaining``, returned) and restarts when it next runs. ValueError when the job
+        is not running (all but promote: it had workers in slot t - 1)."""
         if not self.admitted[job] or self.done[job] or not self.arrived[job]:
             raise ValueError(f"slot {self.t}: stop of job {self.instance.jobs[job].id}, "
                              "which is not active")

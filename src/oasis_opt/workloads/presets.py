@@ -9,6 +9,10 @@ paper-sim      I (default 100)        T (default 300)      H = K = servers (defa
 paper-fig5     I (default 10)         T (default 10)       n, split ceil(n/2) + floor(n/2) (default 3)
 testbed        fixed (12)             fixed (10)           fixed (7 + 2)
 testbed-real   I (default 8)          T (default 10)       fixed (2 + 1); needs ``profiles=[...]``
+philly-        jobs (default 120)     by the jobs          8-GPU servers per rack (default 2; 2
+priority                                                   racks)
+philly-chains  jobs (default 200)     by the jobs          8-GPU servers per rack (default 2; 2
+                                                           racks)
 =============  =====================  ===================  ==========================================
 
 Any further keyword is passed to the generator (e.g. ``calibration="literal"``); unknown ones
@@ -21,6 +25,7 @@ from typing import Any, Callable
 
 from ..model import Instance
 from .paper import paper_fig5, paper_sim
+from .priority import chain_instance, philly_priority
 from .testbed import testbed
 from .testbed_real import testbed_real
 
@@ -33,6 +38,11 @@ PRESETS: dict[str, str] = {
     "testbed-real": "the testbed scaled to this machine, real training tasks: 2 worker + 1 PS "
                     "servers of 2 cores, 8 jobs, 10 slots of 4 s; chunk times from speed "
                     "profiles (--profile)",
+    "philly-priority": "Philly jobs with user classes (20/50/30 % high/mid/low) and job types, "
+                       "32 P100 GPUs in 2 racks + a CPU-mode server per rack (priority "
+                       "preemption; load= divides arrivals)",
+    "philly-chains": "the preemption study's chain workload: those Philly jobs near GPU "
+                     "saturation (saturation= 1.5), low/mid/high classes arriving in waves",
 }
 
 # preset -> (generator, {size argument: the generator's parameter names it sets})
@@ -43,6 +53,9 @@ _SIZE_ARGS: dict[str, tuple[Callable[..., Instance], dict[str, tuple[str, ...]]]
                                 "servers": ("servers",)}),
     "testbed": (testbed, {}),
     "testbed-real": (testbed_real, {"jobs": ("jobs",), "horizon": ("horizon",)}),
+    "philly-priority": (philly_priority, {"jobs": ("max_jobs",),
+                                          "servers": ("servers_per_rack",)}),
+    "philly-chains": (chain_instance, {"jobs": ("max_jobs",), "servers": ("servers_per_rack",)}),
 }
 
 

@@ -68,18 +68,26 @@ def priority_instance(load: float = 1.0, seed: int = 0, *, start: str = "2017-11
     names = list(USER_CLASS_MIX)
     p = np.array([mix[n] for n in names], dtype=float)
     drawn = np.random.default_rng([seed, 14]).choice(len(names), size=len(rows), p=p / p.sum())
+    return _instance(rows, [names[int(k)] for k in drawn], load, seed, t0, slot_s=slot_s,
+                     racks=racks, servers_per_rack=servers_per_rack, ps_per_rack=ps_per_rack,
+                     cpu_per_rack=cpu_per_rack, tail=tail,
+                     meta={"generator": "philly-priority", "load": load, "days": days})
+
+
+def _instance(rows, classes: list[str], load: float, seed: int, t0, *, slot_s: float,
+              racks: int, servers_per_rack: int, ps_per_rack: int, cpu_per_rack: int,
+              tail: int, meta: dict) -> Instance:
+    """The typed instance of trace ``rows`` with the given user classes, arrivals / ``load``."""
     jobs = [TraceJob(f"philly-{r.row:05d}", (r.submitted - t0).total_seconds() / load,
                      r.duration_s, r.gpus,
                      {"trace": "philly/philly_2017-11.csv", "row": r.row,
                       "timestamp": r.submitted.strftime(TIME_FORMAT), "virtual_cluster": r.cluster,
-                      "user_class": names[int(k)],
-                      "job_type": job_type_of(r.gpus, r.duration_s)})
-            for r, k in zip(rows, drawn)]
+                      "user_class": c, "job_type": job_type_of(r.gpus, r.duration_s)})
+            for r, c in zip(rows, classes)]
     workers, pss = philly_cluster(racks, servers_per_rack, ps_per_rack)
     base = trace_instance(jobs, workers, pss, seed=seed, slot_s=slot_s,
                           mapping=TraceMapping(tail=tail),
-                          meta={"generator": "philly-priority", "load": load,
-                                "start": t0.strftime(TIME_FORMAT), "days": days})
+                          meta={**meta, "start": t0.strftime(TIME_FORMAT)})
     typed_workers = tuple(replace(s, accelerator=GPU_TYPE) for s in base.worker_servers)
     cpus = tuple(Server(f"r{r:02d}-cpumode{n:02d}", dict(CPU_SERVER), f"rack-{r:02d}",
                         "cpu-mode", "cpu") for r in range(racks) for n in range(cpu_per_rack))
@@ -95,3 +103,68 @@ def priority_instance(load: float = 1.0, seed: int = 0, *, start: str = "2017-11
                            provenance={**j.provenance, "model_family": family}))
     return Instance(base.horizon, base.resources, typed_workers + cpus, base.ps_servers,
                     tuple(out), meta=dict(base.meta))
+
+
+WAVE_ORDER = ("low", "mid", "high")
+
+
+def chain_instance(seed: int = 0, *, saturation: float = 1.5, max_jobs: int = 200,
+                   wave_h: float = 3.0, wave_share: float = 0.8, start: str = "2017-11-01",
+                   days: float = 2.0, max_hours: float = 12.0, slot_s: float = 600.0,
+                   racks: int = 2, servers_per_rack: int = 2, ps_per_rack: int = 2,
+                   cpu_per_rack: int = 1, tail: int = 24) -> Instance:
+    """The chain workload: the Philly jobs of ``priority_instance`` near GPU saturation, with
+    priority classes arriving in waves, on which killing victims produces preemption chains.
+
+    * **Saturation**: arrivals are divided by the load at which the offered GPU-time (the trace
+      jobs' GPUs x duration) over the arrival span equals ``saturation`` x the cluster's GPUs
+      (1.5: half as much work again as the GPUs can take while the jobs arrive).
+    * **Waves** [choice]: the arrival time (after scaling, hours) cycles through periods of
+      ``wave_h`` hours, whose thirds are a low, a mid and a high wave; a job is of its wave's
+      class with probability ``wave_share``, else drawn from the default mix (20/50/30 %), by a
+      generator seeded by ``seed``. Low jobs fill the GPUs, mid jobs preempt them, high jobs
+      preempt the mid ones, and a requeued mid job (its wait and stops raise its priority) may
+      outrank a running low one: a chain.
+    * The rest (job types, the cluster with one CPU-mode server per rack, slots, utilities) as
+      ``priority_instance``; ``meta`` records the load and the saturation.
+    """
+    seed = check_seed(seed)
+    saturation = check_positive("saturation", saturation)
+    wave_h = check_positive("wave_h", wave_h)
+    max_jobs = check_int("max_jobs", max_jobs, 1)
+    max_hours = check_positive("max_hours", max_hours)
+    cpu_per_rack = check_int("cpu_per_rack", cpu_per_rack, 0)
+    if not (isinstance(wave_share, (int, float)) and 0 <= wave_share <= 1):
+        raise ValueError(f"wave_share: must be in [0, 1], got {wave_share!r}")
+    t0, _ = _window(start, days)
+    rows = [r for r in philly_jobs(start, days) if r.duration_s <= max_hours * 3600][:max_jobs]
+    if len(rows) < 2:
+        raise ValueError("max_jobs: fewer than two Philly jobs in the window")
+    offsets = np.array([(r.submitted - t0).total_seconds() for r in rows])
+    span = max(float(offsets.max() - offsets.min()), slot_s)
+    gpus = racks * servers_per_rack * 8.0  # philly_cluster's 8-GPU servers
+    offered = sum(r.gpus * r.duration_s for r in rows) / (span * gpus)
+    load = saturation / offered
+    rng = np.random.default_rng([seed, 31])
+    names = list(USER_CLASS_MIX)
+    mix = np.array([USER_CLASS_MIX[n] for n in names])
+    classes = []
+    for off in offsets:
+        phase = ((off / load / 3600.0) % wave_h) / wave_h
+        wave = WAVE_ORDER[min(int(phase * 3), 2)]
+        other = names[int(rng.choice(len(names), p=mix))]
+        classes.append(wave if rng.random() < wave_share else other)
+    return _instance(rows, classes, load, seed, t0, slot_s=slot_s, racks=racks,
+                     servers_per_rack=servers_per_rack, ps_per_rack=ps_per_rack,
+                     cpu_per_rack=cpu_per_rack, tail=tail,
+                     meta={"generator": "philly-chains", "load": load, "saturation": saturation,
+                           "wave_h": wave_h, "wave_share": wave_share, "days": days})
+
+
+def philly_priority(seed: int = 0, *, load: float = 1.0, max_jobs: int = 120,
+                    slot_s: float = 600.0, racks: int = 2, servers_per_rack: int = 2,
+                    cpu_per_rack: int = 1) -> Instance:
+    """``priority_instance(load, seed, ...)`` with the seed first: the ``philly-priority``
+    preset of ``workloads.generate``."""
+    return priority_instance(load, seed, max_jobs=max_jobs, slot_s=slot_s, racks=racks,
+                             servers_per_rack=servers_per_rack, cpu_per_rack=cpu_per_rack)
