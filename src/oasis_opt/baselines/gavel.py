@@ -160,7 +160,9 @@ class GavelPolicy(OnlinePolicy):
             D = np.where(usable, D, D.max(axis=1, where=usable, initial=0.0)[:, None])
             a = gavel_lp.max_min_fairness(np.ones_like(T), D, n, scale=self.k[jobs],
                                           central=central)
-            if central:  # the symmetric point of the optimal face (gavel_lp.spread_over_types)
+            # the symmetric point of the optimal face (gavel_lp.spread_over_types), where each
+            # job takes the same GPUs on every type (always on a Gavel import); else the LP's
+            if central and np.allclose(D, D[:, :1]):
                 a = gavel_lp.spread_over_types(a, D, n)
         elif self.allocation == "makespan":  # Gavel's bisection in seconds, then a feasible x
             best = gavel_lp.min_makespan(T, D, n, rem)
