@@ -49,6 +49,11 @@ def test_quick_hetero_rows_match_direct_solves(tmp_path, capsys, monkeypatch):
         # the figure says what its colours and whiskers are (issue #34), and nothing is cut
         legends.extend(t.get_text() for lg in fig.legends for t in
                        [lg.get_title(), *lg.get_texts()])
+        # ... and that JCT and makespan are over each policy's completed jobs (n on the bars)
+        for ax in fig.axes:
+            marks = [t.get_text() for t in ax.texts if t.get_text().startswith("n=")]
+            jct_or_span = "JCT" in ax.get_title() or "makespan" in ax.get_title()
+            assert bool(marks) == jct_or_span and len(marks) in (0, len(ax.patches))
         assert common.clipped_titles(fig) == []
         return real(fig, out_dir, stem)
 
@@ -56,6 +61,7 @@ def test_quick_hetero_rows_match_direct_solves(tmp_path, capsys, monkeypatch):
     assert main(["reproduce", "hetero", "--quick", "--out", str(tmp_path)]) == 0
     assert any(t.startswith("OASiS") for t in legends) and "Gavel's policies" in legends
     assert any("whiskers: min … max" in t and "1 instance seed(s)" in t for t in legends)
+    assert any("over each policy's completed jobs only" in t for t in legends)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hetero.md", "hetero.pdf",
                                                           "hetero.png"]
     text = (tmp_path / "hetero.md").read_text()

@@ -110,3 +110,21 @@ def test_a_lazy_name_spelled_like_its_submodule_survives_that_submodules_import(
             "      type(__import__('sys').modules['oasis_opt.workloads.testbed_real']).__name__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "True", "True", "module"]
+
+
+@pytest.mark.parametrize("policy", ["gavel-ftf", "max-min-fairness"])
+def test_gavel_generate_and_solve_load_no_jax_ray_or_matplotlib(tmp_path, policy):
+    """The path benchmarks/bench_gavel.py times against Gavel's driver (issue #34): a whole
+    ``generate --trace gavel`` and ``solve`` with a Gavel policy load only what the policy and
+    the validator need; a module-level import of JAX, Ray, matplotlib or tqdm anywhere on it
+    (policies, sim, validator, result writer) would cost start-up seconds and fails here."""
+    inst, res = tmp_path / "i.json", tmp_path / "r.json"
+    heavy = {"jax", "jaxlib", "ray", "matplotlib", "tqdm", "pandas", "pyomo", "ortools"}
+    gen = loaded_by(f"from oasis_opt.cli import main; main(['generate', '--trace', 'gavel', "
+                    f"'--seed', '0', '--out', {str(inst)!r}])")
+    assert inst.exists() and not {m.partition('.')[0] for m in gen} & heavy
+    solve = loaded_by(f"from oasis_opt.cli import main; main(['solve', {str(inst)!r}, "
+                      f"'--policy', {policy!r}, '--out', {str(res)!r}])")
+    assert json.loads(res.read_text())["format"].startswith("oasis-opt/result")
+    assert "oasis_opt.model.validate" in solve  # the validator ran
+    assert not {m.partition('.')[0] for m in solve} & heavy

@@ -109,7 +109,8 @@ class GavelPolicy(OnlinePolicy):
         self.lease: dict[int, tuple[int, list]] = {}  # job -> (type, rows) of the last slot
         self.fifo_type: dict[int, int] = {}  # textbook FIFO: the type a started job keeps
         self.iso_done = np.zeros(inst.I)  # FTF: isolated time of the work done so far (slots)
-        self.prev_remaining = inst.work.astype(float)
+        self.prev_remaining = inst.work.astype(float)  # FTF: work left at the last computation
+        self.prev_iso = np.zeros(inst.I)  # FTF: p_j at the last computation (0: not in it)
         self.computations = self.lps = 0
         self.servers_of = [np.flatnonzero(inst.type_mask[g]) for g in range(G)]
         self.ps_of = [int(inst.ps_needed(j, int(self.k[j]))) for j in range(inst.I)]
@@ -152,8 +153,17 @@ class GavelPolicy(OnlinePolicy):
         if self.allocation == "las":
             a = gavel_lp.max_min_fairness(T, D, n, scale=self.k[jobs], central=central)
         elif self.allocation == "las-agnostic":
-            a = gavel_lp.max_min_fairness((T > 0).astype(float), D, n, scale=self.k[jobs],
+            # Gavel's MaxMinFairnessPolicy sets every throughput to 1, on the types a job cannot
+            # use too (the rounds never run it there: the share is lost), and so counts each
+            # job's GPUs on every type
+            usable = self.T[jobs] > 0
+            D = np.where(usable, D, D.max(axis=1, where=usable, initial=0.0)[:, None])
+            a = gavel_lp.max_min_fairness(np.ones_like(T), D, n, scale=self.k[jobs],
                                           central=central)
+            # the symmetric point of the optimal face (gavel_lp.spread_over_types), where each
+            # job takes the same GPUs on every type (always on a Gavel import); else the LP's
+            if central and np.allclose(D, D[:, :1]):
+                a = gavel_lp.spread_over_types(a, D, n)
         elif self.allocation == "makespan":  # Gavel's bisection in seconds, then a feasible x
             best = gavel_lp.min_makespan(T, D, n, rem)
             settled = gavel_lp.gavel_bisection(best.objective * self.slot_s) / self.slot_s
@@ -162,8 +172,15 @@ class GavelPolicy(OnlinePolicy):
         elif self.allocation == "ftf":
             arrival = np.array([_arrival_s(self.instance, j, self.slot_s) for j in jobs.tolist()])
             elapsed = np.maximum((t - 1) - arrival / self.slot_s, 0.0)
-            a = gavel_lp.finish_time_fairness(T, D, n, rem, elapsed,
-                                              gavel_lp.isolated_throughput(T, D, n),
+            p = gavel_lp.isolated_throughput(T, D, n)
+            # Gavel's _cumulative_isolated_time: the work done since the previous computation
+            # at that computation's isolated throughput, for the jobs it included
+            was = self.prev_iso[jobs] > 0
+            done = self.prev_remaining[jobs] - rem
+            self.iso_done[jobs[was]] += done[was] / self.prev_iso[jobs[was]]
+            self.prev_iso[:] = 0.0
+            self.prev_iso[jobs], self.prev_remaining[jobs] = p, rem
+            a = gavel_lp.finish_time_fairness(T, D, n, rem, elapsed, p, self.iso_done[jobs],
                                               central=central)
         elif self.allocation == "fifo":
             return self._fifo(jobs, state)

@@ -20,11 +20,13 @@ The effective throughput of j is y_j = sum_g T_jg x_jg. Objectives (Gavel's name
   bisects the makespan M in seconds over [100, 10^6] until the bracket is within 5% and keeps a
   feasible point of "y_j >= r_j / M" at the M found (``gavel_bisection`` reproduces that M).
 * ``finish_time_fairness`` [``finish_time_fairness_perf``, Themis's rho]: minimise
-  max_j rho_j, rho_j = (t_j + r_j / y_j) / (t_j + r_j / p_j), t_j the time since arrival and
-  p_j the job's isolated throughput (Gavel: under the type-blind max-min allocation,
-  ``isolated_throughput``). Quasi-convex: rho is feasible iff y_j >= r_j / (rho e_j - t_j) for
-  all j (e_j the denominator), an LP feasibility question, so rho is bisected to a relative
-  ``RHO_TOL``.
+  max_j rho_j, rho_j = (t_j + r_j / y_j) / (c_j + r_j / p_j), t_j the time since arrival, p_j
+  the job's isolated throughput (Gavel's ``IsolatedPolicy``: a 1/J share of every type,
+  ``isolated_throughput``) and c_j the isolated time of the work it has already done (Gavel's
+  ``_cumulative_isolated_time``: at each computation, the work done since the previous one
+  divided by the p_j of that one; the caller keeps it). Quasi-convex: rho is feasible iff
+  y_j >= r_j / (rho e_j - t_j) for all j (e_j the denominator), an LP feasibility question, so
+  rho is bisected to a relative ``RHO_TOL``.
 
 Only the objective is optimised: other optimal allocations exist (a max-min LP pins only its
 binding jobs), and which one a solver returns decides the rest. ``central=False`` asks HiGHS for
@@ -166,23 +168,16 @@ def equal_share_throughput(T: ArrayLike, n: ArrayLike) -> np.ndarray:
 
 
 def isolated_throughput(T: ArrayLike, N: ArrayLike, n: ArrayLike) -> np.ndarray:
-    """p_j = s_j P_j: the throughput of the type-blind max-min allocation that spreads each job's
-    share s_j over the types in proportion to their sizes, s_j = min(1, z / N_j) with z the
-    water level at which sum_j min(N_j, z) = sum_g n_g (s_j = 1 when every job fits)."""
+    """p_j = P_j min(1, n / (J N_j)), Gavel's ``IsolatedPolicy``: each of the J jobs gets a 1/J
+    share of every type's GPUs (n_g / J GPUs of type g, n = sum_g n_g), as time fractions
+    n_g / (J N_j), scaled down to sum to 1 when they exceed it; P_j is
+    ``equal_share_throughput``. No water-filling: a share a small job cannot use is not passed
+    on to the others."""
     T, N, n = _check(T, N, n)
     size = N.max(axis=1) if len(N) else np.zeros(0)
     total = float(n.sum())
-    if size.sum() <= total:
-        share = np.ones(len(size))
-    else:  # water-filling: the smallest jobs get all they want, the others z GPU-time each
-        order = np.sort(size)
-        z, left = 0.0, total
-        for k, s_k in enumerate(order):
-            if s_k * (len(order) - k) > left:
-                z = left / (len(order) - k)
-                break
-            left -= s_k
-        share = np.minimum(1.0, np.divide(z, size, out=np.ones(len(size)), where=size > 0))
+    share = np.minimum(1.0, np.divide(total, len(size) * size, out=np.ones(len(size)),
+                                      where=size > 0))
     return share * equal_share_throughput(T, n)
 
 
@@ -197,6 +192,24 @@ def max_min_fairness(T: ArrayLike, N: ArrayLike, n: ArrayLike, weights: ArrayLik
     scale = N.max(axis=1) if scale is None else np.asarray(scale, float)
     P = equal_share_throughput(T, n)
     return _solve_ratio(T, N, n, scale / (w * P), np.ones(len(N)), central=central)
+
+
+def spread_over_types(alloc: Allocation, N: ArrayLike, n: ArrayLike) -> Allocation:
+    """The type-blind program's symmetric optimum: each job's total share s_j = sum_g x_jg
+    spread over the types in proportion to their sizes, x_jg = s_j n_g / sum n.
+
+    With every throughput 1 the objective sees only the s_j, so this point is as optimal as
+    ``alloc``; it is feasible when job j takes the same N_j GPUs on every type (summing the
+    capacity rows gives sum_j N_j s_j <= sum n, hence sum_j N_j x_jg <= n_g). It is the analytic
+    centre of the optimal face when every job's share is pinned (a loaded cluster), the point
+    an interior-point solver such as Gavel's ECOS approaches, where a simplex vertex or
+    HiGHS's interior point without crossover can put most of a job's time on one type."""
+    N = np.asarray(N, float)
+    n = np.asarray(n, float)
+    if N.ndim != 2 or not np.allclose(N, N[:, :1]):
+        raise ValueError("spread_over_types: every job must take the same GPUs on every type")
+    x = alloc.x.sum(axis=1, keepdims=True) * (n / n.sum())[None, :]
+    return Allocation(x, alloc.objective, alloc.lps)
 
 
 def min_makespan(T: ArrayLike, N: ArrayLike, n: ArrayLike, remaining: ArrayLike, *,
@@ -239,16 +252,22 @@ def gavel_bisection(optimum: float, low: float = 100.0, high: float = 1e6,
 
 
 def finish_time_fairness(T: ArrayLike, N: ArrayLike, n: ArrayLike, remaining: ArrayLike,
-                         elapsed: ArrayLike, isolated: ArrayLike, *, central: bool = False
+                         elapsed: ArrayLike, isolated: ArrayLike,
+                         done_isolated: ArrayLike | None = None, *, central: bool = False
                          ) -> Allocation:
     """Gavel's ``finish_time_fairness_perf``; objective = the least max_j rho_j, found by
-    bisection (module docstring): ``elapsed`` t_j >= 0 and ``isolated`` throughputs p_j > 0
-    (time in the unit of T). The point returned is one at the final (feasible) rho."""
+    bisection (module docstring): ``elapsed`` t_j >= 0, ``isolated`` throughputs p_j > 0 and
+    ``done_isolated`` c_j >= 0, the isolated time of the work already done (default 0: jobs
+    that have done none), times in the unit of T. The point returned is one at the final
+    (feasible) rho."""
     T, N, n = _check(T, N, n)
     r, t, p = (np.asarray(v, float) for v in (remaining, elapsed, isolated))
+    c = np.zeros(len(r)) if done_isolated is None else np.asarray(done_isolated, float)
+    if c.shape != r.shape or (c < 0).any():
+        raise ValueError(f"done_isolated: expected {len(r)} values >= 0, got {c.tolist()}")
     if len(N) == 0:
         return Allocation(np.zeros(T.shape), 0.0, 0)
-    e = t + np.divide(r, p, out=np.zeros_like(r), where=p > 0)  # expected isolated time
+    e = c + np.divide(r, p, out=np.zeros_like(r), where=p > 0)  # expected isolated time
     need = r > 0
     model = _Floors(T, N, n)
 

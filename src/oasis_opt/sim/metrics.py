@@ -98,7 +98,15 @@ def compare(instance, schedules, names=None) -> SummaryTable:
                         [validate(instance, s) for s in schedules])
 
 
-def jct_metrics(instance, schedule) -> dict[str, float | None] | None:
+def job_jcts(instance, schedule) -> np.ndarray | None:
+    """Each job's JCT in seconds as :func:`jct_metrics` counts it (NaN for a job that did not
+    complete), indexed like ``instance.jobs``; None when the instance has no ``slot_s``."""
+    out = np.full(instance.I, np.nan)
+    return None if jct_metrics(instance, schedule, per_job=out) is None else out
+
+
+def jct_metrics(instance, schedule, *, per_job: np.ndarray | None = None
+                ) -> dict[str, float | None] | None:
     """Gavel's metrics (Narayanan et al., OSDI 2020), in seconds of the instance's ``slot_s``
     (None when its ``meta`` has none):
 
@@ -115,6 +123,7 @@ def jct_metrics(instance, schedule) -> dict[str, float | None] | None:
       isolated run time (alone, all N_i workers, its fastest type): ``rho_max``, ``rho_mean``.
 
     Counts ``completed`` jobs; the others are left out as Gavel leaves out failed jobs.
+    ``per_job`` (length I), when given, receives each completed job's JCT (``job_jcts``).
     """
     slot_s = (instance.meta or {}).get("slot_s")
     if not isinstance(slot_s, (int, float)) or not slot_s > 0 or instance.progress != "chunk-time":
@@ -146,6 +155,8 @@ def jct_metrics(instance, schedule) -> dict[str, float | None] | None:
         ends.append(end)
         jcts.append(end - arrival)
         rhos.append((end - arrival) / alone if alone > 0 else 1.0)
+        if per_job is not None:
+            per_job[i] = end - arrival
     if not jcts:
         return {"avg_jct_s": None, "avg_jct_h": None, "makespan_s": None, "makespan_h": None,
                 "utilisation": None, "rho_max": None, "rho_mean": None}

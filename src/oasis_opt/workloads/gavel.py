@@ -82,6 +82,24 @@ def gavel_files(root: str | Path | None = None) -> dict[str, Path]:
             "results": folder / "results.csv"}
 
 
+def gavel_validation(root: str | Path | None = None) -> list[dict[str, str | Path]]:
+    """The validation traces shipped in ``gavel/validation`` (made by Gavel's generator, with
+    Gavel's simulator's results; that folder's README): per trace ``name``, ``trace`` (its
+    path), ``cluster`` (``v:p:k``), ``num_jobs``, ``lam`` and ``seed`` (the generator's), in
+    ``traces.csv`` order; ``results`` and ``jcts`` (Gavel's numbers) are the folder's CSVs."""
+    import csv
+
+    from .trace_common import trace_root
+
+    folder = trace_root(root) / "gavel" / "validation"
+    with open(folder / "traces.csv") as f:
+        rows = list(csv.DictReader(f))
+    return [{"name": r["name"], "trace": folder / f"{r['name']}.trace",
+             "cluster": r["cluster_spec"], "num_jobs": r["num_jobs"], "lam": r["lam"],
+             "seed": r["seed"], "results": folder / "results.csv", "jcts": folder / "jcts.csv"}
+            for r in rows]
+
+
 def read_trace(path: str | Path) -> list[GavelJob]:
     """The jobs of a Gavel ``*.trace`` file, in line order (their Gavel job ids are 0, 1 ...)."""
     path = Path(path)
