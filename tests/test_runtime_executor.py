@@ -479,6 +479,13 @@ def test_reproduce_testbed_real_quick_runs_end_to_end_and_resumes(ray_local, tmp
     again = reproduce(["testbed-real"], quick=True, results=results, out=tmp_path / "again",
                       progress=False)["testbed-real"]
     assert next(p for p in again if p.suffix == ".md").read_text() == page
+    # the page's load is measured during each run (its slots), not only at its end
+    for row in study.rows(study.compute(quick=True, results=results, progress=False)
+                          ["rounds"]["profile"]):
+        report = load_report(folder / f"execution-{row['policy']}.json")
+        slots = report.doc["meta"]["loadavg_slots"]
+        assert len(slots) == len(report.slots)
+        assert row["load"]["median"] == pytest.approx(float(np.median(slots)))
 
 
 def display_name(policy: str) -> str:
