@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .args import (PROGRESS, PROGRESS_BAR, TASK, adder, arg, json_object, non_negative_int,
+from .args import (PROGRESS, TASK, adder, arg, json_object, non_negative_int,
                    positive_int, positive_int_list, positive_seconds)
 from .common import (EXIT_OK, PROG, CliError, failure, load_instance, load_result, located,
                      look_up, show_progress, write)
@@ -37,12 +37,12 @@ add_profile = adder(
     arg("--seed", type=non_negative_int, default=0, metavar="S",
         help="the task's weights and batch order (default 0)"),
     arg("--address", metavar="ADDR", help="join this running Ray cluster"),
-    PROGRESS_BAR,
+    PROGRESS,
     arg("--out", required=True, metavar="PROFILE", help="profile JSON to write"))
 
 
 def execute(args: argparse.Namespace) -> int:
-    from ..runtime.executor import ExecutionError, execute
+    from ..runtime.executor import STARTUP_PHASES, ExecutionError, execute
     from ..runtime.plan import ExecutionRefused
     from ..runtime.report import save_report
 
@@ -50,22 +50,30 @@ def execute(args: argparse.Namespace) -> int:
     sched = load_result(inst, args.result, args.instance)
     bar = None
     last = int(sched.allocations.slot.max()) if len(sched.allocations) else 0
+    progress = show_progress(args)
 
-    def on_slot(record: dict) -> None:
+    def on_phase(name: str, seconds: float) -> None:
         nonlocal bar
-        if bar is None:
+        print(f"{PROG}: {STARTUP_PHASES[name]} in {seconds:.1f} s", file=sys.stderr, flush=True)
+        if name == "compile":  # slot 1 starts now: the bar's first rate is over a whole slot
             from tqdm import tqdm
 
             bar = tqdm(total=last, desc=f"execute {sched.policy}", unit="slot")
+
+    def on_slot(record: dict) -> None:
+        if bar is None:
+            return
         bar.update(1)
         bar.set_postfix_str(f"jobs {record['jobs']}, workers {record['workers']}, PS "
                             f"{record['ps']}, overrun {record['overrun_s']:.2f} s")
 
-    if show_progress(args):
-        print(f"{PROG}: starting Ray and warming the containers ...", file=sys.stderr)
+    if progress:
+        print(f"{PROG}: starting Ray, creating the containers, compiling the tasks ...",
+              file=sys.stderr, flush=True)
     try:
         report = execute(inst, sched, slot_seconds=args.slot_s, address=args.address,
-                         on_slot=on_slot if show_progress(args) else None)
+                         on_slot=on_slot if progress else None,
+                         on_phase=on_phase if progress else None)
     except ExecutionRefused as e:
         raise (CliError(args.result, e.message) if e.field == "schedule"
                else located(e, args.instance)) from None
@@ -85,7 +93,7 @@ def profile(args: argparse.Namespace) -> int:
 
     from ..training.tasks import get_task
     from ..costmodel.profile import save_profile
-    from ..runtime.executor import ExecutionError
+    from ..runtime.executor import STARTUP_PHASES, ExecutionError
     from ..runtime.profile import DEFAULT_CONFIGS, profile_points, profile_task
     from ..sim.report import format_table
 
@@ -100,16 +108,27 @@ def profile(args: argparse.Namespace) -> int:
         raise CliError("--workers", f"{len(points)} (workers, PSs) points with PSs <= workers; "
                        "the speed model's 4 parameters need at least 4")
     bar = None
-    if args.progress:
-        from tqdm import tqdm
+    progress = show_progress(args)
 
-        bar = tqdm(total=len(points) * (1 + args.repeats), desc=f"profile {task.name}",
-                   unit="slot")
+    def on_phase(name: str, seconds: float) -> None:
+        nonlocal bar
+        print(f"{PROG}: {STARTUP_PHASES[name]} in {seconds:.1f} s", file=sys.stderr, flush=True)
+        if name == "compile":  # the timed slots start now
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(points) * (1 + args.repeats), desc=f"profile {task.name}",
+                       unit="slot")
+
+    if progress:
+        print(f"{PROG}: starting Ray, creating the containers, compiling the task ...",
+              file=sys.stderr, flush=True)
     try:
         prof = profile_task({"name": task.name, "config": config, "seed": args.seed},
                             args.workers, args.ps, iterations=args.iterations,
                             repeats=args.repeats, address=args.address,
-                            progress=None if bar is None else lambda d, n: bar.update(d - bar.n))
+                            progress=(lambda d, n: bar.update(d - bar.n) if bar else None)
+                            if progress else None,
+                            on_phase=on_phase if progress else None)
     except ExecutionError as e:
         return failure(e)
     finally:

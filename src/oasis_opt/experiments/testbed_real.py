@@ -214,6 +214,18 @@ def _ratios(report, model: str) -> list[float]:
             if s["iterations"] and s[key]]
 
 
+def run_load(doc: dict) -> dict:
+    """The machine's 1-minute load during an execution: median, min and max over its slots
+    (``meta.loadavg_slots``, sampled as each slot ended), and at its end; NaN where a report
+    written before the slots were sampled lacks them."""
+    slots = doc["meta"].get("loadavg_slots") or []
+    end = (doc["meta"].get("loadavg") or [math.nan])[0]
+    if not slots:
+        return {"median": math.nan, "min": math.nan, "max": math.nan, "end": end}
+    return {"median": float(np.median(slots)), "min": float(min(slots)),
+            "max": float(max(slots)), "end": end}
+
+
 def rows(rnd: dict) -> list[dict]:
     """One dict of numbers per policy of one round (the tables and the figure use them)."""
     inst = rnd["instance"]
@@ -235,7 +247,7 @@ def rows(rnd: dict) -> list[dict]:
             "overrun_slots": sum(o > 0 for o in over), "max_overrun_s": max(over, default=0.0),
             "restarts": len(rep.restarts()), "accuracy": float(np.mean(acc)) if acc else math.nan,
             "startup_s": doc["startup_s"], "wall_s": doc["wall_s"],
-            "load": (doc["meta"].get("loadavg") or [math.nan])[0],
+            "load": run_load(doc),
             "chunk": _ratios(rep, "chunk-time"), "profile": _ratios(rep, "profile"),
             "shared": _ratios(rep, "profile-shared")})
     return out

@@ -23,7 +23,8 @@ is the whole interface, so a service can drive it with allocations decided as jo
 ``workers``, ``ps`` and ``servers`` count the containers that held the job, each on the server it
 reported when it was assigned (the ``server:<id>`` resource Ray gave it); ``assigned`` the
 containers assigned to it at the slot's start (0 when it kept its containers); ``iterations`` the
-optimiser steps its PSs acknowledged and ``real_minibatches`` the gradients they averaged.
+optimiser steps its PSs acknowledged, ``gradients`` the gradients they averaged in each of them
+(the workers that took part) and ``real_minibatches`` their sum.
 
 **Time.** Slot t is due at ``(t - 1) S`` seconds after slot 1 began and ends at ``max(t S, the end
 of its work)``: real time paces slots but never cuts planned work, so the real progress of every
@@ -48,6 +49,7 @@ the job's provenance holds a fitted speed model (``costmodel.profile``), ``itera
 from __future__ import annotations
 
 import collections
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
@@ -60,6 +62,10 @@ from .plan import (Allocation, JobPlan, container_demand, iteration_sizes, job_p
 from .ray_pool import SINGLE_THREAD_ENV, init_ray
 
 SERVER_UNITS = 1000  # units of ``server:<id>`` a local Ray declares; a container holds one
+# the start-up phases ``Executor.phases`` times (``on_phase`` names): starting or joining Ray,
+# creating the containers (their processes up), compiling the tasks in them (and in the driver)
+STARTUP_PHASES = {"ray": "Ray started", "containers": "containers created",
+                  "compile": "tasks compiled"}
 WINDOW = 2  # synchronous iterations of one job in flight (hides the driver's round trip)
 
 
@@ -157,21 +163,26 @@ class Executor:
     are checked up front; a job without one gets it (and is checked) when it first runs.
     ``pool``: containers shared with other executors (default: its own, killed on close).
     ``catch_up``: whether slots after an overrun are shortened to regain the time grid (module
-    docstring, **Time**).
+    docstring, **Time**). ``on_phase(name, seconds)`` is called as each start-up phase ends
+    (``STARTUP_PHASES``: Ray started or joined, containers created, tasks compiled in them);
+    ``phases`` holds their seconds (summed over ``warm`` calls).
     """
 
     def __init__(self, instance, *, slot_seconds: float, address: str | None = None,
                  plans: Mapping[int, JobPlan] | None = None,
                  on_iteration: Callable | None = None, on_slot: Callable | None = None,
                  max_restarts: int = 3, window: int = WINDOW,
-                 pool: ContainerPool | None = None, catch_up: bool = True):
+                 pool: ContainerPool | None = None, catch_up: bool = True,
+                 on_phase: Callable[[str, float], None] | None = None):
         if not (isinstance(slot_seconds, (int, float)) and np.isfinite(slot_seconds)
                 and slot_seconds > 0):
             raise ValueError(f"slot_seconds: expected a number > 0, got {slot_seconds!r}")
         self.instance = instance
         self.slot_seconds = float(slot_seconds)
         self.address = address
-        self.on_iteration, self.on_slot = on_iteration, on_slot
+        self.on_iteration, self.on_slot, self.on_phase = on_iteration, on_slot, on_phase
+        self.phases: dict[str, float] = {}
+        self.slot_loads: list[float] = []  # 1-minute load average as each slot ended
         self.max_restarts, self.window = max_restarts, window
         self.catch_up = catch_up
         self._plans = dict(plans or {})
@@ -198,8 +209,15 @@ class Executor:
         """Start (or join) Ray; a Ray already running in this process is used as it is."""
         from .._extras import require
 
+        t0 = time.perf_counter()
         self._ray = require("ray", extra="ray", feature="executing schedules")
         self._owned = start_ray(self.address, [s.id for s in self.instance.servers])
+        self._phase("ray", time.perf_counter() - t0)
+
+    def _phase(self, name: str, seconds: float) -> None:
+        self.phases[name] = self.phases.get(name, 0.0) + seconds
+        if self.on_phase is not None:
+            self.on_phase(name, seconds)
 
     def close(self) -> None:
         """Give the containers back (kill them, with its own pool); shut Ray down if this
@@ -249,16 +267,24 @@ class Executor:
         plans = list(self._plans.values())
         specs = [p.spec(ps=1) for p in plans]
         ps_counts = dict(ps_counts or {})
-        refs = []
+        created = []
         for s, n in enumerate(np.asarray(demand).tolist()):
             idle = self._idle(s)
-            idle += [self._new_container(s) for _ in range(n - len(idle))]
+            new = [self._new_container(s) for _ in range(n - len(idle))]
+            idle += new
+            created += new
+        ray.get([actor.ping.remote() for actor in created])  # the containers' processes are up
+        t1 = time.perf_counter()
+        self._phase("containers", t1 - t0)
+        refs = []
+        for s, n in enumerate(np.asarray(demand).tolist()):
             sizes = [ps_counts.get(p.index, [1]) if s >= self.instance.H else [] for p in plans]
-            refs += [actor.warm.remote(specs, sizes) for actor in idle[:max(n, 0)]]
+            refs += [actor.warm.remote(specs, sizes) for actor in self._idle(s)[:max(n, 0)]]
         for p in plans:  # the driver evaluates every checkpoint: compile that too
             data = self._driver_data(p)
             data.model.evaluate(data.model.init(0), data.split.x_val, data.split.y_val)
         ray.get(refs)
+        self._phase("compile", time.perf_counter() - t1)
         self.startup_s += time.perf_counter() - t0
         return time.perf_counter() - t0
 
@@ -423,6 +449,7 @@ class Executor:
                   "jobs": len(allocs), "workers": sum(r["workers"] for r in records.values()),
                   "ps": sum(r["ps"] for r in records.values())}
         self.slots.append(record)
+        self.slot_loads.append(os.getloadavg()[0])  # the machine's load: real time depends on it
         if self.on_slot is not None:
             self.on_slot(record)
         return record
@@ -483,6 +510,7 @@ class Executor:
                 rec["servers"] = [{"server": server, "role": role, "count": c}
                                   for (server, role), c in placed.items()]
                 rec["iterations"] = len(run.gradients)
+                rec["gradients"] = list(run.gradients)
                 rec["real_minibatches"] = sum(run.gradients)
                 rec["busy_s"] = (run.last - run.first) if run.first is not None else 0.0
         # 3. checkpoint
@@ -613,8 +641,10 @@ def _sleep_until(deadline: float) -> None:
 
 def execute(instance, schedule: Schedule, *, slot_seconds: float, address: str | None = None,
             on_iteration: Callable | None = None, on_slot: Callable | None = None,
-            max_restarts: int = 3, pool: ContainerPool | None = None):
+            max_restarts: int = 3, pool: ContainerPool | None = None,
+            on_phase: Callable[[str, float], None] | None = None):
     """Run ``schedule`` for real and return its ``ExecutionReport`` (module docstring).
+    ``on_phase(name, seconds)``: as each start-up phase ends (``Executor``).
 
     ``ExecutionRefused`` (a ``FormatError`` naming the field) before anything starts when the
     schedule or a job's task cannot run; ``ExecutionError`` when execution cannot go on.
@@ -625,7 +655,7 @@ def execute(instance, schedule: Schedule, *, slot_seconds: float, address: str |
     ps_counts = {j: sorted(set(ps[j][ps[j] > 0].tolist())) for j in plans}
     with Executor(instance, slot_seconds=slot_seconds, address=address, plans=plans,
                   on_iteration=on_iteration, on_slot=on_slot,
-                  max_restarts=max_restarts, pool=pool) as ex:
+                  max_restarts=max_restarts, pool=pool, on_phase=on_phase) as ex:
         ex.warm(container_demand(schedule, len(instance.servers)), ps_counts)
         last = max(rows) if rows else 0
         for t in range(1, last + 1):

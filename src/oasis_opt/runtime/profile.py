@@ -77,10 +77,12 @@ def profiling_instance(task_spec: Mapping[str, Any], points: Sequence[tuple[int,
 def profile_task(task_spec: Mapping[str, Any], workers: Sequence[int] = (1, 2, 4),
                  ps: Sequence[int] = (1, 2), *, iterations: int = 40, repeats: int = 3,
                  address: str | None = None, pool=None,
-                 progress: Callable[[int, int], None] | None = None) -> SpeedProfile:
+                 progress: Callable[[int, int], None] | None = None,
+                 on_phase: Callable[[str, float], None] | None = None) -> SpeedProfile:
     """Measure and fit the task ``task_spec`` (``{"name", "config", "seed"?, "data_seed"?}``).
 
-    ``progress(done, total)`` is called after every slot; ``pool`` (an executor
+    ``progress(done, total)`` is called after every slot, ``on_phase(name, seconds)`` as each
+    start-up phase ends (``executor.STARTUP_PHASES``); ``pool`` (an executor
     ``ContainerPool``) keeps the containers for the next profile. ``ValueError`` names a bad
     argument.
     """
@@ -96,7 +98,8 @@ def profile_task(task_spec: Mapping[str, Any], workers: Sequence[int] = (1, 2, 4
     plans = {i: job_plan(inst, i) for i in range(inst.I)}
     t0 = time.perf_counter()
     # no pacing: a slot lasts as long as its iterations (slots of 1 ms always overrun)
-    with Executor(inst, slot_seconds=1e-3, address=address, plans=plans, pool=pool) as ex:
+    with Executor(inst, slot_seconds=1e-3, address=address, plans=plans, pool=pool,
+                  on_phase=on_phase) as ex:
         demand = np.array([max(points)[0], max(p for _, p in points)])
         ex.warm(demand, {i: [p] for i, (_, p) in enumerate(points)})
         for t in sorted(rows):

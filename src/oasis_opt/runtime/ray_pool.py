@@ -100,6 +100,22 @@ SINGLE_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
                      "MKL_NUM_THREADS": "1", "JAX_PLATFORMS": "cpu"}
 
 
+# Ray's own loggers whose warnings are about Ray, not this package's work: every start of a local
+# Ray logs "Token authentication is enabled for this Ray cluster ..." (the default mode, which
+# stays on). Kept off the user's screen unless RAY_WARNINGS_ENV is set to 1.
+RAY_QUIET_LOGGERS = ("ray._private.authentication.authentication_token_setup",)
+RAY_WARNINGS_ENV = "OASIS_OPT_RAY_WARNINGS"
+
+
+def quiet_ray_warnings() -> None:
+    """Raise ``RAY_QUIET_LOGGERS`` to ERROR (their warnings dropped), unless the environment
+    variable ``OASIS_OPT_RAY_WARNINGS=1`` asks for them. Token authentication is not changed."""
+    if os.environ.get(RAY_WARNINGS_ENV) == "1":
+        return
+    for name in RAY_QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
 def init_ray(address: str | None, *, num_cpus: int | None = None,
              resources: dict[str, float] | None = None,
              system_config: dict[str, Any] | None = None) -> None:
@@ -108,6 +124,7 @@ def init_ray(address: str | None, *, num_cpus: int | None = None,
     ``resources`` and workers at niceness ``RAY_WORKER_NICENESS`` (``system_config`` may say
     otherwise); a local start that times out is retried (``retry_startup``)."""
     ray = require("ray", extra="ray", feature="running on Ray")
+    quiet_ray_warnings()
     kwargs: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False,
                                   logging_level="WARNING")
     if address:

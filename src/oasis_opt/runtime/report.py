@@ -14,7 +14,7 @@ Top level:
 | ``costmodel`` | the cost models' error over executed (job, slot)s (below) |
 | ``slots`` | per slot: ``slot``, ``start_s``, ``work_end_s``, ``end_s`` (seconds since slot 1 began), ``overrun_s`` = max(0, work_end_s - t S), ``jobs``, ``workers``, ``ps`` |
 | ``jobs`` | one entry per instance job (below) |
-| ``meta`` | free-form: version, end time, the machine's load averages (1, 5, 15 min) at the end |
+| ``meta`` | free-form: version, end time, the machine's load averages (1, 5, 15 min) at the end, the 1-minute load as each slot ended (``loadavg_slots``), start-up seconds by phase (``startup_phases``) |
 
 A job: ``id``, ``task`` (its task name or null), ``arrival``, ``admitted``; ``planned``
 ``{"completion": slot or null, "utility"}`` from the schedule; ``real`` ``{"completion_slot"``
@@ -29,7 +29,8 @@ attempt); ``slots``: per slot it ran, ``slot``, ``workers``, ``ps``, ``servers``
 reported), ``assigned`` (containers assigned to it at the slot's start, 0 when it kept its
 containers), ``planned_worker_slots`` (its workers in the schedule), ``planned_minibatches`` /
 ``real_minibatches`` (gradients its PSs averaged), ``planned_iterations`` / ``iterations`` (steps
-its PSs acknowledged), ``real_chunks`` (cumulative
+its PSs acknowledged), ``gradients`` (per acknowledged iteration, the gradients its PSs averaged:
+the workers that took part; absent from reports written before it), ``real_chunks`` (cumulative
 chunk passes, real minibatches / M_i), ``busy_s`` (first iteration submitted to last one done),
 ``predicted_s`` (the chunk-time model: iterations x_i S / M_i), ``profile_predicted_s`` (the
 job's fitted speed model when its provenance has one: iterations t(w, p) at the job's own
@@ -70,6 +71,8 @@ JOB_SLOT_FIELDS = ("slot", "workers", "ps", "servers", "assigned", "planned_work
                    "real_chunks", "busy_s", "predicted_s", "profile_predicted_s",
                    "shared_predicted_s", "restart_s",
                    "checkpoint_s", "restarts", "val_accuracy")
+# written since the field was added; a report written before it is read without it
+JOB_SLOT_OPTIONAL = ("gradients",)
 SLOT_FIELDS = ("slot", "start_s", "work_end_s", "end_s", "overrun_s", "jobs", "workers", "ps")
 # cost model -> the job-slot field of its prediction
 COSTMODELS = {"chunk-time": "predicted_s", "profile": "profile_predicted_s",
@@ -130,7 +133,7 @@ def build_report(executor, schedule=None, *, policy: str | None = None) -> "Exec
                        "predicted_s": predicted, "profile_predicted_s": own,
                        "shared_predicted_s": shared}
                 row.setdefault("checkpoint_s", 0.0)
-                slots.append({k: row.get(k) for k in JOB_SLOT_FIELDS})
+                slots.append({k: row.get(k) for k in JOB_SLOT_FIELDS + JOB_SLOT_OPTIONAL})
                 for name, key in COSTMODELS.items():
                     if iters and row[key]:
                         ratios[name].append(row["busy_s"] / row[key])
@@ -163,7 +166,11 @@ def build_report(executor, schedule=None, *, policy: str | None = None) -> "Exec
            "slots": list(executor.slots), "jobs": jobs,
            "meta": {"oasis-opt": __version__, "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
                     # the machine's load when the run ended: real time depends on it
-                    "loadavg": [round(x, 2) for x in os.getloadavg()]}}
+                    "loadavg": [round(x, 2) for x in os.getloadavg()],
+                    # ... and during it: the 1-minute load average as each slot ended
+                    "loadavg_slots": [round(x, 2) for x in executor.slot_loads],
+                    # start-up by phase (Executor.phases: Ray, containers, compilation)
+                    "startup_phases": {k: round(v, 3) for k, v in executor.phases.items()}}}
     return ExecutionReport(doc)
 
 
@@ -240,11 +247,11 @@ def report_to_dict(report: ExecutionReport) -> dict:
     return report.doc
 
 
-def _fields(d: Any, keys, path: str) -> dict:
+def _fields(d: Any, keys, path: str, optional=()) -> dict:
     if not isinstance(d, dict):
         raise FormatError(path, "expected an object")
     for k in d:
-        if k not in keys:
+        if k not in keys and k not in optional:
             raise FormatError(f"{path}.{k}" if path else k, "unknown field")
     for k in keys:
         if k not in d:
@@ -281,7 +288,7 @@ def report_from_dict(doc: Any) -> ExecutionReport:
         for m, r in enumerate(_list(j["restarts"], f"{p}.restarts")):
             _fields(r, ("slot", "cause"), f"{p}.restarts[{m}]")
         for m, s in enumerate(_list(j["slots"], f"{p}.slots")):
-            _fields(s, JOB_SLOT_FIELDS, f"{p}.slots[{m}]")
+            _fields(s, JOB_SLOT_FIELDS, f"{p}.slots[{m}]", JOB_SLOT_OPTIONAL)
     return ExecutionReport(d)
 
 

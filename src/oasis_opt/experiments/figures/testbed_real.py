@@ -91,7 +91,8 @@ def _round_markdown(name: str, rnd: dict, table: list[dict]) -> list[str]:
                 ["policy", "simulated utility", "real utility", "real / simulated", "admitted",
                  "completed (plan / real)", "finished later than planned",
                  "median compl.−target plan / real", "slots overrun (max s)", "restarts",
-                 "mean final val. accuracy", "start-up s", "wall s", "machine load at end"],
+                 "mean final val. accuracy", "start-up s", "wall s",
+                 "machine load during run: median (min … max) of slots; at end"],
                 [[display(r["policy"]), f"{r['simulated']:.1f}", f"{r['real']:.1f}",
                   fmt(r["real"] / r["simulated"] if r["simulated"] else math.nan, 2),
                   r["admitted"], f"{r['completed_planned']} / {r['completed_real']}",
@@ -100,7 +101,8 @@ def _round_markdown(name: str, rnd: dict, table: list[dict]) -> list[str]:
                   f"{fmt(box_stats(r['mt_real'])['median'], 1)}",
                   f"{r['overrun_slots']} ({r['max_overrun_s']:.2f})", r["restarts"],
                   fmt(r["accuracy"], 3), f"{r['startup_s']:.0f}", f"{r['wall_s']:.0f}",
-                  fmt(r["load"], 1)]
+                  f"{fmt(r['load']['median'], 1)} ({fmt(r['load']['min'], 1)} … "
+                  f"{fmt(r['load']['max'], 1)}); {fmt(r['load']['end'], 1)}"]
                  for r in table]), "",
             "Cost model's error per executed (job, slot), real busy time / prediction: median "
             "(p10 … p90); mean |ratio − 1|. *Chunk-time model*: the plan's own, x_i S / M_i "
@@ -130,8 +132,9 @@ def markdown(data: dict, tables: dict, quick: bool) -> str:
              "the simulator and validator compute); \"real\" is recomputed from the real "
              "completion times: a job finishing t seconds after slot 1 began completes in slot "
              "ceil(t / S) of the wall-clock grid. \"Machine load\" is the 1-minute load average "
-             "when the execution ended: the machine has 2 cores and other work on it slows the "
-             "training down.", "",
+             "as each slot ended (median, min … max over the run's slots) and when the "
+             "execution ended: the machine has 2 cores and other work on it slows the training "
+             "down.", "",
              "```bash",
              f"nice -n 10 oasis-opt reproduce testbed-real{quick_flag}   # all of it: "
              f"{_measured_minutes(data):.0f} min measured here (results/ files are reused)",
