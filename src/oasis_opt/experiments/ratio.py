@@ -313,7 +313,7 @@ def rule_runs(instance: Any, searched: dict) -> dict[str, dict]:
     the run ended on (the searched floor itself; the adaptive rule's last leader), ``switches``
     how often the adaptive floor changed (0 for the searched floor)."""
     from ..model.validate import assert_valid
-    from ..online.adaptive import AdaptiveOasisPolicy, _floor_of
+    from ..online.adaptive import AdaptiveOasisPolicy, floor_of
     from ..online.oasis import OasisPolicy
 
     out = {}
@@ -323,7 +323,7 @@ def rule_runs(instance: Any, searched: dict) -> dict[str, dict]:
         assert_valid(instance, res)
         ada = res.stats.get("adaptive", {})
         out[rule] = {"utility": float(res.total_utility), "admitted": int(sum(res.admitted)),
-                     "floor": float(ada.get("final_floor", _floor_of(searched))),
+                     "floor": float(ada.get("final_floor", floor_of(searched))),
                      "switches": int(ada.get("switches", 0))}
     return out
 

@@ -75,7 +75,7 @@ def _document(spec: Any) -> dict:
     raise ValueError(f"pricing: expected a file path or a pricing document, got {spec!r}")
 
 
-def _floor_of(doc: dict) -> float:
+def floor_of(doc: dict) -> float:
     """The document's floor as one number: the geometric mean of its floors (per pool, per
     resource), the point of the grid it starts nearest to."""
     floors = []
@@ -115,7 +115,7 @@ class AdaptiveOasisPolicy(OasisPolicy):
             except ValueError as e:
                 raise ValueError(f"grid[{n}]: {e}") from None
         self.documents = documents
-        start = math.log(_floor_of(doc))
+        start = math.log(floor_of(doc))
         self.start_index = int(np.argmin([abs(math.log(L) - start) for L in self.grid]))
         super().__init__(backend=backend, pricing=documents[self.start_index],
                          granularity=granularity, server_index=False)

@@ -71,13 +71,15 @@ def priority_instance(load: float = 1.0, seed: int = 0, *, start: str = "2017-11
     return _instance(rows, [names[int(k)] for k in drawn], load, seed, t0, slot_s=slot_s,
                      racks=racks, servers_per_rack=servers_per_rack, ps_per_rack=ps_per_rack,
                      cpu_per_rack=cpu_per_rack, tail=tail,
-                     meta={"generator": "philly-priority", "load": load, "days": days})
+                     meta={"generator": "philly-priority", "load": load,
+                           "start": t0.strftime(TIME_FORMAT), "days": days})
 
 
 def _instance(rows, classes: list[str], load: float, seed: int, t0, *, slot_s: float,
               racks: int, servers_per_rack: int, ps_per_rack: int, cpu_per_rack: int,
               tail: int, meta: dict) -> Instance:
-    """The typed instance of trace ``rows`` with the given user classes, arrivals / ``load``."""
+    """The typed instance of trace ``rows`` with the given user classes, arrivals / ``load``;
+    ``meta`` as given (key order kept: it is part of the instance's fingerprint)."""
     jobs = [TraceJob(f"philly-{r.row:05d}", (r.submitted - t0).total_seconds() / load,
                      r.duration_s, r.gpus,
                      {"trace": "philly/philly_2017-11.csv", "row": r.row,
@@ -87,7 +89,7 @@ def _instance(rows, classes: list[str], load: float, seed: int, t0, *, slot_s: f
     workers, pss = philly_cluster(racks, servers_per_rack, ps_per_rack)
     base = trace_instance(jobs, workers, pss, seed=seed, slot_s=slot_s,
                           mapping=TraceMapping(tail=tail),
-                          meta={**meta, "start": t0.strftime(TIME_FORMAT)})
+                          meta=dict(meta))
     typed_workers = tuple(replace(s, accelerator=GPU_TYPE) for s in base.worker_servers)
     cpus = tuple(Server(f"r{r:02d}-cpumode{n:02d}", dict(CPU_SERVER), f"rack-{r:02d}",
                         "cpu-mode", "cpu") for r in range(racks) for n in range(cpu_per_rack))
@@ -158,7 +160,8 @@ def chain_instance(seed: int = 0, *, saturation: float = 1.5, max_jobs: int = 20
                      servers_per_rack=servers_per_rack, ps_per_rack=ps_per_rack,
                      cpu_per_rack=cpu_per_rack, tail=tail,
                      meta={"generator": "philly-chains", "load": load, "saturation": saturation,
-                           "wave_h": wave_h, "wave_share": wave_share, "days": days})
+                           "wave_h": wave_h, "wave_share": wave_share, "days": days,
+                           "start": t0.strftime(TIME_FORMAT)})
 
 
 def philly_priority(seed: int = 0, *, load: float = 1.0, max_jobs: int = 120,
