@@ -104,6 +104,11 @@ def replay(args: argparse.Namespace) -> int:
 
     write(args.out, save, doc)
     best = "none" if result.best is None else f"{result.best:.4f}"
+    if result.best is None:
+        why = (f"the budget of {args.budget:g} GPU-seconds ran out first"
+               if result.stats.get("budget_exhausted") else controller.why_none_completed())
+        if why:
+            print(f"no trial reached its last epoch: {why}")
     print(f"{result.policy} on {result.study}: best final val_accuracy {best} "
           f"({doc['completed']} of {len(result.trials)} trials completed), "
           f"{result.gpu_seconds:.1f} of {result.total_gpu_seconds:.1f} GPU-seconds -> {args.out}")
