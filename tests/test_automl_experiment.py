@@ -62,7 +62,7 @@ def test_reproduce_automl_draws_and_resumes(tiny, tmp_path):
         assert heading in text
     stored = sorted(p.relative_to(results / "automl").as_posix()
                     for p in (results / "automl").rglob("*.json"))
-    assert len(stored) == 1 + 2 * 6 + 2 * 3
+    assert len(stored) == 1 + 2 * len(exp.POLICIES) + 2 * 3
     assert "replay/tiny-automl-thesis-w3-s1.json" in stored
     assert "cluster/tiny-asha-capnone-s0.json" in stored
     data = exp.compute(quick=True, results=results, workers=1, progress=False)
@@ -120,7 +120,7 @@ def test_figures_show_the_controller_and_keep_legends_off_the_bars(tiny, tmp_pat
     lines = {ln.get_label(): ln for ln in fig.axes[0].get_lines()}
     ours = lines["automl-thesis"]
     assert all(ours.get_zorder() > ln.get_zorder() for k, ln in lines.items()
-               if k != "automl-thesis")
+               if k not in exp.OURS)
     assert ours.get_linewidth() > lines["no-stop"].get_linewidth()
     fig = figs.cluster_figure(data, exp.cluster_summary(data))
     fig.draw_without_rendering()

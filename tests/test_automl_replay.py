@@ -167,8 +167,9 @@ def test_bad_arguments_name_the_field():
         replay(curves + [curve(0, [0.5], study="other")], Controller())
     with pytest.raises(ValueError, match="^policy: unknown policy 'bogus'"):
         get_controller("bogus")
-    assert set(available_controllers()) == {"automl-thesis", "optuna-median", "optuna-sh",
-                                            "optuna-hyperband", "asha", "no-stop"}
+    assert set(available_controllers()) == {"automl-thesis", "automl-thesis-lean",
+                                            "optuna-median", "optuna-sh", "optuna-hyperband",
+                                            "asha", "no-stop"}
 
 
 # ---- the cap, on random studies, for every controller ------------------------------------------
@@ -420,3 +421,13 @@ def test_asha_says_why_no_trial_completed(tmp_path, capsys):
     asha = AshaController(reduction_factor=2)
     result = replay(short, asha, workers=2)
     assert result.best is not None and asha.why_none_completed() is None
+
+
+def test_the_lean_controller_is_the_thesis_with_its_two_values():
+    """automl-thesis-lean: delta 0.4 and warmup 0.05 unless given, calibrated, own name
+    (a registry entry pointing at the plain controller would fail here)."""
+    lean = get_controller("automl-thesis-lean")
+    assert isinstance(lean, ThesisController) and lean.name == "automl-thesis-lean"
+    assert (lean.thresholds.delta, lean.warmup, lean.calibrate) == (0.4, 0.05, True)
+    assert get_controller("automl-thesis-lean", delta=0.3).thresholds.delta == 0.3
+    assert lean.rungs(40) == [2, 4, 8, 16, 32]

@@ -359,7 +359,8 @@ def test_cli_bad_existing_file_names_row_and_column(tmp_path, capsys):
 
 
 # ---- the shipped curves come from this code -----------------------------------------------------
-@pytest.mark.parametrize("study", ["digits-mlp", "breast-cancer-mlp", "digits-cnn"])
+@pytest.mark.parametrize("study", ["digits-mlp", "breast-cancer-mlp", "digits-cnn", "wine-mlp",
+                                   "digits-linear"])
 def test_shipped_configs_are_the_seed_0_random_search(study):
     task = get_task(study)
     for curve in read_curves(shipped_curves()[study]):

@@ -31,9 +31,13 @@ import numpy as np
 from ..model.io import jsonable, read_json, write_json_atomic
 from ..model.numerics import NOISE_RTOL
 
-POLICIES = ("automl-thesis", "optuna-median", "optuna-sh", "optuna-hyperband", "asha", "no-stop")
+POLICIES = ("automl-thesis", "automl-thesis-lean", "optuna-median", "optuna-sh",
+            "optuna-hyperband", "asha", "no-stop")
+OURS = ("automl-thesis", "automl-thesis-lean")
 RIVALS = ("optuna-median", "optuna-sh", "optuna-hyperband", "asha")
-STUDIES = ("digits-mlp", "breast-cancer-mlp", "digits-cnn")
+STUDIES = ("digits-mlp", "breast-cancer-mlp", "digits-cnn", "wine-mlp", "digits-linear")
+HELD_OUT = ("wine-mlp", "digits-linear")  # generated after the controller was designed
+SPEND_FACTOR = 1.2  # target: left to run, at most 1.2 x ASHA's spend
 BUDGETS = (0.02, 0.05, 0.1, 0.2, 0.5, 1.0)  # shares of the no-stop study's GPU-seconds
 TARGET_GAP = 0.005  # the target accuracy: the pool's best final minus this
 
@@ -42,7 +46,8 @@ FULL = {"studies": STUDIES, "seeds": tuple(range(20)), "workers": 4, "policies":
         "cluster": {"study": "digits-mlp", "seeds": tuple(range(5)), "caps": (16, None),
                     "policies": POLICIES, "slot_s": 300.0}}
 # about a minute on 2 cores: the smallest curve set, 2 seeds, one cap in the cluster
-QUICK = {"studies": ("digits-cnn",), "seeds": (0, 1), "workers": 4, "policies": POLICIES,
+QUICK = {"studies": ("digits-cnn",), "seeds": (0, 1), "workers": 4,
+         "policies": tuple(p for p in POLICIES if p != "automl-thesis-lean"),
          "fractions": (0.2,),
          "cluster": {"study": "digits-cnn", "seeds": (0,), "caps": (16,),
                      "policies": ("automl-thesis", "asha", "no-stop"), "slot_s": 300.0}}
@@ -284,6 +289,23 @@ def wins(data: dict, study: str, rival: str, ours: str = "automl-thesis") -> lis
                      "losses": int(np.sum(d < -NOISE_RTOL)),
                      "gain": mean, "low": low, "high": high})
     return rows
+
+
+def targets(data: dict, study: str, ours: str, grid: np.ndarray) -> dict:
+    """Part 1's targets for ``ours`` on ``study``: ``front``, the share of the budgets of
+    ``grid`` where its mean regret is no higher than every rival's (``front_all``: all of
+    them); ``spend``, its mean spend left to run over ASHA's (target <= ``SPEND_FACTOR``);
+    ``final``, its mean final regret minus ASHA's (target <= 0)."""
+    curves = regret_curves(data, study, grid)
+    mine = curves[ours].mean(axis=0)
+    rivals = np.min([curves[r].mean(axis=0) for r in RIVALS if r in curves], axis=0)
+    below = mine <= rivals + NOISE_RTOL
+    summ = replay_summary(data, study)
+    spend = summ[ours]["spent_share"] / summ["asha"]["spent_share"]
+    final = summ[ours]["final_regret"] - summ["asha"]["final_regret"]
+    return {"front": float(below.mean()), "front_all": bool(below.all()), "spend": spend,
+            "spend_ok": spend <= SPEND_FACTOR, "final": final,
+            "final_ok": final <= NOISE_RTOL}
 
 
 def cluster_summary(data: dict) -> dict[tuple[str, Any], dict]:
