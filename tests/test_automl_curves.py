@@ -13,7 +13,8 @@ from oasis_opt.training.curves import (COLUMNS, Curve, append_curves, format_cur
                                      shipped_curves, write_curves)
 from oasis_opt.model.io import FormatError
 
-SHIPPED = {"digits-mlp": (250, 40), "breast-cancer-mlp": (250, 40), "digits-cnn": (100, 30)}
+SHIPPED = {"digits-mlp": (250, 40), "breast-cancer-mlp": (250, 40), "digits-cnn": (100, 30),
+           "wine-mlp": (200, 40), "digits-linear": (200, 40)}
 HEADER = ",".join(COLUMNS)
 CONFIG = '"{""lr"":0.1,""width"":8}"'
 GOOD = [HEADER,

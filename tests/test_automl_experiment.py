@@ -62,7 +62,7 @@ def test_reproduce_automl_draws_and_resumes(tiny, tmp_path):
         assert heading in text
     stored = sorted(p.relative_to(results / "automl").as_posix()
                     for p in (results / "automl").rglob("*.json"))
-    assert len(stored) == 1 + 2 * 6 + 2 * 3
+    assert len(stored) == 1 + 2 * len(exp.POLICIES) + 2 * 3
     assert "replay/tiny-automl-thesis-w3-s1.json" in stored
     assert "cluster/tiny-asha-capnone-s0.json" in stored
     data = exp.compute(quick=True, results=results, workers=1, progress=False)
@@ -91,3 +91,40 @@ def test_best_at_reads_the_anytime_curve():
     assert exp.best_at(trajectory, 0.5) is None
     assert exp.best_at(trajectory, 4.0) == 0.6
     assert exp.best_at(trajectory, 100.0) == 0.8
+
+
+def test_resolution_ci_and_verdict():
+    """Bug: gains below one validation example (1/360 on the digits) were reported as wins.
+    The resolution of the shipped digits set is one of its 360 validation images; a CI that
+    contains 0 supports no difference, one inside +-1 example is flagged."""
+    from oasis_opt.training.curves import read_curves, shipped_curves
+
+    res = exp.accuracy_resolution(read_curves(shipped_curves()["digits-mlp"]))
+    assert res == pytest.approx(1 / 360, abs=1e-6)
+    mean, low, high = exp.mean_ci([0.0005, 0.001, 0.0015, -0.0005])
+    assert mean == pytest.approx(0.000625) and low < 0 < high
+    assert high - mean == pytest.approx(3.182446 * np.std([0.0005, 0.001, 0.0015, -0.0005], ddof=1)
+                                        / 2, rel=1e-5)
+    assert exp.verdict(low, high, res) == "no difference shown (< 1 val. example)"
+    assert exp.verdict(0.001, 0.004, res) == "automl-thesis better"
+    assert exp.verdict(-0.02, -0.01, res, rival="asha") == "asha better"
+
+
+def test_figures_show_the_controller_and_keep_legends_off_the_bars(tiny, tmp_path):
+    """Bugs: automl-thesis's line hid under no-stop's; the cluster figure's legend covered a
+    bar."""
+    from oasis_opt.experiments.figures import automl as figs
+
+    data = exp.compute(quick=True, results=tmp_path, workers=1, progress=False)
+    fig = figs.replay_figure(data)
+    lines = {ln.get_label(): ln for ln in fig.axes[0].get_lines()}
+    ours = lines["automl-thesis"]
+    assert all(ours.get_zorder() > ln.get_zorder() for k, ln in lines.items()
+               if k not in exp.OURS)
+    assert ours.get_linewidth() > lines["no-stop"].get_linewidth()
+    fig = figs.cluster_figure(data, exp.cluster_summary(data))
+    fig.draw_without_rendering()
+    bars_ax = fig.axes[1]
+    legend = bars_ax.get_legend().get_window_extent()
+    for bar in bars_ax.patches:
+        assert not legend.overlaps(bar.get_window_extent())

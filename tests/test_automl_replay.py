@@ -167,8 +167,9 @@ def test_bad_arguments_name_the_field():
         replay(curves + [curve(0, [0.5], study="other")], Controller())
     with pytest.raises(ValueError, match="^policy: unknown policy 'bogus'"):
         get_controller("bogus")
-    assert set(available_controllers()) == {"automl-thesis", "optuna-median", "optuna-sh",
-                                            "optuna-hyperband", "asha", "no-stop"}
+    assert set(available_controllers()) == {"automl-thesis", "automl-thesis-lean",
+                                            "optuna-median", "optuna-sh", "optuna-hyperband",
+                                            "asha", "no-stop"}
 
 
 # ---- the cap, on random studies, for every controller ------------------------------------------
@@ -400,3 +401,33 @@ def test_cli_replay_bad_files(tmp_path, capsys):
     assert "--study: the curves hold 2 studies" in capsys.readouterr().err
     assert main(["automl", "replay", str(two), "--policy", "asha", "--study", "t",
                  "--out", out]) == 0
+
+
+def test_asha_says_why_no_trial_completed(tmp_path, capsys):
+    """Bug: ``asha`` on 8 trials printed "none (0 of 8 trials completed)" with no word on why.
+    With eta 4 and rungs 1, 4, 16, 40 a trial reaches epoch 40 only after 4^3 = 64 trials;
+    with eta 2 on 8 trials of 4 epochs (rungs 1, 2, 4: 2^2 = 4 trials) one completes, and
+    nothing is said."""
+    from oasis_opt.training.curves import read_curves, shipped_curves
+
+    path = tmp_path / "eight.csv"
+    write_curves([c for c in read_curves(shipped_curves()["digits-mlp"]) if c.trial < 8], path)
+    assert main(["automl", "replay", str(path), "--policy", "asha",
+                 "--out", str(tmp_path / "a.json")]) == 0
+    out = capsys.readouterr().out
+    assert "no trial reached its last epoch" in out
+    assert "4^3 = 64 trials, and the study has 8" in out and "epochs 1, 4, 16, 40" in out
+    short = [curve(t, rising(0.5 + 0.05 * t, 4)) for t in range(8)]
+    asha = AshaController(reduction_factor=2)
+    result = replay(short, asha, workers=2)
+    assert result.best is not None and asha.why_none_completed() is None
+
+
+def test_the_lean_controller_is_the_thesis_with_its_two_values():
+    """automl-thesis-lean: delta 0.4 and warmup 0.05 unless given, calibrated, own name
+    (a registry entry pointing at the plain controller would fail here)."""
+    lean = get_controller("automl-thesis-lean")
+    assert isinstance(lean, ThesisController) and lean.name == "automl-thesis-lean"
+    assert (lean.thresholds.delta, lean.warmup, lean.calibrate) == (0.4, 0.05, True)
+    assert get_controller("automl-thesis-lean", delta=0.3).thresholds.delta == 0.3
+    assert lean.rungs(40) == [2, 4, 8, 16, 32]

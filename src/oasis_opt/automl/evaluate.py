@@ -10,6 +10,13 @@ epochs), each predictor predicts the final accuracy from the first k epochs:
   the completed curves of the four others (5-fold cross-fitting; nothing of a trial's own curve
   past epoch k, nor its final value, is ever seen by its predictor).
 
+* the calibrated twins (split conformal, ``predict.conformal_quantile``):
+  ``regression-conformal``, the fold's regression with ``calibrated=True`` (scores: its own
+  out-of-bag errors on the four other folds); ``parametric-conformal``, the ensemble's mean
+  with the std rescaled so that mean +- 1.645 std is the conformal 90 % interval of the
+  scores |final - mean| / std of the trials outside the fold (the ensemble is not trained, so
+  those are held-out errors). Neither sees anything of the fold it predicts.
+
 ``prediction_quality`` reports per (study, share, predictor): the mean absolute error against
 the true final value, Spearman's rank correlation between predicted and true finals, the share
 of true finals inside the predicted 90 % interval (mean +- 1.645 std) and the mean std.
@@ -29,12 +36,12 @@ import numpy as np
 
 from .classify import POOR, PROMISING, Thresholds, classify
 from ..training.curves import Curve
-from .predict import FAMILIES, ParametricPredictor, RegressionPredictor, fit_family, last_value
+from .predict import (FAMILIES, Z90, ParametricPredictor, RegressionPredictor, conformal_quantile,
+                      fit_family, last_value)
 
 FRACTIONS = (0.1, 0.2, 0.4)
 FOLDS = 5
 INCUMBENT = 0.9
-Z90 = 1.6448536269514722  # the 95th percentile of N(0, 1): a central 90 % interval
 
 
 @dataclass(frozen=True)
@@ -77,7 +84,8 @@ def predict_study(curves: Sequence[Curve], fractions: Sequence[float] = FRACTION
                                                     [curves[i].config
                                                      for i in np.flatnonzero(fold != f)])
               for f in range(folds)}
-    names = ["last-value", *FAMILIES, "parametric", "regression"]
+    names = ["last-value", *FAMILIES, "parametric", "regression", "parametric-conformal",
+             "regression-conformal"]
     ensemble = ParametricPredictor()
     singles = {name: ParametricPredictor([name]) for name in FAMILIES}
     out = []
@@ -105,8 +113,18 @@ def predict_study(curves: Sequence[Curve], fractions: Sequence[float] = FRACTION
             fallback["parametric"] += method == "last-value"
             mean["regression"][i], std["regression"][i], _ = models[fold[i]].predict(y, E,
                                                                                       c.config)
+            mean["regression-conformal"][i], std["regression-conformal"][i], _ = \
+                models[fold[i]].predict(y, E, c.config, calibrated=True)
             if bar is not None:
                 bar.update()
+        pm, ps = mean["parametric"], std["parametric"]
+        scores = np.abs(final - pm) / ps
+        mean["parametric-conformal"] = pm.copy()
+        std["parametric-conformal"] = ps.copy()
+        for f in range(folds):
+            q = conformal_quantile(scores[fold != f])
+            if q is not None:
+                std["parametric-conformal"][fold == f] = ps[fold == f] * q / Z90
         out.append(Predictions(curves[0].study, fr, k, final, mean, std, fallback, incumbent))
     if bar is not None:
         bar.close()
@@ -132,7 +150,9 @@ def prediction_quality(preds: Sequence[Predictions]) -> list[dict]:
 
 
 def classification_quality(preds: Sequence[Predictions],
-                           predictors: Sequence[str] = ("last-value", "parametric", "regression"),
+                           predictors: Sequence[str] = ("last-value", "parametric", "regression",
+                                                        "parametric-conformal",
+                                                        "regression-conformal"),
                            thresholds: Thresholds = Thresholds()) -> list[dict]:
     """Rows: study, share, predictor, class, predicted, true, precision, recall (NaN when
     nothing is predicted / true in the class)."""

@@ -22,6 +22,16 @@ and the remaining training time. Three kinds, as in the thesis's design (referen
   study, one model per observed length k. Uncertainty: a bagged ensemble of ``BAGS`` SVRs,
   ``std^2 = spread of the bags^2 + out-of-bag RMSE^2``.
 
+**Calibration** (split conformal, Vovk et al.; Lei et al. 2018): with held-out errors e_j of
+predictions (mean_j, scale_j), the normalised scores |e_j| / scale_j give q = the
+ceil((n + 1) 0.9)-th smallest score (``conformal_quantile``), and mean +- q scale is a 90 %
+interval for a new trial exchangeable with the held-out ones; it is reported as the std
+q scale / 1.645, so that mean +- 1.645 std is that interval and a normal reading of it gives
+the controller's probabilities. The regression's held-out errors are its out-of-bag errors
+(each training trial predicted by the bags that did not see it; scale = its local error scale
+``error_scale``): ``RegressionPredictor.predict(..., calibrated=True)``. With fewer than 9
+held-out errors no rank exists and the uncalibrated std is kept.
+
 Remaining time (all predictors): remaining epochs x mean observed epoch seconds, std
 sqrt(remaining) x std of the observed epoch seconds (epochs independent).
 
@@ -73,6 +83,20 @@ def _check(values: Sequence[float], epochs: int) -> np.ndarray:
     if epochs < y.size:
         raise ValueError(f"epochs: {epochs} is fewer than the {y.size} observed")
     return y
+
+
+Z90 = 1.6448536269514722  # the 95th percentile of N(0, 1): a central 90 % interval
+LEVEL = 0.9
+
+
+def conformal_quantile(scores: Sequence[float], level: float = LEVEL) -> float | None:
+    """The ceil((n + 1) ``level``)-th smallest of the n ``scores`` (split conformal), None
+    when n is too small for that rank (n + 1 < 1 / (1 - level))."""
+    x = np.sort(np.asarray(scores, dtype=float))
+    rank = math.ceil((x.size + 1) * level)
+    if x.size == 0 or rank > x.size:
+        return None
+    return float(x[rank - 1])
 
 
 # ---- last value ---------------------------------------------------------------------------------
@@ -322,6 +346,7 @@ class RegressionPredictor:
         self._curves: list[np.ndarray] = []
         self._configs: list[Mapping[str, Any]] = []
         self._models: dict[int, BaggedSVR] = {}
+        self._conformal: dict[int, float | None] = {}
         self.encoder: ConfigEncoder | None = None
 
     @property
@@ -341,6 +366,7 @@ class RegressionPredictor:
         self._curves = [np.asarray(c, dtype=float) for c in curves]
         self._configs = list(configs)
         self._models = {}
+        self._conformal = {}
         self.encoder = ConfigEncoder(self._configs)
         return self
 
@@ -369,8 +395,20 @@ class RegressionPredictor:
         near = np.argsort(np.abs(finals - mean), kind="stable")[:m]
         return float(np.sqrt(np.mean(errors[near] ** 2)))
 
+    def conformal_scale(self, k: int, level: float = LEVEL) -> float | None:
+        """q of ``conformal_quantile`` over the out-of-bag scores |error_j| /
+        error_scale(k, oob final_j) of the model for k observed epochs (None: too few)."""
+        model = self._model(k)
+        if k not in self._conformal:
+            scale = np.array([self.error_scale(k, f) for f in model.oob_final])
+            scores = np.abs(model.oob_error) / np.maximum(scale, MIN_STD)
+            self._conformal[k] = conformal_quantile(scores, level)
+        return self._conformal[k]
+
     def predict(self, values: Sequence[float], epochs: int,
-                config: Mapping[str, Any]) -> tuple[float, float, str]:
+                config: Mapping[str, Any], calibrated: bool = False) -> tuple[float, float, str]:
+        """(mean, std, name); ``calibrated``: std from the split-conformal 90 % interval of
+        the out-of-bag errors (module docstring), else bag spread and error scale combined."""
         y = _check(values, epochs)
         if not self._curves:
             raise ValueError("regression: not fitted (call fit with completed trials first)")
@@ -381,18 +419,25 @@ class RegressionPredictor:
             return float(y[-1]), 0.0, self.name
         preds = self._model(y.size).bag_predictions(self._features(y, config)[None, :])[:, 0]
         mean = float(np.clip(y[-1] + preds.mean(), 0.0, 1.0))
-        std = math.sqrt(float(preds.var()) + self.error_scale(y.size, mean) ** 2)
+        scale = self.error_scale(y.size, mean)
+        q = self.conformal_scale(y.size) if calibrated else None
+        if q is not None:
+            std = q * max(scale, MIN_STD) / Z90
+        else:
+            std = math.sqrt(float(preds.var()) + scale ** 2)
         return mean, float(min(max(std, MIN_STD), MAX_STD)), self.name
 
 
 def predict(values: Sequence[float], seconds: Sequence[float], epochs: int, *,
             config: Mapping[str, Any] | None = None,
             regression: RegressionPredictor | None = None,
-            parametric: ParametricPredictor | None = None) -> Prediction:
-    """The controller's predictor: the regression when given and trained, else the parametric
-    ensemble (the last value when no family can be fitted yet), with the remaining time."""
+            parametric: ParametricPredictor | None = None,
+            calibrated: bool = False) -> Prediction:
+    """The controller's predictor: the regression when given and trained (its std calibrated
+    when ``calibrated``), else the parametric ensemble (the last value when no family can be
+    fitted yet), with the remaining time."""
     if regression is not None and regression.trained_on:
-        mean, std, method = regression.predict(values, epochs, config or {})
+        mean, std, method = regression.predict(values, epochs, config or {}, calibrated)
     else:
         mean, std, method = (parametric or ParametricPredictor()).predict(values, epochs)
     rem, rem_std = remaining_time(seconds, epochs)

@@ -168,6 +168,23 @@ class AshaController(Controller):
             starts.append(t)
         return starts, {t: 1 for t in [*running, *starts]}
 
+    def why_none_completed(self) -> str | None:
+        """A trial leaves rung k only in the top ``floor(|rung k| / eta)``, so reaching the
+        last of n rungs takes at least eta^(n-1) trials at the first rung."""
+        if not self.trials:
+            return None
+        epochs = max(t.epochs for t in self.trials.values())
+        rungs = asha_rungs(epochs, self.grace_period, self.eta)
+        needed = self.eta ** (len(rungs) - 1)
+        if len(self.trials) >= needed:
+            return None
+        return (f"with reduction_factor (eta) {self.eta}, a trial is promoted from a rung only "
+                f"when it ranks in the top 1/{self.eta} of the trials that reached it; rungs at "
+                f"epochs {', '.join(map(str, rungs))}, so one trial reaches epoch {epochs} only "
+                f"after at least {self.eta}^{len(rungs) - 1} = {needed} trials, and the study "
+                f"has {len(self.trials)} (use more trials, a smaller reduction_factor or a "
+                f"larger grace_period)")
+
     def stats(self) -> dict:
         return {"promotions": self.promotions, "grace_period": self.grace_period,
                 "reduction_factor": self.eta}

@@ -101,6 +101,11 @@ class Controller:
     def close(self) -> None:
         """Called once after the study."""
 
+    def why_none_completed(self) -> str | None:
+        """After a study in which no trial reached its last epoch: why, in the controller's
+        terms, when its rule explains it (None otherwise)."""
+        return None
+
     def stats(self) -> dict:
         return {}
 

@@ -23,9 +23,10 @@ add_curves = adder(
 add_replay = adder(
     arg("curves", metavar="CURVES",
         help="curves CSV (one study, or name it with --study), or the name of a shipped "
-             "curve set: digits-mlp, breast-cancer-mlp, digits-cnn"),
+             "curve set: digits-mlp, breast-cancer-mlp, digits-cnn, wine-mlp, digits-linear"),
     arg("--policy", required=True, metavar="NAME",
-        help="automl-thesis, optuna-median, optuna-sh, optuna-hyperband, asha or no-stop"),
+        help="automl-thesis, automl-thesis-lean, optuna-median, optuna-sh, optuna-hyperband, "
+             "asha or no-stop"),
     arg("--budget", type=non_negative_seconds, metavar="SECONDS",
         help="GPU-seconds the study may spend (recorded epoch seconds summed over "
              "workers; default: no limit)"),
@@ -104,6 +105,11 @@ def replay(args: argparse.Namespace) -> int:
 
     write(args.out, save, doc)
     best = "none" if result.best is None else f"{result.best:.4f}"
+    if result.best is None:
+        why = (f"the budget of {args.budget:g} GPU-seconds ran out first"
+               if result.stats.get("budget_exhausted") else controller.why_none_completed())
+        if why:
+            print(f"no trial reached its last epoch: {why}")
     print(f"{result.policy} on {result.study}: best final val_accuracy {best} "
           f"({doc['completed']} of {len(result.trials)} trials completed), "
           f"{result.gpu_seconds:.1f} of {result.total_gpu_seconds:.1f} GPU-seconds -> {args.out}")

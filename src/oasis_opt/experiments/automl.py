@@ -31,9 +31,13 @@ import numpy as np
 from ..model.io import jsonable, read_json, write_json_atomic
 from ..model.numerics import NOISE_RTOL
 
-POLICIES = ("automl-thesis", "optuna-median", "optuna-sh", "optuna-hyperband", "asha", "no-stop")
+POLICIES = ("automl-thesis", "automl-thesis-lean", "optuna-median", "optuna-sh",
+            "optuna-hyperband", "asha", "no-stop")
+OURS = ("automl-thesis", "automl-thesis-lean")
 RIVALS = ("optuna-median", "optuna-sh", "optuna-hyperband", "asha")
-STUDIES = ("digits-mlp", "breast-cancer-mlp", "digits-cnn")
+STUDIES = ("digits-mlp", "breast-cancer-mlp", "digits-cnn", "wine-mlp", "digits-linear")
+HELD_OUT = ("wine-mlp", "digits-linear")  # generated after the controller was designed
+SPEND_FACTOR = 1.2  # target: left to run, at most 1.2 x ASHA's spend
 BUDGETS = (0.02, 0.05, 0.1, 0.2, 0.5, 1.0)  # shares of the no-stop study's GPU-seconds
 TARGET_GAP = 0.005  # the target accuracy: the pool's best final minus this
 
@@ -41,11 +45,12 @@ FULL = {"studies": STUDIES, "seeds": tuple(range(20)), "workers": 4, "policies":
         "fractions": (0.1, 0.2, 0.4),
         "cluster": {"study": "digits-mlp", "seeds": tuple(range(5)), "caps": (16, None),
                     "policies": POLICIES, "slot_s": 300.0}}
-QUICK = {"studies": ("digits-cnn",), "seeds": (0, 1), "workers": 4, "policies": POLICIES,
+# about a minute on 2 cores: the smallest curve set, 2 seeds, one cap in the cluster
+QUICK = {"studies": ("digits-cnn",), "seeds": (0, 1), "workers": 4,
+         "policies": tuple(p for p in POLICIES if p != "automl-thesis-lean"),
          "fractions": (0.2,),
-         "cluster": {"study": "digits-cnn", "seeds": (0,), "caps": (16, None),
-                     "policies": ("automl-thesis", "optuna-median", "asha", "no-stop"),
-                     "slot_s": 300.0}}
+         "cluster": {"study": "digits-cnn", "seeds": (0,), "caps": (16,),
+                     "policies": ("automl-thesis", "asha", "no-stop"), "slot_s": 300.0}}
 
 
 def settings(quick: bool) -> dict:
@@ -206,7 +211,7 @@ def regret_curves(data: dict, study: str, grid: np.ndarray) -> dict[str, np.ndar
 
 
 def replay_summary(data: dict, study: str) -> dict[str, dict]:
-    """Per policy: regret at ``BUDGETS`` (mean, sd over seeds), share of the no-stop cost spent
+    """Per policy: regret at ``BUDGETS`` (mean, half-width of its 95 % CI over seeds), share of the no-stop cost spent
     by the whole study, share needed to reach the target (median over seeds), final regret."""
     s = data["settings"]
     curves = regret_curves(data, study, np.array(BUDGETS))
@@ -220,8 +225,7 @@ def replay_summary(data: dict, study: str) -> dict[str, dict]:
             reach.append(hit / r["seconds_without_stopping"])
         reg = curves[policy]
         out[policy] = {
-            "regret": [(float(c.mean()), float(c.std(ddof=1)) if c.size > 1 else 0.0)
-                       for c in reg.T],
+            "regret": [(m, m - low) for m, low, _ in map(mean_ci, reg.T)],
             "spent_share": float(np.mean([r["seconds_spent"] / r["seconds_without_stopping"]
                                           for r in recs])),
             "wall_s": float(np.mean([r["wall_seconds"] for r in recs])),
@@ -232,20 +236,76 @@ def replay_summary(data: dict, study: str) -> dict[str, dict]:
     return out
 
 
+def accuracy_resolution(curves) -> float:
+    """One validation example, as accuracy: the smallest gap between two distinct recorded
+    validation accuracies of the curve set (accuracies are multiples of 1 / n_val), 0 when
+    every recorded value is the same."""
+    values = np.unique(np.round([a for c in curves for a in c.val_accuracy], 6))
+    return float(np.diff(values).min()) if values.size > 1 else 0.0
+
+
+def mean_ci(x, level: float = 0.95) -> tuple[float, float, float]:
+    """(mean, low, high): the Student-t interval of the mean of ``x`` (low = high = mean for
+    fewer than two values or no spread)."""
+    from scipy.stats import t as student
+
+    x = np.asarray(x, dtype=float)
+    m = float(x.mean())
+    if x.size < 2:
+        return m, m, m
+    half = float(student.ppf(0.5 + level / 2, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size))
+    return m, m - half, m + half
+
+
+def verdict(low: float, high: float, resolution: float, ours: str = "automl-thesis",
+            rival: str = "rival") -> str:
+    """What a CI of the regret difference (rival - ours) supports: one better when the CI
+    excludes 0, "no difference shown" otherwise; "(< 1 val. example)" when the whole CI lies
+    within one validation example of 0."""
+    if low > NOISE_RTOL:
+        said = f"{ours} better"
+    elif high < -NOISE_RTOL:
+        said = f"{rival} better"
+    else:
+        said = "no difference shown"
+    if resolution > 0 and max(abs(low), abs(high)) < resolution:
+        said += " (< 1 val. example)"
+    return said
+
+
 def wins(data: dict, study: str, rival: str, ours: str = "automl-thesis") -> list[dict]:
     """Per budget share, ``ours`` against ``rival`` paired by seed (the same trial order):
-    seeds where ours has the lower regret, the same, a higher one, and the mean regret
-    difference ``gain`` = rival - ours (> 0: ours better)."""
+    seeds where ours has the lower regret, the same, a higher one, the mean regret difference
+    ``gain`` = rival - ours (> 0: ours better) with its 95 % Student-t interval over the seeds
+    (``low``, ``high``)."""
     curves = regret_curves(data, study, np.array(BUDGETS))
     a, b = curves[ours], curves[rival]
     rows = []
     for j, g in enumerate(BUDGETS):
         d = b[:, j] - a[:, j]
+        mean, low, high = mean_ci(d)
         rows.append({"budget": g, "wins": int(np.sum(d > NOISE_RTOL)),
                      "ties": int(np.sum(np.abs(d) <= NOISE_RTOL)),
                      "losses": int(np.sum(d < -NOISE_RTOL)),
-                     "gain": float(d.mean())})
+                     "gain": mean, "low": low, "high": high})
     return rows
+
+
+def targets(data: dict, study: str, ours: str, grid: np.ndarray) -> dict:
+    """Part 1's targets for ``ours`` on ``study``: ``front``, the share of the budgets of
+    ``grid`` where its mean regret is no higher than every rival's (``front_all``: all of
+    them); ``spend``, its mean spend left to run over ASHA's (target <= ``SPEND_FACTOR``);
+    ``final``, its mean final regret minus ASHA's (target <= 0)."""
+    curves = regret_curves(data, study, grid)
+    mine = curves[ours].mean(axis=0)
+    rivals = np.min([curves[r].mean(axis=0) for r in RIVALS if r in curves], axis=0)
+    below = mine <= rivals + NOISE_RTOL
+    summ = replay_summary(data, study)
+    spend = summ[ours]["spent_share"] / summ["asha"]["spent_share"]
+    final = summ[ours]["final_regret"] - summ["asha"]["final_regret"]
+    return {"front": float(below.mean()), "front_all": bool(below.all()), "spend": spend,
+            "spend_ok": spend <= SPEND_FACTOR, "final": final,
+            "final_ok": final <= NOISE_RTOL}
 
 
 def cluster_summary(data: dict) -> dict[tuple[str, Any], dict]:

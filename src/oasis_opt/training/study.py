@@ -71,18 +71,27 @@ def generate_curves(task: Task | str, trials: int, epochs: int, seed: int, path:
         from tqdm import tqdm
 
         bar = tqdm(total=trials, initial=min(existing, trials), desc=study, unit="trial")
+    best = _best_final(study, path) if existing else None
     try:
         for t in range(existing, trials):
             curve = train_trial(task, trial_config(task, seed, t), epochs, trial_seed(seed, t),
                                 split=split)
             append_curves([replace(curve, study=study, trial=t)], path)
+            final = curve.val_accuracy[-1]
+            best = final if best is None else max(best, final)
             if bar is not None:
                 bar.update()
-                bar.set_postfix(best=f"{curve.val_accuracy[-1]:.3f}", refresh=False)
+                bar.set_postfix(best=f"{best:.3f}", last=f"{final:.3f}", refresh=False)
     finally:
         if bar is not None:
             bar.close()
     return StudyRun(study, existing, max(trials - existing, 0), time.perf_counter() - start)
+
+
+def _best_final(study: str, path: Path) -> float | None:
+    """Best final validation accuracy of the study's trials already in ``path``."""
+    finals = [c.val_accuracy[-1] for c in read_curves(path) if c.study == study]
+    return max(finals) if finals else None
 
 
 def _check_existing(task: Task, study: str, epochs: int, seed: int, path: Path) -> int:

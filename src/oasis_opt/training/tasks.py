@@ -6,6 +6,7 @@
 | ``digits-cnn`` | the same images as 8x8x1 | CNN |
 | ``breast-cancer-mlp`` | Wisconsin breast cancer, 569 x 30, 2 classes, standardised | MLP |
 | ``wine-mlp`` | wine, 178 x 13 features, 3 classes, standardised | MLP |
+| ``digits-linear`` | the digits as in ``digits-mlp`` | softmax regression (no hidden layer) |
 
 Everything a trainer or a parameter-server (PS) executor needs is a pure function::
 
@@ -29,7 +30,8 @@ Workers holding unequal batches combine with ``mean_gradients(grads, counts)`` (
 mean, i.e. the gradient of the mean loss over the union of their batches).
 
 **Models.** MLP: ``depth`` hidden ReLU layers of ``width`` units, then a linear layer to the
-classes. CNN: ``depth`` 3x3 'SAME' convolutions of ``width`` channels with ReLU, a 2x2 average
+classes (``digits-linear``: depth 0 and width 0, the linear layer alone: multinomial logistic
+regression). CNN: ``depth`` 3x3 'SAME' convolutions of ``width`` channels with ReLU, a 2x2 average
 pool, then a linear layer. Weights He-normal (LeCun-normal for the output layer), biases zero.
 
 The jitted kernels are module-level functions whose static argument is the (hashable)
@@ -379,6 +381,9 @@ _TABULAR_SPACE = SearchSpace(learning_rate=LogUniform(1e-4, 0.3),
                              weight_decay=LogUniform(1e-6, 1e-2),
                              width=Choice((8, 16, 32, 64, 128)), depth=Choice((1, 2, 3)),
                              batch_size=Choice((8, 16, 32, 64)))
+_LINEAR_SPACE = SearchSpace(learning_rate=LogUniform(1e-4, 0.3),
+                            weight_decay=LogUniform(1e-6, 1e-2), width=Choice((0,)),
+                            depth=Choice((0,)), batch_size=Choice((16, 32, 64, 128)))
 
 TASKS: dict[str, Task] = {t.name: t for t in (
     Task("digits-mlp", "MLP on scikit-learn's 8x8 digits (10 classes)", "digits", "mlp", (64,),
@@ -389,6 +394,8 @@ TASKS: dict[str, Task] = {t.name: t for t in (
          "breast-cancer", "mlp", (30,), 2, _TABULAR_SPACE),
     Task("wine-mlp", "MLP on the wine table (13 features, 3 classes)", "wine", "mlp", (13,), 3,
          _TABULAR_SPACE),
+    Task("digits-linear", "softmax regression (no hidden layer) on scikit-learn's 8x8 digits "
+         "(10 classes)", "digits", "mlp", (64,), 10, _LINEAR_SPACE),
 )}
 
 

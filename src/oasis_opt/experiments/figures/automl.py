@@ -4,7 +4,8 @@ Draws, from ``experiments.automl.compute``:
 
 * ``automl_replay.{png,pdf}``: regret (the pool's best final accuracy minus the best found) against
   the GPU-seconds spent, as a share of what the study costs without stopping, per policy and
-  curve set; mean over the seeds (trial orders) with +-1 sd bars at the tabulated budgets;
+  curve set; mean over the seeds (trial orders) with its 95 % CI as a band, automl-thesis
+  drawn on top;
 * ``automl_predictors.{png,pdf}``: prediction MAE at 10 / 20 / 40 % of training per predictor;
 * ``automl_cluster.{png,pdf}``: the study inside the shared cluster: best accuracy against the
   study's GPU-hours, and the other jobs' completion times with and without the study's cap;
@@ -19,7 +20,7 @@ import numpy as np
 from .. import automl as exp
 from .common import Figure, fmt, markdown_table, new_figure, save, write_markdown
 
-COLOURS = {"automl-thesis": "#1f77b4", "optuna-median": "#ff7f0e", "optuna-sh": "#2ca02c",
+COLOURS = {"automl-thesis": "#1f77b4", "automl-thesis-lean": "#17becf", "optuna-median": "#ff7f0e", "optuna-sh": "#2ca02c",
            "optuna-hyperband": "#d62728", "asha": "#9467bd", "no-stop": "#7f7f7f"}
 PREDICTOR_COLOURS = {"last-value": "#7f7f7f", "parametric": "#ff7f0e", "regression": "#1f77b4"}
 GRID = np.geomspace(0.005, 1.0, 80)
@@ -31,18 +32,25 @@ def _pct(x: float) -> str:
 
 
 def draw_replay(data, out_dir: Path) -> list[Path]:
+    return save(replay_figure(data), out_dir, "automl_replay")
+
+
+def replay_figure(data):
+    """The anytime fronts: regret against GPU-seconds spent, per curve set and policy."""
     s = data["settings"]
     fig, axes = new_figure(len(s["studies"]), 1, width=4.6, height=3.6)
     for ax, study in zip(axes[0], s["studies"]):
         curves = exp.regret_curves(data, study, GRID)
-        at = exp.regret_curves(data, study, np.array(exp.BUDGETS))
-        for k, policy in enumerate(s["policies"]):
-            ax.plot(GRID * 100, curves[policy].mean(axis=0), color=COLOURS[policy],
-                    label=policy, lw=1.6 if policy == "automl-thesis" else 1.1)
-            shift = 1.0 + 0.05 * (k - (len(s["policies"]) - 1) / 2)  # bars side by side
-            ax.errorbar(np.array(exp.BUDGETS) * 100 * shift, at[policy].mean(axis=0),
-                        yerr=at[policy].std(axis=0, ddof=1) if len(s["seeds"]) > 1 else None,
-                        color=COLOURS[policy], fmt="none", capsize=2, lw=0.8)
+        # automl-thesis drawn last, thick and on top: no rival's line hides it
+        for policy in sorted(s["policies"], key=lambda p: p in exp.OURS):
+            ours = policy in exp.OURS
+            cis = np.array([exp.mean_ci(col) for col in curves[policy].T])
+            ax.plot(GRID * 100, cis[:, 0], color=COLOURS[policy], label=policy,
+                    lw=2.2 if ours else 1.1, ls="--" if policy == "no-stop" else "-",
+                    zorder=4 if ours else 2)
+            ax.fill_between(GRID * 100, np.clip(cis[:, 1], 0, 1), np.clip(cis[:, 2], 0, 1),
+                            color=COLOURS[policy], alpha=0.25 if ours else 0.12, lw=0,
+                            zorder=3 if ours else 1)
         ax.set_xscale("log")
         ax.set_yscale("symlog", linthresh=0.005)
         ax.set_ylim(bottom=0)
@@ -50,8 +58,12 @@ def draw_replay(data, out_dir: Path) -> list[Path]:
         ax.set_title(f"{study} ({len(s['seeds'])} seeds, {s['workers']} workers)", fontsize=9)
         ax.grid(alpha=0.3, which="both")
     axes[0][0].set_ylabel("regret: pool best - best found")
-    axes[0][0].legend(fontsize=7)
-    return save(fig, out_dir, "automl_replay")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center",
+               ncol=len(labels) if len(s["studies"]) > 1 else 3, fontsize=7,
+               title="policy: mean regret over the seeds (trial orders), band: 95 % CI of the "
+                     "mean", title_fontsize=7)
+    return fig
 
 
 def draw_predictors(data, out_dir: Path) -> list[Path]:
@@ -74,6 +86,12 @@ def draw_predictors(data, out_dir: Path) -> list[Path]:
 
 
 def draw_cluster(data, out_dir: Path, summary) -> list[Path]:
+    return save(cluster_figure(data, summary), out_dir, "automl_cluster")
+
+
+def cluster_figure(data, summary):
+    """The study in the shared cluster: its regret against its GPU-hours, and the other jobs'
+    mean completion time per policy and cap."""
     c = data["settings"]["cluster"]
     fig, axes = new_figure(2, 1, width=5.0, height=3.6)
     ax = axes[0][0]
@@ -86,7 +104,10 @@ def draw_cluster(data, out_dir: Path, summary) -> list[Path]:
         grid = np.linspace(0, top, 200)
         best = np.array([[r["pool_best"] - (exp.best_at(r["trajectory"], g) or 0.0)
                           for g in grid] for r in recs])
-        ax.plot(grid, best.mean(axis=0), color=COLOURS[policy], label=policy)
+        ours = policy in exp.OURS
+        ax.plot(grid, best.mean(axis=0), color=COLOURS[policy], label=policy,
+                lw=2.2 if ours else 1.1, ls="--" if policy == "no-stop" else "-",
+                zorder=4 if ours else 2)
         right = max([right] + [r["trajectory"][-1][0] for r in recs if r["trajectory"]])
     ax.set_xlim(0, 1.3 * right or None)  # to the last rise of any policy's best
     ax.set_yscale("symlog", linthresh=0.005)
@@ -105,9 +126,11 @@ def draw_cluster(data, out_dir: Path, summary) -> list[Path]:
                label=f"cap {cap} GPUs" if cap else "no cap", color=("#1f77b4", "#ff7f0e")[k % 2])
     ax.set_xticks(x, c["policies"], rotation=30, ha="right", fontsize=7)
     ax.set_ylabel("other jobs' mean completion time, h")
-    ax.legend(fontsize=7)
+    # above the axes: a legend inside would cover the bars
+    ax.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(c["caps"]),
+              title="the study's GPU cap", title_fontsize=7, frameon=False)
     ax.grid(alpha=0.3, axis="y")
-    return save(fig, out_dir, "automl_cluster")
+    return fig
 
 
 def _predict_rows(data, table: str, cells) -> list[list]:
@@ -123,7 +146,8 @@ def markdown(data) -> str:
              f"Made by `{COMMAND}{' --quick' if data['quick'] else ''}` "
              f"({data['computed']} runs computed, {data['loaded']} loaded from the results "
              "folder). Curve sets: the shipped ones (`oasis_opt/data/curves`, real JAX + optax "
-             "training). Policies: `oasis_opt.automl.controllers`.", "",
+             "training); wine-mlp and digits-linear were generated after the controller was "
+             "designed and are held out. Policies: `oasis_opt.automl.controllers`.", "",
              "## Prediction quality", "",
              "Final validation accuracy predicted from the first k epochs (k = 10 / 20 / 40 % of "
              "training). The regression is trained on the other trials only: 5-fold "
@@ -155,7 +179,8 @@ def markdown(data) -> str:
               "their last epoch within the budget (0 found counts as accuracy 0). Budgets are "
               "shares of the GPU-seconds the study costs without stopping. `spent`: share the "
               "whole study spends; `to target`: median share spent until the best came within "
-              f"{exp.TARGET_GAP} of the pool's best (seeds that got there).", ""]
+              f"{exp.TARGET_GAP} of the pool's best (seeds that got there). Regret cells: "
+              "mean ± half-width of its 95 % Student-t interval over the seeds.", ""]
     for study in s["studies"]:
         summ = exp.replay_summary(data, study)
         rows = []
@@ -167,20 +192,50 @@ def markdown(data) -> str:
         lines += [f"**{study}**", "", markdown_table(
             ["policy", *[f"regret @ {_pct(b)}" for b in exp.BUDGETS], "spent", "to target",
              "final regret"], rows)]
+    ours_here = [o for o in exp.OURS if o in s["policies"]]
+    lines += ["## The targets: on the front, and stopping at ASHA's spend", "",
+              "Per curve set (held out: generated after the controller and "
+              "automl-thesis-lean's two values were chosen): `front`, the share of the "
+              f"{len(GRID)} budgets of the figure (0.5 .. 100 % of the no-stop spend, log-spaced) "
+              "where the mean regret is no higher than every rival's (Optuna's three pruners, "
+              "ASHA), ✅ when all; `spend`: left to run, its mean spend over ASHA's, ✅ when "
+              f"<= {exp.SPEND_FACTOR}; `final regret - ASHA's`: ✅ when <= 0.", ""]
+    rows = []
+    for study in s["studies"]:
+        for ours in ours_here:
+            if "asha" not in s["policies"]:
+                continue
+            t = exp.targets(data, study, ours, GRID)
+            rows.append([study + (" (held out)" if study in exp.HELD_OUT else ""), ours,
+                         f"{t['front']:.2f} {'✅' if t['front_all'] else '❌'}",
+                         f"{t['spend']:.2f}x {'✅' if t['spend_ok'] else '❌'}",
+                         f"{t['final']:+.4f} {'✅' if t['final_ok'] else '❌'}"])
+    lines += [markdown_table(["curve set", "policy", "front", "spend / ASHA's",
+                              "final regret - ASHA's"], rows)]
     lines += ["## automl-thesis against each rival, by budget", "",
               "Paired by seed (the same trial order): seeds where automl-thesis has the lower "
               "regret / the same / a higher one, and the mean regret difference (rival - "
-              "thesis; > 0: thesis better).", ""]
+              "thesis; > 0: thesis better) with its 95 % Student-t interval over the seeds, "
+              "also in validation examples (one example = the study's accuracy resolution, "
+              "1 / n_val). The last column is all the interval supports: a policy is better "
+              "only where the interval excludes 0; `< 1 val. example` marks an interval that "
+              "lies entirely within one validation example of 0.", ""]
     rows = []
     for study in s["studies"]:
-        for rival in exp.RIVALS:
-            if rival not in s["policies"]:
-                continue
-            for w in exp.wins(data, study, rival):
-                rows.append([study, rival, _pct(w["budget"]),
-                             f"{w['wins']} / {w['ties']} / {w['losses']}", f"{w['gain']:+.4f}"])
-    lines += [markdown_table(["study", "rival", "budget", "thesis wins / ties / losses",
-                              "mean gain"], rows)]
+        res = exp.accuracy_resolution(exp._curves(study))
+        for ours in ours_here:
+            for rival in exp.RIVALS:
+                if rival not in s["policies"]:
+                    continue
+                for w in exp.wins(data, study, rival, ours):
+                    rows.append([study, ours, rival, _pct(w["budget"]),
+                                 f"{w['wins']} / {w['ties']} / {w['losses']}",
+                                 f"{w['gain']:+.4f} [{w['low']:+.4f}, {w['high']:+.4f}]",
+                                 f"{w['gain'] / res:+.1f}" if res > 0 else "—",
+                                 exp.verdict(w["low"], w["high"], res, ours, rival)])
+    lines += [markdown_table(["study", "ours", "rival", "budget", "ours wins / ties / losses",
+                              "mean gain [95 % CI]", "gain, val. examples",
+                              "what the CI supports"], rows)]
     summary = exp.cluster_summary(data)
     lines += ["## The study inside a shared cluster", "",
               f"`{c['study']}`'s trials as jobs of the simulator (`oasis_opt.automl.cluster`: a "
