@@ -16,6 +16,7 @@ from oasis_opt.costmodel.profile import (SHARED_THETA, THETA, Sample, SharedSamp
                                          SpeedProfile, fit_contention_model, fit_errors,
                                          fit_speed_model, fitted_profile, iteration_time,
                                          load_profile, profile_from_dict, profile_to_dict,
+                                         online_predictions, prior_samples,
                                          refit_contention_model, samples_from_report, save_profile,
                                          shared_iteration_time)
 from oasis_opt.model.io import FormatError, instance_to_dict, load_instance, save_instance
@@ -335,3 +336,39 @@ def test_an_online_refit_predicts_the_later_slots_of_a_recorded_run_better():
     # with nothing executed yet it is the profile's own fit
     assert refit_contention_model(prior, [])["theta"] == pytest.approx(
         prof.contention_model(doc["meta"]["cores"])["theta"])
+
+
+def test_online_predictions_use_only_earlier_slots_and_help_on_the_recorded_run():
+    """Catches an online refit that peeks at the slot it predicts (or later ones), or that
+    never refits: changing a slot's measured times leaves the predictions of it and of every
+    earlier slot unchanged, slot 1 gets the profile's model, a later slot gets the refit, and
+    on the recorded run the online predictions' mean relative error is below the static
+    model's (measured: 19 % against 24 %)."""
+    prof = load_profile(DATA / "profile-digits-mlp.json")
+    doc = json.loads((DATA / "execution-drf.json").read_text())
+    cores = doc["meta"]["cores"]
+    model = {**prof.contention_model(cores), "cores": cores}
+    slot_of = [r["slot"] for j in doc["jobs"] for r in j["slots"] if r["iterations"]]
+    samples = samples_from_report(doc)
+    online = np.array(online_predictions(model, samples, slot_of))
+    static = np.array([s.iterations * shared_iteration_time(
+        model["theta"], s.workers, s.ps, s.slot_workers, s.slot_ps, s.cores) for s in samples])
+    first = np.array(slot_of) == 1
+    np.testing.assert_allclose(online[first], static[first])
+    late = np.array(slot_of) == 5
+    past = [s for s, t in zip(samples, slot_of) if t < 5]
+    theta = refit_contention_model(prior_samples(model), past)["theta"]
+    np.testing.assert_allclose(online[late], [s.iterations * shared_iteration_time(
+        theta, s.workers, s.ps, s.slot_workers, s.slot_ps, s.cores)
+        for s, t in zip(samples, slot_of) if t == 5])
+    slower = [SharedSample(s.workers, s.ps, s.slot_workers, s.slot_ps, s.cores, s.iterations,
+                           3 * s.seconds) if t >= 5 else s for s, t in zip(samples, slot_of)]
+    again = np.array(online_predictions(model, slower, slot_of))
+    upto = np.array(slot_of) <= 5
+    np.testing.assert_allclose(again[upto], online[upto])
+    assert not np.allclose(again[~upto], online[~upto])  # a later slot sees the slowdown
+    busy = np.array([s.seconds for s in samples])
+    assert np.mean(np.abs(busy / online - 1)) < np.mean(np.abs(busy / static - 1))
+    # the model's θ at the profiling points gives θ back
+    assert refit_contention_model(prior_samples(model), [])["theta"] == pytest.approx(
+        model["theta"], abs=1e-12)

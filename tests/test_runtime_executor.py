@@ -279,6 +279,12 @@ def test_tiny_execution_progress_matches_the_schedule_slot_by_slot(cli_run):
             CONTENTION["theta"], 1, 1, 2, 2, report.doc["meta"]["cores"]))
     assert report.doc["meta"]["cores"] == (os.cpu_count() or 1)
     assert report.doc["costmodel"]["contention"]["job_slots"] == 2
+    # refitted online: b's first slot is predicted by the model itself, its next by the refit
+    b_slots = report.job("b")["slots"]
+    assert b_slots[0]["online_predicted_s"] == pytest.approx(b_slots[0]["contention_predicted_s"])
+    assert b_slots[1]["online_predicted_s"] is not None
+    assert report.doc["costmodel"]["contention-online"]["job_slots"] == 2
+    assert all(s["online_predicted_s"] is None for s in report.job("a")["slots"])
     assert all(s["profile_predicted_s"] is None for s in report.job("a")["slots"])
     assert report.doc["costmodel"]["profile"]["job_slots"] == 2
 

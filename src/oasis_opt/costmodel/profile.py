@@ -243,6 +243,38 @@ def refit_contention_model(prior: Sequence[SharedSample], executed: Sequence[Sha
     return {"kind": CONTENTION_MODEL, "theta": theta, "fit": errors}
 
 
+# ``oasis-opt profile``'s default points: where a model's θ stands in for the runs it came from
+PRIOR_POINTS = ((1, 1), (2, 1), (2, 2), (4, 1), (4, 2))
+
+
+def prior_samples(model: Mapping[str, Any]) -> list[SharedSample]:
+    """A contention model (``{"theta", "cores"}``, as a job's provenance carries it) as samples:
+    its own predictions at ``PRIOR_POINTS``, one job per slot on its ``cores``, standing for the
+    profile's runs where only θ travelled. Refitting on them alone gives θ back."""
+    theta, c = model["theta"], float(model["cores"])
+    return [SharedSample(w, p, w, p, c, 1, shared_iteration_time(theta, w, p, w, p, c))
+            for w, p in PRIOR_POINTS]
+
+
+def online_predictions(model: Mapping[str, Any], rows: Sequence[SharedSample],
+                       slots: Sequence[int]) -> list[float]:
+    """Seconds per row predicted *before* its slot ran, the model refitted online: on
+    ``prior_samples(model)`` and the ``rows`` of earlier ``slots`` (``refit_contention_model``),
+    the model itself for the first slot. ``rows[n]`` ran in slot ``slots[n]``; the prediction is
+    ``iterations`` t(w, p | W, P, C) at the row's counts."""
+    prior = prior_samples(model)
+    out = []
+    cache: dict[int, Mapping[str, float]] = {}
+    for row, slot in zip(rows, slots):
+        if slot not in cache:
+            past = [r for r, t in zip(rows, slots) if t < slot]
+            cache[slot] = (refit_contention_model(prior, past)["theta"] if past
+                           else model["theta"])
+        out.append(row.iterations * shared_iteration_time(
+            cache[slot], row.workers, row.ps, row.slot_workers, row.slot_ps, row.cores))
+    return out
+
+
 @dataclass(frozen=True)
 class SpeedProfile:
     """A task's measured speed: its samples and the fitted θ (module docstring)."""

@@ -250,5 +250,6 @@ def rows(rnd: dict) -> list[dict]:
             "load": run_load(doc),
             "chunk": _ratios(rep, "chunk-time"), "profile": _ratios(rep, "profile"),
             "shared": _ratios(rep, "profile-shared"),
-            "contention": _ratios(rep, "contention")})
+            "contention": _ratios(rep, "contention"),
+            "online": _ratios(rep, "contention-online")})
     return out

@@ -40,11 +40,15 @@ cluster of several machines it overstates the sharing), ``contention_predicted_s
 contention-aware model, ``costmodel.profile`` ``optimus-shared``, from the job's provenance
 ``contention_model``: iterations t(w, p | W, P, C), the job's own counts, the slot's totals and
 C = ``meta.cores``; null without one, absent from reports written before it),
+``online_predicted_s`` (the same model refitted online, ``costmodel.profile.online_predictions``:
+what it predicted before the slot ran, refitted on its θ at the profiling points and the
+job-slots of earlier slots of the jobs planned with the same model; null and absent likewise),
 ``restart_s``, ``checkpoint_s``, ``restarts`` (failed attempts in this slot), ``val_accuracy``
 after the slot.
 
 ``costmodel``: ``{"chunk-time": stats, "profile": stats or null, "profile-shared": stats or
-null, "contention": stats or null}`` (``contention`` absent from reports before it) where stats over the (job,
+null, "contention": stats or null, "contention-online": stats or null}`` (the last two absent
+from reports before them) where stats over the (job,
 slot)s with iterations are ``{"job_slots", "median_ratio", "p10_ratio", "p90_ratio",
 "mean_abs_rel_error"}`` of ratio = busy_s / predicted_s (1 is a perfect prediction; > 1: the
 slot's work took longer than the model said).
@@ -75,12 +79,13 @@ JOB_SLOT_FIELDS = ("slot", "workers", "ps", "servers", "assigned", "planned_work
                    "shared_predicted_s", "restart_s",
                    "checkpoint_s", "restarts", "val_accuracy")
 # written since the field was added; a report written before it is read without it
-JOB_SLOT_OPTIONAL = ("gradients", "contention_predicted_s")
+JOB_SLOT_OPTIONAL = ("gradients", "contention_predicted_s", "online_predicted_s")
 SLOT_FIELDS = ("slot", "start_s", "work_end_s", "end_s", "overrun_s", "jobs", "workers", "ps")
 # cost model -> the job-slot field of its prediction
 COSTMODELS = {"chunk-time": "predicted_s", "profile": "profile_predicted_s",
-              "profile-shared": "shared_predicted_s", "contention": "contention_predicted_s"}
-COSTMODELS_OPTIONAL = ("contention",)  # absent from reports written before it
+              "profile-shared": "shared_predicted_s", "contention": "contention_predicted_s",
+              "contention-online": "online_predicted_s"}
+COSTMODELS_OPTIONAL = ("contention", "contention-online")  # absent from reports written before it
 STATS_FIELDS = ("job_slots", "median_ratio", "p10_ratio", "p90_ratio", "mean_abs_rel_error")
 
 
@@ -103,6 +108,32 @@ def _speed_model(job) -> Mapping[str, float] | None:
 def _contention_model(job) -> Mapping[str, float] | None:
     model = (job.provenance or {}).get("contention_model")
     return model.get("theta") if isinstance(model, Mapping) else None
+
+
+def _online(inst, jobs: list[dict], totals: Mapping[int, tuple[int, int]], cores: int) -> None:
+    """Fill ``online_predicted_s`` of every job-slot whose job carries a contention model: one
+    online refit per model, over the job-slots of its jobs (``online_predictions``)."""
+    from ..costmodel.profile import SharedSample, online_predictions
+
+    groups: dict[str, list[tuple[dict, dict]]] = {}
+    models: dict[str, Mapping[str, Any]] = {}
+    for job, entry in zip(inst.jobs, jobs):
+        model = (job.provenance or {}).get("contention_model")
+        for row in entry["slots"]:
+            row["online_predicted_s"] = None
+        if not isinstance(model, Mapping):
+            continue
+        key = repr(sorted(model["theta"].items())) + repr(model.get("cores"))
+        models[key] = model
+        groups.setdefault(key, []).extend(
+            (entry, row) for row in entry["slots"]
+            if row["iterations"] and row["busy_s"] and row["workers"] and row["ps"])
+    for key, members in groups.items():
+        samples = [SharedSample(r["workers"], r["ps"], *totals[r["slot"]], cores, r["iterations"],
+                                r["busy_s"]) for _, r in members]
+        predicted = online_predictions(models[key], samples, [r["slot"] for _, r in members])
+        for (_, row), value in zip(members, predicted):
+            row["online_predicted_s"] = float(value)
 
 
 def machine_cores() -> int:
@@ -154,9 +185,7 @@ def build_report(executor, schedule=None, *, policy: str | None = None) -> "Exec
                        "shared_predicted_s": shared, "contention_predicted_s": contention}
                 row.setdefault("checkpoint_s", 0.0)
                 slots.append({k: row.get(k) for k in JOB_SLOT_FIELDS + JOB_SLOT_OPTIONAL})
-                for name, key in COSTMODELS.items():
-                    if iters and row[key]:
-                        ratios[name].append(row["busy_s"] / row[key])
+
             restarts = list(run.restarts)
             if run.completion_slot is not None:
                 wall_slot = max(1, math.ceil(run.completion_s / S - WORK_EPS))
@@ -171,6 +200,12 @@ def build_report(executor, schedule=None, *, policy: str | None = None) -> "Exec
                      "checkpoint_s": float(sum(s["checkpoint_s"] or 0.0 for s in slots)),
                      "restart_s": float(sum(s["restart_s"] or 0.0 for s in slots)),
                      "restarts": restarts, "slots": slots})
+    _online(inst, jobs, totals, cores)
+    for entry in jobs:
+        for row in entry["slots"]:
+            for name, key in COSTMODELS.items():
+                if row["iterations"] and row.get(key):
+                    ratios[name].append(row["busy_s"] / row[key])
     import ray
 
     doc = {"format": EXECUTION_FORMAT, "instance_sha256": inst.fingerprint,

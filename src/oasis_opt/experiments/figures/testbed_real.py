@@ -85,6 +85,7 @@ def _round_markdown(name: str, rnd: dict, table: list[dict]) -> list[str]:
     all_prof = [x for r in table for x in r["profile"]]
     all_shared = [x for r in table for x in r["shared"]]
     all_contention = [x for r in table for x in r.get("contention", [])]
+    all_online = [x for r in table for x in r.get("online", [])]
     return [f"## {title}", "",
             f"OASiS priced with U and L estimated on history instances (chosen L = "
             f"{rnd['calibration'].chosen:.2g}).", "",
@@ -111,14 +112,18 @@ def _round_markdown(name: str, rnd: dict, table: list[dict]) -> list[str]:
             "job's workers and PSs. *Profile, all counts*: t(W, P) at the slot's workers and PSs "
             "of all jobs, which share the machine's two cores. *Contention model*: "
             "t(w, p | W, P, C), the job's own counts on its critical path and the slot's totals "
-            "sharing the C cores (`costmodel.profile`, fitted on the profile's runs).", "",
+            "sharing the C cores (`costmodel.profile`, fitted on the profile's runs); *refitted "
+            "online*: the same model refitted before each slot on the slots that ran.", "",
             markdown_table(["policy", "job-slots", "chunk-time model (the plan's)",
-                            "profile, own counts", "profile, all counts", "contention model"],
+                            "profile, own counts", "profile, all counts", "contention model",
+                            "refitted online"],
                            [[display(r["policy"]), len(r["chunk"]), _stats(r["chunk"]),
                              _stats(r["profile"]), _stats(r["shared"]),
-                             _stats(r.get("contention", []))] for r in table]
+                             _stats(r.get("contention", [])), _stats(r.get("online", []))]
+                            for r in table]
                            + [["all", len(all_chunk), _stats(all_chunk), _stats(all_prof),
-                               _stats(all_shared), _stats(all_contention)]]),
+                               _stats(all_shared), _stats(all_contention),
+                               _stats(all_online)]]),
             ""]
 
 
