@@ -372,3 +372,26 @@ def test_online_predictions_use_only_earlier_slots_and_help_on_the_recorded_run(
     # the model's θ at the profiling points gives θ back
     assert refit_contention_model(prior_samples(model), [])["theta"] == pytest.approx(
         model["theta"], abs=1e-12)
+
+
+def test_generate_speed_flag_chooses_the_speed_model(tmp_path, capsys):
+    """Catches ``--speed`` not reaching the preset (or a trace silently taking it): ``--speed
+    own`` writes the per-job model's chunk times, the default the contention model's, and a
+    trace refuses the flag naming it."""
+    from oasis_opt.cli import main
+
+    save_profile(profile(), tmp_path / "p.json")
+    base = ["generate", "--preset", "testbed-real", "--profile", str(tmp_path / "p.json"),
+            "--jobs", "3", "--seed", "1"]
+    assert main([*base, "--out", str(tmp_path / "c.json")]) == 0
+    assert main([*base, "--speed", "own", "--out", str(tmp_path / "o.json")]) == 0
+    shared, own = load_instance(tmp_path / "c.json"), load_instance(tmp_path / "o.json")
+    assert (shared.meta["speed"], own.meta["speed"]) == ("contention", "own")
+    assert instance_to_dict(own) == instance_to_dict(
+        testbed_real(1, profiles=[profile()], jobs=3, speed="own"))
+    assert all(a.provenance["iteration_s"] > b.provenance["iteration_s"]
+               for a, b in zip(shared.jobs, own.jobs))
+    capsys.readouterr()
+    assert main(["generate", "--trace", "philly", "--speed", "own", "--seed", "0", "--out",
+                 str(tmp_path / "t.json")]) == 2
+    assert capsys.readouterr().err.startswith("oasis-opt: error: --speed: ")
