@@ -32,8 +32,8 @@ by the executor in slots of a few seconds and its real progress compared with th
 **Slots long against their overheads** (measured with ``ExecutionReport.overhead_shares``:
 the restart, i.e. loading a job into new containers, plus the per-slot checkpoint, summed over
 a slot's jobs, over the slot's length). In real runs of this preset on the 2-core machine under
-foreign load (1-minute load 9.7-17), the largest share was 4.7 % of a 2 s slot (0.094 s; mean
-0.6-1.7 %), so at most 2.4 % of the default 4 s slot; in the 0.5 s slots of the quick
+foreign load (1-minute load 5-17, three runs of 8 slots), the largest share was 4.7 % of a 2 s
+slot (0.094 s; mean 0.6-1.7 %), so at most 2.4 % of the default 4 s slot; in the 0.5 s slots of the quick
 reproduction at load 14, at most 5.3 %. All under 10 %, so the default sizes stand. Start-up
 (Ray 15-34 s, containers 15-24 s, compilation 25-38 s) is paid before slot 1, not in a slot: the
 containers are created and compiled first and stay warm across slots.
