@@ -48,6 +48,9 @@ add_generate = adder(
     arg("--slowdown", type=positive_number, metavar="C",
         help="multiply the profiles' iteration times in chunk times by C (the correction "
              "an execution report suggests; testbed-real)"),
+    arg("--speed", choices=("contention", "own"),
+        help="testbed-real: the profile's speed model for chunk times: contention (default; "
+             "the slot's jobs share the machine's cores) or own (the job alone)"),
     arg("--seed", type=non_negative_int, required=True, metavar="S", help="random seed"),
     MAX_WORK,
     arg("--out", required=True, metavar="FILE", help="instance JSON to write"))
@@ -71,6 +74,8 @@ def generate(args: argparse.Namespace) -> int:
         options["slot_s"] = args.slot_s
     if args.slowdown is not None:
         options["slowdown"] = args.slowdown
+    if args.speed is not None:
+        options["speed"] = args.speed
     if args.profile:
         options["profiles"] = [load_profile(path) for path in args.profile]
     try:
@@ -96,8 +101,9 @@ def _generate_trace(args: argparse.Namespace) -> int:
 
     if args.preset is not None:
         raise CliError("--trace", "give either --preset or --trace")
-    if args.profile or args.slowdown is not None:
-        raise CliError("--profile" if args.profile else "--slowdown",
+    if args.profile or args.slowdown is not None or args.speed is not None:
+        raise CliError("--profile" if args.profile else
+                       "--slowdown" if args.slowdown is not None else "--speed",
                        "a trace takes no speed profile")
     for name in ("file", "throughputs"):
         if getattr(args, name) is not None and args.trace not in _TAKES_FILES:

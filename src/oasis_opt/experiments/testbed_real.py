@@ -211,7 +211,7 @@ def _ratios(report, model: str) -> list[float]:
 
     key = COSTMODELS[model]
     return [s["busy_s"] / s[key] for j in report.jobs for s in j["slots"]
-            if s["iterations"] and s[key]]
+            if s["iterations"] and s.get(key)]
 
 
 def run_load(doc: dict) -> dict:
@@ -249,5 +249,7 @@ def rows(rnd: dict) -> list[dict]:
             "startup_s": doc["startup_s"], "wall_s": doc["wall_s"],
             "load": run_load(doc),
             "chunk": _ratios(rep, "chunk-time"), "profile": _ratios(rep, "profile"),
-            "shared": _ratios(rep, "profile-shared")})
+            "shared": _ratios(rep, "profile-shared"),
+            "contention": _ratios(rep, "contention"),
+            "online": _ratios(rep, "contention-online")})
     return out

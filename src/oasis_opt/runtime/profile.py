@@ -11,6 +11,7 @@ speed model to the samples.
 from __future__ import annotations
 
 import itertools
+import os
 import platform
 import time
 from typing import Any, Callable, Mapping, Sequence
@@ -111,6 +112,7 @@ def profile_task(task_spec: Mapping[str, Any], workers: Sequence[int] = (1, 2, 4
             measured = ex.job_records(i)[1:]  # the first slot loads the job: not timed
             samples += [Sample(w, p, r["iterations"], r["busy_s"]) for r in measured]
     meta = {"machine": platform.node(), "processor": platform.machine(),
+            "cores": os.cpu_count() or 1,  # what the contention model shares (costmodel.profile)
             "iterations": iterations, "repeats": repeats, "address": address or "local",
             "wall_s": round(time.perf_counter() - t0, 3),
             "measured": time.strftime("%Y-%m-%dT%H:%M:%S")}

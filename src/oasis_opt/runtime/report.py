@@ -14,7 +14,7 @@ Top level:
 | ``costmodel`` | the cost models' error over executed (job, slot)s (below) |
 | ``slots`` | per slot: ``slot``, ``start_s``, ``work_end_s``, ``end_s`` (seconds since slot 1 began), ``overrun_s`` = max(0, work_end_s - t S), ``jobs``, ``workers``, ``ps`` |
 | ``jobs`` | one entry per instance job (below) |
-| ``meta`` | free-form: version, end time, the machine's load averages (1, 5, 15 min) at the end, the 1-minute load as each slot ended (``loadavg_slots``), start-up seconds by phase (``startup_phases``) |
+| ``meta`` | free-form: version, end time, the machine's load averages (1, 5, 15 min) at the end, the 1-minute load as each slot ended (``loadavg_slots``), start-up seconds by phase (``startup_phases``), the machine's cores (``cores``) |
 
 A job: ``id``, ``task`` (its task name or null), ``arrival``, ``admitted``; ``planned``
 ``{"completion": slot or null, "utility"}`` from the schedule; ``real`` ``{"completion_slot"``
@@ -36,12 +36,19 @@ chunk passes, real minibatches / M_i), ``busy_s`` (first iteration submitted to 
 job's fitted speed model when its provenance has one: iterations t(w, p) at the job's own
 counts, else null), ``shared_predicted_s`` (the same model at the slot's total counts over all
 jobs, iterations t(W, P): the jobs of a slot share one machine's cores, as on this testbed; on a
-cluster of several machines it overstates the sharing),
+cluster of several machines it overstates the sharing), ``contention_predicted_s`` (the
+contention-aware model, ``costmodel.profile`` ``optimus-shared``, from the job's provenance
+``contention_model``: iterations t(w, p | W, P, C), the job's own counts, the slot's totals and
+C = ``meta.cores``; null without one, absent from reports written before it),
+``online_predicted_s`` (the same model refitted online, ``costmodel.profile.online_predictions``:
+what it predicted before the slot ran, refitted on its θ at the profiling points and the
+job-slots of earlier slots of the jobs planned with the same model; null and absent likewise),
 ``restart_s``, ``checkpoint_s``, ``restarts`` (failed attempts in this slot), ``val_accuracy``
 after the slot.
 
 ``costmodel``: ``{"chunk-time": stats, "profile": stats or null, "profile-shared": stats or
-null}`` where stats over the (job,
+null, "contention": stats or null, "contention-online": stats or null}`` (the last two absent
+from reports before them) where stats over the (job,
 slot)s with iterations are ``{"job_slots", "median_ratio", "p10_ratio", "p90_ratio",
 "mean_abs_rel_error"}`` of ratio = busy_s / predicted_s (1 is a perfect prediction; > 1: the
 slot's work took longer than the model said).
@@ -72,11 +79,13 @@ JOB_SLOT_FIELDS = ("slot", "workers", "ps", "servers", "assigned", "planned_work
                    "shared_predicted_s", "restart_s",
                    "checkpoint_s", "restarts", "val_accuracy")
 # written since the field was added; a report written before it is read without it
-JOB_SLOT_OPTIONAL = ("gradients",)
+JOB_SLOT_OPTIONAL = ("gradients", "contention_predicted_s", "online_predicted_s")
 SLOT_FIELDS = ("slot", "start_s", "work_end_s", "end_s", "overrun_s", "jobs", "workers", "ps")
 # cost model -> the job-slot field of its prediction
 COSTMODELS = {"chunk-time": "predicted_s", "profile": "profile_predicted_s",
-              "profile-shared": "shared_predicted_s"}
+              "profile-shared": "shared_predicted_s", "contention": "contention_predicted_s",
+              "contention-online": "online_predicted_s"}
+COSTMODELS_OPTIONAL = ("contention", "contention-online")  # absent from reports written before it
 STATS_FIELDS = ("job_slots", "median_ratio", "p10_ratio", "p90_ratio", "mean_abs_rel_error")
 
 
@@ -96,16 +105,53 @@ def _speed_model(job) -> Mapping[str, float] | None:
     return model.get("theta") if isinstance(model, Mapping) else None
 
 
+def _contention_model(job) -> Mapping[str, float] | None:
+    model = (job.provenance or {}).get("contention_model")
+    return model.get("theta") if isinstance(model, Mapping) else None
+
+
+def _online(inst, jobs: list[dict], totals: Mapping[int, tuple[int, int]], cores: int) -> None:
+    """Fill ``online_predicted_s`` of every job-slot whose job carries a contention model: one
+    online refit per model, over the job-slots of its jobs (``online_predictions``)."""
+    from ..costmodel.profile import SharedSample, online_predictions
+
+    groups: dict[str, list[tuple[dict, dict]]] = {}
+    models: dict[str, Mapping[str, Any]] = {}
+    for job, entry in zip(inst.jobs, jobs):
+        model = (job.provenance or {}).get("contention_model")
+        for row in entry["slots"]:
+            row["online_predicted_s"] = None
+        if not isinstance(model, Mapping):
+            continue
+        key = repr(sorted(model["theta"].items())) + repr(model.get("cores"))
+        models[key] = model
+        groups.setdefault(key, []).extend(
+            (entry, row) for row in entry["slots"]
+            if row["iterations"] and row["busy_s"] and row["workers"] and row["ps"])
+    for key, members in groups.items():
+        samples = [SharedSample(r["workers"], r["ps"], *totals[r["slot"]], cores, r["iterations"],
+                                r["busy_s"]) for _, r in members]
+        predicted = online_predictions(models[key], samples, [r["slot"] for _, r in members])
+        for (_, row), value in zip(members, predicted):
+            row["online_predicted_s"] = float(value)
+
+
+def machine_cores() -> int:
+    """The cores of this machine, which the jobs of a slot share (the executor runs them here)."""
+    return os.cpu_count() or 1
+
+
 def build_report(executor, schedule=None, *, policy: str | None = None) -> "ExecutionReport":
     """The report of ``executor``'s run, beside ``schedule``'s plan when given."""
     from .. import __version__
-    from ..costmodel.profile import iteration_time
+    from ..costmodel.profile import iteration_time, shared_iteration_time
 
     inst = executor.instance
     S = executor.slot_seconds
     jobs = []
     totals = {rec["slot"]: (rec["workers"], rec["ps"]) for rec in executor.slots}
     ratios: dict[str, list[float]] = {name: [] for name in COSTMODELS}
+    cores = machine_cores()
     for i, job in enumerate(inst.jobs):
         run = executor.jobs.get(i)
         planned_completion = schedule.completion[i] if schedule is not None else None
@@ -120,6 +166,7 @@ def build_report(executor, schedule=None, *, policy: str | None = None) -> "Exec
             per_chunk = plan.minibatches
             minibatches = {"planned": plan.total_minibatches, "real": run.done}
             theta = _speed_model(job)
+            shared_theta = _contention_model(job)
             cumulative = 0
             for rec in run.slots:
                 cumulative += rec.get("real_minibatches", 0)
@@ -129,14 +176,16 @@ def build_report(executor, schedule=None, *, policy: str | None = None) -> "Exec
                 if theta is not None:
                     own = float(iters * iteration_time(theta, rec["workers"], rec["ps"]))
                     shared = float(iters * iteration_time(theta, *totals[rec["slot"]]))
+                contention = None
+                if shared_theta is not None and rec["workers"] and rec["ps"]:
+                    contention = float(iters * shared_iteration_time(
+                        shared_theta, rec["workers"], rec["ps"], *totals[rec["slot"]], cores))
                 row = {**rec, "real_chunks": cumulative / plan.minibatches,
                        "predicted_s": predicted, "profile_predicted_s": own,
-                       "shared_predicted_s": shared}
+                       "shared_predicted_s": shared, "contention_predicted_s": contention}
                 row.setdefault("checkpoint_s", 0.0)
                 slots.append({k: row.get(k) for k in JOB_SLOT_FIELDS + JOB_SLOT_OPTIONAL})
-                for name, key in COSTMODELS.items():
-                    if iters and row[key]:
-                        ratios[name].append(row["busy_s"] / row[key])
+
             restarts = list(run.restarts)
             if run.completion_slot is not None:
                 wall_slot = max(1, math.ceil(run.completion_s / S - WORK_EPS))
@@ -151,6 +200,12 @@ def build_report(executor, schedule=None, *, policy: str | None = None) -> "Exec
                      "checkpoint_s": float(sum(s["checkpoint_s"] or 0.0 for s in slots)),
                      "restart_s": float(sum(s["restart_s"] or 0.0 for s in slots)),
                      "restarts": restarts, "slots": slots})
+    _online(inst, jobs, totals, cores)
+    for entry in jobs:
+        for row in entry["slots"]:
+            for name, key in COSTMODELS.items():
+                if row["iterations"] and row.get(key):
+                    ratios[name].append(row["busy_s"] / row[key])
     import ray
 
     doc = {"format": EXECUTION_FORMAT, "instance_sha256": inst.fingerprint,
@@ -170,7 +225,9 @@ def build_report(executor, schedule=None, *, policy: str | None = None) -> "Exec
                     # ... and during it: the 1-minute load average as each slot ended
                     "loadavg_slots": [round(x, 2) for x in executor.slot_loads],
                     # start-up by phase (Executor.phases: Ray, containers, compilation)
-                    "startup_phases": {k: round(v, 3) for k, v in executor.phases.items()}}}
+                    "startup_phases": {k: round(v, 3) for k, v in executor.phases.items()},
+                    # C of the contention model's prediction: the cores the slot's jobs shared
+                    "cores": cores}}
     return ExecutionReport(doc)
 
 
@@ -201,7 +258,7 @@ class ExecutionReport:
         predicted ratio over its job-slots (None without any); planning with chunk times
         multiplied by it (``testbed_real(slowdown=...)``, ``generate --slowdown``) allots the
         time the work really took."""
-        stats = self.doc["costmodel"][model]
+        stats = self.doc["costmodel"].get(model)
         return None if stats is None else stats["median_ratio"]
 
     def job(self, job_id: str) -> dict:
@@ -213,6 +270,19 @@ class ExecutionReport:
     def restarts(self) -> list[dict]:
         """Every restart, with its job: ``[{"job", "slot", "cause"}]``."""
         return [{"job": j["id"], **r} for j in self.jobs for r in j["restarts"]]
+
+    def overhead_shares(self) -> dict[int, float]:
+        """Per executed slot, the share of the slot S its jobs spent loading into new containers
+        and checkpointing: sum over the slot's jobs of (``restart_s`` + ``checkpoint_s``) / S (a
+        sum, though the jobs run side by side: an upper bound). Start-up (Ray, containers,
+        compilation) happens before slot 1 and is in no slot (``startup_s``)."""
+        S = self.doc["slot_seconds"]
+        out: dict[int, float] = {}
+        for j in self.jobs:
+            for r in j["slots"]:
+                spent = (r["restart_s"] or 0.0) + (r["checkpoint_s"] or 0.0)
+                out[r["slot"]] = out.get(r["slot"], 0.0) + spent / S
+        return dict(sorted(out.items()))
 
     def summary(self) -> str:
         """A few lines: utilities, overruns, the cost model's error, restarts."""
@@ -273,7 +343,8 @@ def report_from_dict(doc: Any) -> ExecutionReport:
         raise FormatError("format", f"expected {EXECUTION_FORMAT!r}, got {d['format']!r}")
     _fields(d["total_utility"], ("planned", "real"), "total_utility")
     _fields(d["ray"], ("address", "nodes"), "ray")
-    _fields(d["costmodel"], tuple(COSTMODELS), "costmodel")
+    _fields(d["costmodel"], tuple(m for m in COSTMODELS if m not in COSTMODELS_OPTIONAL),
+            "costmodel", COSTMODELS_OPTIONAL)
     for name, stats in d["costmodel"].items():
         if stats is not None:
             _fields(stats, STATS_FIELDS, f"costmodel.{name}")

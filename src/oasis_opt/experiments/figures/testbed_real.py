@@ -53,14 +53,14 @@ def render(data: dict, out_dir: Path, reference_dir=None, quick: bool = False) -
         a.set(ylabel="completion − arrival − target (slots)",
               title="Fig. 9 — planned (plain) vs real (hatched)")
         a = ax[k, 2]
-        for shift, key, hatch in ((-0.26, "chunk", None), (0.0, "profile", "//"),
-                                  (0.26, "shared", "..")):
-            _boxes(a, [r[key] for r in table], shift, hatch, width=0.22)
+        for shift, key, hatch in ((-0.3, "chunk", None), (-0.1, "profile", "//"),
+                                  (0.1, "shared", ".."), (0.3, "contention", "xx")):
+            _boxes(a, [r.get(key, []) for r in table], shift, hatch, width=0.18)
         a.axhline(1, color="grey", lw=0.6, ls=":")
         a.set_yscale("log")
         a.set_xticks(pos, names)
         a.set(ylabel="real busy time / predicted, per job-slot",
-              title="cost model: chunk time | profile own | all")
+              title="cost model: chunk time | profile own | all | contention")
     fig.suptitle(f"Testbed, for real — {s['jobs']} jobs, {s['horizon']} slots of "
                  f"{s['slot_s']:g} s, seed {s['seed']}. Bars: one run. Boxes: median and "
                  "quartiles over jobs (Fig. 9) or job-slots (cost model), whiskers: the furthest "
@@ -84,6 +84,8 @@ def _round_markdown(name: str, rnd: dict, table: list[dict]) -> list[str]:
     all_chunk = [x for r in table for x in r["chunk"]]
     all_prof = [x for r in table for x in r["profile"]]
     all_shared = [x for r in table for x in r["shared"]]
+    all_contention = [x for r in table for x in r.get("contention", [])]
+    all_online = [x for r in table for x in r.get("online", [])]
     return [f"## {title}", "",
             f"OASiS priced with U and L estimated on history instances (chosen L = "
             f"{rnd['calibration'].chosen:.2g}).", "",
@@ -108,13 +110,20 @@ def _round_markdown(name: str, rnd: dict, table: list[dict]) -> list[str]:
             "(p10 … p90); mean |ratio − 1|. *Chunk-time model*: the plan's own, x_i S / M_i "
             "seconds per iteration whatever the counts. *Profile, own counts*: t(w, p) at the "
             "job's workers and PSs. *Profile, all counts*: t(W, P) at the slot's workers and PSs "
-            "of all jobs, which share the machine's two cores.", "",
+            "of all jobs, which share the machine's two cores. *Contention model*: "
+            "t(w, p | W, P, C), the job's own counts on its critical path and the slot's totals "
+            "sharing the C cores (`costmodel.profile`, fitted on the profile's runs); *refitted "
+            "online*: the same model refitted before each slot on the slots that ran.", "",
             markdown_table(["policy", "job-slots", "chunk-time model (the plan's)",
-                            "profile, own counts", "profile, all counts"],
+                            "profile, own counts", "profile, all counts", "contention model",
+                            "refitted online"],
                            [[display(r["policy"]), len(r["chunk"]), _stats(r["chunk"]),
-                             _stats(r["profile"]), _stats(r["shared"])] for r in table]
+                             _stats(r["profile"]), _stats(r["shared"]),
+                             _stats(r.get("contention", [])), _stats(r.get("online", []))]
+                            for r in table]
                            + [["all", len(all_chunk), _stats(all_chunk), _stats(all_prof),
-                               _stats(all_shared)]]),
+                               _stats(all_shared), _stats(all_contention),
+                               _stats(all_online)]]),
             ""]
 
 
@@ -185,7 +194,7 @@ def _measured_minutes(data: dict) -> float:
 def _findings(data: dict, tables: dict) -> list[str]:
     """What the numbers say about the cost model, computed from them (no fixed verdicts)."""
     def pooled(name: str, key: str) -> np.ndarray:
-        return np.asarray([x for r in tables[name] for x in r[key]])
+        return np.asarray([x for r in tables[name] for x in r.get(key, [])])
 
     def summary(v: np.ndarray) -> str:
         return (f"median {np.median(v):.2f}, mean error {100 * np.mean(np.abs(v - 1)):.0f} %"
@@ -203,7 +212,8 @@ def _findings(data: dict, tables: dict) -> list[str]:
             + f" over the policies; {over} of {slots} slots overran. Real busy time / "
             f"prediction per job-slot: chunk-time model {summary(pooled(name, 'chunk'))}; "
             f"profile at the job's own counts {summary(pooled(name, 'profile'))}; at the "
-            f"slot's total counts {summary(pooled(name, 'shared'))}.")
+            f"slot's total counts {summary(pooled(name, 'shared'))}; contention model "
+            f"{summary(pooled(name, 'contention'))}.")
     lines += ["- A job loses utility only when overruns push its end into a later slot of the "
               "wall-clock grid; the overruns come from the machine's load (every process on its "
               "two cores, not only this run's), which neither model sees.", ""]
