@@ -83,6 +83,11 @@ RATIO_FORMAT = "oasis-opt/ratio@1"
 OPT_METHODS = ("auto", "milp", "bracket")
 
 
+def _finite(x: float) -> float | None:
+    """``x``, or None (JSON null) when it is infinite."""
+    return x if math.isfinite(x) else None
+
+
 def _best_opt(instance: Any, time_limit: float | None, opt: str, oasis: Any) -> dict:
     """OPT by the MILP (proven) or the bracket, the latter seeded with every baseline's schedule
     and ``oasis`` (OASiS's schedule under the row's pricing); every schedule validated."""
@@ -136,18 +141,15 @@ def ratio_row(instance: Any, pricing: Any = "oracle", *, time_limit: float | Non
         best["from"] = best.get("from", "milp") + "+oasis"
     best["upper"] = max(best["upper"], best["lower"])  # only float noise could invert them
 
-    def finite(x: float) -> float | None:
-        return x if math.isfinite(x) else None
-
     lo, hi = performance_ratio(best["lower"], u), performance_ratio(best["upper"], u)
     exact = best["method"] == "milp"
     stats = oasis.stats["pricing"]
     load, where = load_factor(instance)
     return {"instance": name, "jobs": instance.I, "horizon": instance.horizon,
             "oasis": {"utility": u, "admitted": int(sum(oasis.admitted)), "solve_s": oasis_s},
-            "opt": {**best, "upper": finite(best["upper"])},
-            "ratio": {"value": finite(lo) if exact else None, "lower": finite(lo),
-                      "upper": finite(hi)},
+            "opt": {**best, "upper": _finite(best["upper"])},
+            "ratio": {"value": _finite(lo) if exact else None, "lower": _finite(lo),
+                      "upper": _finite(hi)},
             "alpha": float(stats["alpha"]), "competitive_bound": float(stats["competitive_bound"]),
             "pricing_source": str(stats["source"]), "load": load, "load_resource": where,
             "largest_container": largest_container(instance)}
@@ -338,13 +340,10 @@ def rule_row(row: dict, rule: str) -> dict:
     up = row["opt"]["upper"]
     hi = math.inf if up is None else performance_ratio(up, o["utility"])
 
-    def finite(x: float) -> float | None:
-        return x if math.isfinite(x) else None
-
     exact = row["opt"]["method"] == "milp"
     return {**row, "oasis": {**row["oasis"], "utility": o["utility"], "admitted": o["admitted"]},
-            "ratio": {"value": finite(lo) if exact else None, "lower": finite(lo),
-                      "upper": finite(hi)}}
+            "ratio": {"value": _finite(lo) if exact else None, "lower": _finite(lo),
+                      "upper": _finite(hi)}}
 
 
 def sweep_rows(s: dict, quick: bool, results: Path | None, progress: bool) -> list[dict]:
