@@ -37,13 +37,18 @@ def _order(inst) -> list[int]:
     return sorted(range(inst.I), key=lambda i: (int(inst.arrival[i]), i))
 
 
-def _leaders(inst, pricing: dict, grid, start: int) -> list[int]:
-    """The floor index each job should be decided at, from plain OASiS runs, one per floor."""
+def _leaders(inst, pricing: dict, grid, start: int, prior=None, weight: float = 1.0) -> list[int]:
+    """The floor index each job should be decided at, from plain OASiS runs, one per floor;
+    with ``prior`` = (m_g, n), the k-th decision (k from 0) adds w * m_g * max(0, 1 - k/n)."""
     runs = [OasisPolicy(pricing={**pricing, "L_worker": L, "L_ps": L}).solve(inst) for L in grid]
     scores = np.zeros(len(grid))
     current, out = start, [0] * inst.I
-    for i in _order(inst):
-        best = np.flatnonzero(scores == scores.max())
+    for k, i in enumerate(_order(inst)):
+        total = scores.copy()
+        if prior is not None:
+            mean, n = prior
+            total = total + weight * max(0.0, 1.0 - k / n) * np.asarray(mean, dtype=float)
+        best = np.flatnonzero(total == total.max())
         current = current if current in best else int(best[0])
         out[i] = current
         for g, sched in enumerate(runs):
@@ -192,3 +197,144 @@ def test_the_solve_line_names_the_pricing_file(tmp_path, capsys):
     assert main(["solve", str(inst), "--policy", "oasis-adaptive", "--pricing", str(pricing),
                  "--option", "grid=[0.001, 0.01]", "--out", str(tmp_path / "r.json")]) == 0
     assert f"; pricing: the file {pricing} -> " in capsys.readouterr().out
+
+
+# -- the prior from the history (``prior=``) ------------------------------------------------
+
+def _calibrated(servers: int = 6):
+    """``estimate_pricing`` on paper-fig5 history seeds 1000-1009 over GRID."""
+    from oasis_opt.online.estimate import estimate_pricing
+
+    return estimate_pricing([paper_fig5(s, servers=servers) for s in range(1000, 1010)], GRID)
+
+
+def test_the_calibration_records_the_history_job_counts():
+    """The prior needs n; a calibration that forgot the job counts (or counted jobs of the
+    wrong instances) would fade the prior at the wrong time."""
+    est = _calibrated()
+    hist = [paper_fig5(s, servers=6) for s in range(1000, 1010)]
+    assert est.calibration.jobs == tuple(h.I for h in hist)
+    prior = est.calibration.prior()
+    assert prior["history_jobs"] == pytest.approx(np.mean([h.I for h in hist]))
+    assert prior["mean_utility"] == list(est.calibration.mean)
+    assert est.calibration.to_dict()["history_jobs"] == [h.I for h in hist]
+
+
+@pytest.mark.parametrize("seed", [500, 506])
+def test_with_a_prior_the_floor_is_the_leader_of_score_plus_prior(seed):
+    """Second implementation of the prior-weighted leader (``_leaders`` with the prior):
+    catches a prior that does not fade with k, fades with the instance's own job count (look-
+    ahead), or is added with the wrong weight."""
+    inst = paper_fig5(seed, servers=6)
+    est = _calibrated()
+    prior = est.calibration.prior()
+    for weight in (1.0, 0.25):
+        policy = AdaptiveOasisPolicy(pricing=dict(est), grid=GRID, prior=est.calibration,
+                                     prior_weight=weight)
+        sched = policy.solve(inst)
+        assert_valid(inst, sched)
+        expected = _leaders(inst, dict(est), GRID, GRID.index(est.calibration.chosen),
+                            prior=(prior["mean_utility"], prior["history_jobs"]), weight=weight)
+        assert sched.stats["adaptive"]["job_floor"] == [GRID[g] for g in expected]
+        assert sched.stats["adaptive"]["prior"]["weight"] == weight
+
+
+def test_a_strong_prior_holds_its_floor_and_a_spent_one_is_the_plain_leader():
+    """Hand cases: a prior whose mean is huge at one floor keeps every job there while it lasts
+    (n above the job count); with n = 1 it counts for the first decision only (k = 0), so from
+    the second job on the floors are the plain leader's; weight 0 is the plain policy."""
+    inst = paper_fig5(502, servers=6)
+    pricing = _pricing()
+    big = [0.0] * len(GRID)
+    big[4] = 1e9
+    strong = {"grid": list(GRID), "mean_utility": big, "history_jobs": 1000}
+    s = AdaptiveOasisPolicy(pricing=pricing, grid=GRID, prior=strong).solve(inst)
+    assert s.stats["adaptive"]["job_floor"] == [GRID[4]] * inst.I
+    spent = {**strong, "history_jobs": 1}
+    s1 = AdaptiveOasisPolicy(pricing=pricing, grid=GRID, prior=spent).solve(inst)
+    plain = AdaptiveOasisPolicy(pricing=pricing, grid=GRID).solve(inst)
+    first = _order(inst)[0]
+    assert s1.stats["adaptive"]["job_floor"][first] == GRID[4]
+    assert s1.stats["adaptive"]["job_floor"] == [GRID[g] for g in _leaders(
+        inst, pricing, GRID, GRID.index(1e-3), prior=(big, 1))]
+    zero = AdaptiveOasisPolicy(pricing=pricing, grid=GRID, prior=strong,
+                               prior_weight=0).solve(inst)
+    assert zero.admitted == plain.admitted and zero.completion == plain.completion
+    assert zero.stats["adaptive"]["job_floor"] == plain.stats["adaptive"]["job_floor"]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(inst=instances(max_jobs=5), cut=st.integers(1, 5),
+       mean=st.lists(st.floats(0, 1e3), min_size=3, max_size=3), n=st.integers(1, 8))
+def test_prior_invariants_on_random_instances(inst, cut, mean, n):
+    """With any prior: plans paid at the prices they saw, valid schedules, and the first
+    ``cut`` decisions are those of the instance cut after them (the prior reads k, never the
+    instance's own job count)."""
+    assume(inst.I >= 1)
+    u = history_u([inst])
+    lowest = min(v for pool in u.values() for v in pool.values())
+    grid = (lowest * 1e-6, lowest * 1e-2, lowest)
+    doc = pricing_document(u, lowest * 1e-2)
+    prior = {"grid": list(grid), "mean_utility": mean, "history_jobs": n}
+    sched = AdaptiveOasisPolicy(pricing=doc, grid=grid, prior=prior).solve(inst)
+    assert_valid(inst, sched)
+    for i in range(inst.I):
+        if sched.admitted[i]:
+            assert sched.stats["job_payoff"][i] is not None and sched.stats["job_payoff"][i] > 0
+    keep = sorted(_order(inst)[:min(cut, inst.I)])
+    short = inst.with_jobs([inst.jobs[i] for i in keep])
+    cut_sched = AdaptiveOasisPolicy(pricing=doc, grid=grid, prior=prior).solve(short)
+    assert cut_sched.stats["adaptive"]["job_floor"] == [
+        sched.stats["adaptive"]["job_floor"][i] for i in keep]
+    assert list(cut_sched.admitted) == [sched.admitted[i] for i in keep]
+
+
+def test_bad_priors_are_refused_by_name(tmp_path):
+    pricing = _pricing()
+    ok = {"grid": list(GRID), "mean_utility": [1.0] * len(GRID), "history_jobs": 10}
+    with pytest.raises(ValueError, match="prior: missing history_jobs"):
+        AdaptiveOasisPolicy(pricing=pricing, grid=GRID,
+                            prior={"grid": list(GRID), "mean_utility": [1.0] * len(GRID)})
+    with pytest.raises(ValueError, match="prior: its grid"):
+        AdaptiveOasisPolicy(pricing=pricing, grid=GRID[:-1], prior=ok)
+    with pytest.raises(ValueError, match="prior: mean_utility"):
+        AdaptiveOasisPolicy(pricing=pricing, grid=GRID, prior={**ok, "mean_utility": [1.0]})
+    with pytest.raises(ValueError, match="prior: history_jobs"):
+        AdaptiveOasisPolicy(pricing=pricing, grid=GRID, prior={**ok, "history_jobs": 0})
+    with pytest.raises(ValueError, match="prior_weight"):
+        AdaptiveOasisPolicy(pricing=pricing, grid=GRID, prior=ok, prior_weight=-1)
+    with pytest.raises(ValueError, match="prior: cannot read"):
+        AdaptiveOasisPolicy(pricing=pricing, grid=GRID, prior=str(tmp_path / "missing.json"))
+
+
+def test_estimate_pricing_report_is_a_prior_on_the_command_line(tmp_path, capsys):
+    """The documented path: `estimate-pricing --report R` then `solve --policy oasis-adaptive
+    --option prior=R`; the run's floors are those of the prior-weighted leader."""
+    import json
+
+    from oasis_opt.cli import main
+    from oasis_opt.model.io import load_result, save_instance
+
+    hist = []
+    for s in range(1000, 1004):
+        path = tmp_path / f"h{s}.json"
+        save_instance(paper_fig5(s, servers=6), path)
+        hist.append(str(path))
+    pricing, report = tmp_path / "p.json", tmp_path / "cal.json"
+    grid = "[1e-05, 0.001, 0.1]"
+    assert main(["estimate-pricing", *hist, "--grid", "1e-05,0.001,0.1",
+                 "--out", str(pricing), "--report", str(report)]) == 0
+    table = json.loads(report.read_text())
+    assert table["history_jobs"] == [paper_fig5(s, servers=6).I for s in range(1000, 1004)]
+    inst = tmp_path / "i.json"
+    save_instance(paper_fig5(506, servers=6), inst)
+    assert main(["solve", str(inst), "--policy", "oasis-adaptive", "--pricing", str(pricing),
+                 "--option", f"grid={grid}", "--option", f"prior={report}",
+                 "--out", str(tmp_path / "r.json")]) == 0
+    sched = load_result(paper_fig5(506, servers=6), tmp_path / "r.json")
+    doc = json.loads(pricing.read_text())
+    floors = tuple(json.loads(grid))
+    expected = _leaders(paper_fig5(506, servers=6), doc, floors,
+                        floors.index(table["chosen"]),
+                        prior=(table["mean_utility"], float(np.mean(table["history_jobs"]))))
+    assert sched.stats["adaptive"]["job_floor"] == [floors[g] for g in expected]

@@ -81,7 +81,9 @@ class FloorEstimate:
         n = len(self.seeds)
         utility = [records[s.key]["metrics"]["total_utility"] for s in specs]
         scores = tuple(tuple(utility[j * n:(j + 1) * n]) for j in range(len(self.grid)))
-        calibration = FloorCalibration(self.grid, scores)
+        gen = resolve_generator(self.generator)
+        jobs = tuple(gen(**self.params, seed=s).I for s in self.seeds)
+        calibration = FloorCalibration(self.grid, scores, jobs)
         return EstimatedPricing(pricing_document(self.u, calibration.chosen), calibration)
 
 

@@ -20,9 +20,22 @@ of the instance so far, with no look-ahead:
   plain OASiS at the prices of the moment;
 * the job is then decided by Alg. 1 at those prices, and the shadows decide it at theirs.
 
+**A prior from the history** (``prior=``, optional). Ten jobs tell little about which floor an
+instance wants; the history that chose the starting floor knows more. With a prior (the
+calibration table of ``estimate_pricing``: the history's mean total utility ``m_g`` per grid
+floor and its mean job count ``n``; ``FloorCalibration.prior()``, or the ``--report`` file of
+``oasis-opt estimate-pricing``) the leader is taken on
+
+    score_g + w * m_g * max(0, 1 - k / n),
+
+k the jobs decided so far, w ``prior_weight`` (default 1): the history's expectation of what
+floor g earns on the jobs still to come, fading as the instance's own evidence grows. It reads
+only the history and k (no look-ahead: the instance's own job count is not used). With
+``prior_weight=0`` it is the plain leader.
+
 **Invariants** (``tests/test_online_adaptive.py``): every admitted plan has payoff > 0 at the
 prices it saw (Alg. 1's rule, at the floor in force); the floor in force for job k is a function
-of jobs 1..k-1 only (the decisions for the first k jobs of an instance are those for the
+of jobs 1..k-1 (and of the prior) only (the decisions for the first k jobs of an instance are those for the
 instance cut after job k); with a one-floor grid the policy is OASiS at that floor, plan for plan.
 
 **Guarantee (proof sketch, under stated hypotheses; not a theorem of the paper).** Let job k* be
@@ -39,7 +52,10 @@ of learning** is what the first k* - 1 jobs contribute: at most their total util
 fastest plans, and it is also what the shadow that ends ahead has over the real policy, since
 both run OASiS at L* on J' once the floor settles but from different commitments. Follow the
 leader switches at most ``len(grid) - 1`` times per change of leadership; on the paper's
-workloads the floor settles within the first tens of jobs (``stats["switches"]``). Without the
+workloads the floor settles within the first tens of jobs (``stats["switches"]``). The prior
+changes only which floor leads before the evidence outweighs it: the argument above holds for
+whatever k* and L* it leads to, and after job n the prior term is 0, so from then on the
+switches are those of the plain leader. Without the
 hypotheses (an estimated L* above the oracle floor, or a floor that never settles) nothing is
 guaranteed beyond the invariants; ``paper_figs/pricing.md`` measures what it earns.
 
@@ -75,6 +91,47 @@ def _document(spec: Any) -> dict:
     raise ValueError(f"pricing: expected a file path or a pricing document, got {spec!r}")
 
 
+def _prior(spec: Any, grid: tuple[float, ...]) -> tuple[np.ndarray | None, float | None]:
+    """``(m_g per floor, n)`` from a ``prior`` option (class docstring), or ``(None, None)``."""
+    if spec is None:
+        return None, None
+    if hasattr(spec, "prior") and callable(spec.prior):  # a FloorCalibration
+        spec = spec.prior()
+    elif isinstance(spec, str) or hasattr(spec, "__fspath__"):
+        import json
+
+        try:
+            with open(spec, encoding="utf-8") as f:
+                spec = json.load(f)
+        except (OSError, json.JSONDecodeError) as e:
+            raise ValueError(f"prior: cannot read {str(spec)!r}: {e}") from None
+    if not isinstance(spec, dict):
+        raise ValueError(f"prior: expected a calibration table (dict, FloorCalibration or file), "
+                         f"got {type(spec).__name__}")
+    missing = [k for k in ("grid", "mean_utility", "history_jobs") if k not in spec]
+    if missing:
+        raise ValueError(f"prior: missing {', '.join(missing)} (write the table with "
+                         "`oasis-opt estimate-pricing --report`, which records history_jobs)")
+    try:
+        prior_grid = check_grid(spec["grid"])
+    except ValueError as e:
+        raise ValueError(f"prior: {e}") from None
+    if len(prior_grid) != len(grid) or not np.allclose(prior_grid, grid, rtol=1e-12, atol=0):
+        raise ValueError(f"prior: its grid {list(prior_grid)} is not the policy's grid "
+                         f"{list(grid)}")
+    mean = np.asarray(spec["mean_utility"], dtype=float)
+    if mean.shape != (len(grid),) or not np.all(np.isfinite(mean)):
+        raise ValueError("prior: mean_utility needs one finite value per grid floor")
+    jobs = spec["history_jobs"]
+    if isinstance(jobs, list):  # the report's per-instance counts
+        jobs = float(np.mean(jobs)) if jobs else 0.0
+    if isinstance(jobs, bool) or not isinstance(jobs, (int, float)) or not jobs >= 1:
+        raise ValueError(f"prior: history_jobs must be a job count >= 1, got {jobs!r}")
+    # the report's grid is sorted as the policy's: keep the order of ``spec["grid"]``'s sort
+    order = np.argsort(np.asarray(spec["grid"], dtype=float))
+    return mean[order], float(jobs)
+
+
 def floor_of(doc: dict) -> float:
     """The document's floor as one number: the geometric mean of its floors (per pool, per
     resource), the point of the grid it starts nearest to."""
@@ -90,14 +147,23 @@ class AdaptiveOasisPolicy(OasisPolicy):
 
     Options: ``pricing`` (required: a pricing file or document; its U prices every run, its L
     picks the starting floor), ``grid`` (the floors, increasing after sorting; each at most
-    every U), ``backend``, ``granularity`` (as OASiS's).
+    every U), ``prior`` (optional: the history's calibration table, a dict with ``grid``,
+    ``mean_utility`` and ``history_jobs``, a ``FloorCalibration`` with job counts, or the path
+    of ``estimate-pricing --report``'s file; its grid must be ``grid``), ``prior_weight``
+    (w >= 0, default 1), ``backend``, ``granularity`` (as OASiS's).
     """
 
     name = "oasis-adaptive"
 
     def __init__(self, pricing: Any = None, grid: Sequence[float] = DEFAULT_FLOOR_GRID,
-                 backend: str = "numpy", granularity: str = "worker-slot"):
+                 backend: str = "numpy", granularity: str = "worker-slot",
+                 prior: Any = None, prior_weight: float = 1.0):
         self.grid = check_grid(grid)
+        self.prior_mean, self.prior_jobs = _prior(prior, self.grid)
+        if (isinstance(prior_weight, bool) or not isinstance(prior_weight, (int, float))
+                or not math.isfinite(prior_weight) or prior_weight < 0):
+            raise ValueError(f"prior_weight: expected a finite number >= 0, got {prior_weight!r}")
+        self.prior_weight = float(prior_weight)
         self.documents: list[dict] | None = None
         self.start_index = 0
         self.source: str | None = None
@@ -145,15 +211,24 @@ class AdaptiveOasisPolicy(OasisPolicy):
         self.scores = np.zeros(len(self.grid))
         self.floor_index: list[int | None] = [None] * instance.I  # the floor job i was decided at
         self.switches = 0
+        self.decided = 0  # jobs decided so far (k of the prior term)
 
     def extend(self, instance: Instance, state: Any) -> bool:
         return False
 
+    def prior_term(self) -> np.ndarray:
+        """``w * m_g * max(0, 1 - k / n)`` per floor (zeros without a prior)."""
+        if self.prior_mean is None or self.prior_jobs is None:
+            return np.zeros(len(self.grid))
+        share = max(0.0, 1.0 - self.decided / self.prior_jobs)
+        return self.prior_weight * share * self.prior_mean
+
     def leader(self) -> int:
-        """The floor to decide the next job at: the best score; ties keep the current floor,
-        else the smallest."""
-        best = self.scores.max()
-        ahead = np.flatnonzero(self.scores == best)
+        """The floor to decide the next job at: the best score (plus the prior term); ties
+        keep the current floor, else the smallest."""
+        total = self.scores + self.prior_term()
+        best = total.max()
+        ahead = np.flatnonzero(total == best)
         return self.current if self.current in ahead else int(ahead[0])
 
     def _switch(self, index: int) -> None:
@@ -176,6 +251,7 @@ class AdaptiveOasisPolicy(OasisPolicy):
             self._switch(leader)
         self.floor_index[job] = self.current
         admit = super().on_arrival(job, t, state)
+        self.decided += 1
         # the shadows decide the same job after the real policy: their scores for job k+1
         # hold jobs 1..k only
         utility = self.instance.jobs[job].utility
@@ -207,6 +283,9 @@ class AdaptiveOasisPolicy(OasisPolicy):
             out["pricing"] = {**out["pricing"], "source": self.source}
         out["adaptive"] = {"grid": list(self.grid), "start_floor": self.grid[self.start_index],
                            "final_floor": self.grid[self.current], "switches": self.switches,
+                           "prior": None if self.prior_mean is None else {
+                               "weight": self.prior_weight, "history_jobs": self.prior_jobs,
+                               "mean_utility": [float(m) for m in self.prior_mean]},
                            "shadow_utility": [float(s) for s in self.scores],
                            "job_floor": [None if i is None else self.grid[i]
                                          for i in self.floor_index]}

@@ -96,15 +96,22 @@ def check_grid(grid: Sequence[float]) -> tuple[float, ...]:
 @dataclass(frozen=True)
 class FloorCalibration:
     """How L was chosen: ``scores[j][n]`` is OASiS's total utility on history instance n at
-    ``grid[j]``; ``chosen`` = ``grid[index]`` maximises the mean over the history."""
+    ``grid[j]``; ``chosen`` = ``grid[index]`` maximises the mean over the history. ``jobs[n]``
+    (optional) is history instance n's number of jobs: with it, :meth:`prior` is the table
+    ``oasis-adaptive``'s ``prior`` option reads."""
 
     grid: tuple[float, ...]
     scores: tuple[tuple[float, ...], ...]
+    jobs: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if len(self.scores) != len(self.grid) or not self.scores or not all(
                 len(row) == len(self.scores[0]) and row for row in self.scores):
             raise ValueError("scores: one non-empty row per grid value, all of one length")
+        if self.jobs is not None:
+            object.__setattr__(self, "jobs", tuple(int(n) for n in self.jobs))
+            if len(self.jobs) != len(self.scores[0]) or min(self.jobs) < 1:
+                raise ValueError("jobs: one positive job count per history instance")
 
     @property
     def mean(self) -> tuple[float, ...]:
@@ -125,9 +132,21 @@ class FloorCalibration:
         return len(self.grid) > 1 and self.index in (0, len(self.grid) - 1)
 
     def to_dict(self) -> dict:
+        out = {"grid": list(self.grid), "mean_utility": list(self.mean),
+               "utility": [list(r) for r in self.scores], "chosen": self.chosen,
+               "at_edge": self.at_edge}
+        if self.jobs is not None:
+            out["history_jobs"] = list(self.jobs)
+        return out
+
+    def prior(self) -> dict:
+        """``{"grid", "mean_utility", "history_jobs"}``: the history's mean total utility per
+        floor and its mean job count per instance, ``oasis-adaptive``'s ``prior`` (needs
+        ``jobs``; ``estimate_pricing`` and ``experiments.calibration`` record it)."""
+        if self.jobs is None:
+            raise ValueError("prior: this calibration has no history job counts (jobs=None)")
         return {"grid": list(self.grid), "mean_utility": list(self.mean),
-                "utility": [list(r) for r in self.scores], "chosen": self.chosen,
-                "at_edge": self.at_edge}
+                "history_jobs": float(np.mean(self.jobs))}
 
 
 class EstimatedPricing(dict):
@@ -215,5 +234,6 @@ def estimate_pricing(history: Sequence[Any], grid: Sequence[float] = DEFAULT_FLO
         for j, document in enumerate(documents):
             for inst in history:
                 record(j, inst, OasisPolicy(backend=backend, pricing=document).solve(inst))
-    calibration = FloorCalibration(grid, tuple(tuple(row) for row in scores))
+    calibration = FloorCalibration(grid, tuple(tuple(row) for row in scores),
+                                   tuple(inst.I for inst in history))
     return EstimatedPricing(pricing_document(u, calibration.chosen), calibration)
