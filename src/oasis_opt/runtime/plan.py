@@ -213,9 +213,11 @@ def slot_units(instance, job: int, rows, t: int) -> float:
         from ..model.registry import PLACEMENT_PROGRESS, resolve
 
         return float(resolve(PLACEMENT_PROGRESS)(instance, job, list(rows), t))
-    from ..sim.core import chunk_time_progress
-
-    return chunk_time_progress(instance, job, rows, t)
+    workers = [(server, count) for server, role, count in rows if role == WORKER]
+    if not workers:
+        return 0.0
+    servers, counts = (np.array(v, dtype=np.int64) for v in zip(*workers))
+    return float((instance.worker_credit(np.full(len(servers), job), servers) * counts).sum())
 
 
 @dataclass(frozen=True)
