@@ -18,12 +18,12 @@ from oasis_opt.workloads import MODEL_GRADIENT_MB, PRESETS, generate, paper_fig5
 CASES = [("paper-sim", {}), ("paper-sim", {"calibration": "literal", "jobs": 40}),
          ("paper-sim", {"arrivals": "poisson", "gpu_pool": "ps", "servers": 8}),
          ("paper-fig5", {"servers": 12}), ("testbed", {}), ("philly-chains", {"jobs": 30}),
-         ("philly-priority", {"jobs": 30})]
+         ("philly-priority", {"jobs": 30}), ("degrade-real", {})]
 
 
 def test_presets_listed():
     assert set(PRESETS) == {"paper-sim", "paper-fig5", "testbed", "testbed-real", "philly-priority",
-                            "philly-chains"}
+                            "philly-chains", "degrade-real"}
     assert all(isinstance(v, str) and v for v in PRESETS.values())
 
 

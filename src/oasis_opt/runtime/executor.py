@@ -41,6 +41,20 @@ checkpoint (the end of its previous slot) and runs the slot again, up to ``max_r
 job and slot; the report lists every restart. The slot's mini-batches are the same, so the model
 trained is the same as without the failure.
 
+**Preemption.** Progress is counted as the simulator counts it (``plan.SlotProgress``): each
+worker credits its server type's speed (a CPU-mode server its CPU speed), and the schedule's
+preemption events (``stats.preemption``: degrade to CPU, promote, preempt, suspend, resize) go
+through the simulator's ledger. An event of slot t, before the slot's work, rolls the job back
+to the ledger's last checkpoint (the executor keeps the parameters of the end of every slot at
+which the ledger checkpoints), loses the mini-batches trained since, and releases its
+containers (it restarts); the slots after it run only the mini-batches left after the restart.
+The job's slot record then holds ``event`` (the kind), ``lost_minibatches``, ``degraded``
+(whether the job is in CPU mode), ``cpu_workers`` (its workers on CPU-mode servers),
+``gross_units`` and ``credited_units`` (the ledger's); every record holds ``val_loss`` beside
+``val_accuracy`` (a stop's rollback shows in them). So a degraded job trains on its CPU
+servers at the CPU speed of the cost model, and the real progress of every slot is the
+simulated one; ``runtime.replay`` follows the same rollbacks.
+
 **Cost model.** For every (job, slot) the report puts the job's busy time (its first iteration
 submitted to its last one done) beside the chunk-time model's prediction ``iterations x_i S /
 M_i`` (x_i S seconds per M_i-batch chunk: the time per iteration the schedule assumed) and, when
@@ -56,9 +70,10 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from ..model.preemption import cpu_servers
 from ..model.schedule import PS, WORKER, Schedule
-from .plan import (Allocation, JobPlan, container_demand, iteration_sizes, job_plan,
-                   plan_execution, slot_rows)
+from .plan import (Allocation, JobPlan, SlotProgress, container_demand, iteration_sizes,
+                   job_plan, plan_execution, slot_events, slot_rows)
 from .ray_pool import SINGLE_THREAD_ENV, init_ray
 
 SERVER_UNITS = 1000  # units of ``server:<id>`` a local Ray declares; a container holds one
@@ -123,6 +138,8 @@ class _Job:
     state: Any  # checkpoint: optimiser state of the whole vector (numpy leaves)
     done: int = 0  # mini-batches in the checkpoint
     worker_slots: int = 0  # cumulative planned worker-slots
+    target: int = 0  # mini-batches after the slot being run (plan.SlotProgress)
+    saved: tuple | None = None  # (flat, state, done) of the last checkpoint a stop keeps
     alloc: Allocation | None = None
     workers: list = field(default_factory=list)  # (server, actor)
     pss: list = field(default_factory=list)
@@ -187,6 +204,8 @@ class Executor:
         self.catch_up = catch_up
         self._plans = dict(plans or {})
         self._jobs: dict[int, _Job] = {}
+        self._progress = SlotProgress(instance)
+        self._cpu = cpu_servers(instance)
         self._own_pool = pool is None
         self._pool = ContainerPool() if pool is None else pool
         self._ray = None
@@ -337,6 +356,7 @@ class Executor:
             flat = ravel(data.model.init(plan.task["seed"]))[0]
             state = jax.tree.map(np.asarray, data.model.optimizer.init(flat))
             self._jobs[i] = _Job(plan, np.asarray(flat), state)
+            self._jobs[i].saved = (self._jobs[i].flat, state, 0)
         return self._jobs[i]
 
     def extend(self, instance) -> None:
@@ -347,6 +367,7 @@ class Executor:
         if tuple(instance.jobs[:self.instance.I]) != tuple(self.instance.jobs):
             raise ValueError(f"instance: its first {self.instance.I} jobs are not the "
                              "executor's jobs")
+        self._progress.extend(instance)
         self.instance = instance
 
     @property
@@ -366,7 +387,8 @@ class Executor:
         return {"flat": j.flat, "state": j.state, "done": j.done, "worker_slots": j.worker_slots,
                 "slots": list(j.slots), "restarts": list(j.restarts),
                 "completion_slot": j.completion_slot, "completion_s": j.completion_s,
-                "val_accuracy": j.val_accuracy, "val_loss": j.val_loss}
+                "val_accuracy": j.val_accuracy, "val_loss": j.val_loss,
+                "units": self._progress.units(job)}
 
     def restore(self, job: int, snapshot: Mapping[str, Any]) -> None:
         """Take job ``job`` up where ``snapshot`` (``Executor.snapshot``) left it."""
@@ -375,15 +397,22 @@ class Executor:
         self._jobs[job] = _Job(plan, **{k: snapshot[k] for k in (
             "flat", "state", "done", "worker_slots", "slots", "restarts", "completion_slot",
             "completion_s", "val_accuracy", "val_loss")})
+        self._jobs[job].saved = (snapshot["flat"], snapshot["state"], snapshot["done"])
+        # a snapshot written before ``units``: worker-slots at the job's speed (no events then)
+        self._progress.set_units(job, snapshot.get("units", snapshot["worker_slots"] * plan.unit))
 
     def final_params(self, job: int) -> np.ndarray:
         """The flat parameters of job ``job``'s last checkpoint."""
         return self._jobs[job].flat
 
     # ---- one slot --------------------------------------------------------------------------
-    def run_slot(self, t: int, rows) -> dict:
+    def run_slot(self, t: int, rows, events=()) -> dict:
         """Run slot ``t`` with allocations ``rows`` = ``[(job, server, role, count)]``; returns
-        the slot's record (and appends it to ``self.slots``). Slots must increase."""
+        the slot's record (and appends it to ``self.slots``). Slots must increase.
+
+        ``events``: ``[(job, kind)]``, the schedule's preemption events of slot ``t``
+        (``model.preemption``; ``plan.slot_events``), applied before the slot's work: the job
+        goes back to its last checkpoint (module docstring, **Preemption**)."""
         if t <= self._last_slot:
             raise ValueError(f"t: slots run in increasing order (slot {self._last_slot} ran)")
         if self._ray is None:
@@ -406,22 +435,33 @@ class Executor:
         for j, job in self._jobs.items():  # paused jobs give their containers back
             if j not in allocs and job.alloc is not None:
                 self._release(job)
+        stopped = {int(j): (kind, self._stop(t, int(j), kind)) for j, kind in events}
         jobs = {j: self._job(j) for j in allocs}
         records = {}
+        checkpointed = set()
         for j, alloc in allocs.items():
             job = jobs[j]
             if job.completion_slot is not None:
                 raise ExecutionError(f"slot {t}: allocation for job {job.plan.id!r}, which "
                                      f"completed in slot {job.completion_slot}")
             job.worker_slots += alloc.workers
-            target = job.plan.planned_minibatches(job.worker_slots)
+            credit = self._progress.credit(job.plan, alloc.rows, t)
+            job.target = credit.target
+            if credit.checkpointed:
+                checkpointed.add(j)
+            kind, lost = stopped.get(j, (None, 0))
             # workers, ps, servers, iterations, real_minibatches: filled from what ran
             records[j] = {"slot": t, "workers": 0, "ps": 0, "servers": [], "assigned": 0,
                           "planned_worker_slots": alloc.workers,
-                          "planned_minibatches": target - job.done,
-                          "planned_iterations": len(iteration_sizes(target - job.done,
+                          "planned_minibatches": job.target - job.done,
+                          "planned_iterations": len(iteration_sizes(job.target - job.done,
                                                                     alloc.workers)),
-                          "restart_s": 0.0, "restarts": 0}
+                          "restart_s": 0.0, "restarts": 0,
+                          "event": kind, "lost_minibatches": lost,
+                          "degraded": bool(self._progress.ledger.degraded[j]),
+                          "cpu_workers": sum(c for s, r, c in alloc.rows
+                                             if r == WORKER and self._cpu[s]),
+                          "gross_units": credit.gross, "credited_units": credit.credited}
         pending = dict(allocs)
         attempt = 0
         while pending:
@@ -439,7 +479,9 @@ class Executor:
         work_end = time.perf_counter()
         for j, rec in records.items():
             job = jobs[j]
-            rec["val_accuracy"] = job.val_accuracy
+            rec["val_accuracy"], rec["val_loss"] = job.val_accuracy, job.val_loss
+            if j in checkpointed:  # the ledger's checkpoint: what the next stop keeps
+                job.saved = (job.flat, job.state, job.done)
             job.slots.append(rec)
         _sleep_until(self._origin + t * self.slot_seconds)
         end = time.perf_counter()
@@ -496,10 +538,10 @@ class Executor:
         for j, (job, alloc) in pending.items():
             if j in failed:
                 continue
-            target = job.plan.planned_minibatches(job.worker_slots)
             bounds = _bounds(job.flat.size, alloc.ps)
             shard_refs = [ray.put(job.flat[lo:hi]) for lo, hi in zip(bounds[:-1], bounds[1:])]
-            runs[j] = _Run(job, iteration_sizes(target - job.done, alloc.workers), shard_refs)
+            runs[j] = _Run(job, iteration_sizes(job.target - job.done, alloc.workers),
+                           shard_refs)
         failed.update(self._iterate(t, runs))
         for j, run in runs.items():
             if j not in failed:
@@ -523,6 +565,25 @@ class Executor:
             self._checkpoint(t, runs[j], ray.get(gather[j]))
             records[j]["checkpoint_s"] = seconds
         return failed
+
+    def _stop(self, t: int, j: int, kind: str) -> int:
+        """A preemption event of job ``j`` at the start of slot ``t``: the ledger records it, the
+        job goes back to its last checkpoint (its containers released: it restarts); returns
+        the mini-batches lost. ``ExecutionError`` on an impossible event."""
+        job = self._job(j)
+        try:
+            keep = self._progress.stop(job.plan, t, kind)
+        except ValueError as err:
+            raise ExecutionError(f"slot {t}: event {kind!r} of job {job.plan.id!r}: "
+                                 f"{err}") from None
+        flat, state, done = job.saved
+        if keep != done:  # the ledger and the executor's checkpoints disagree: a bug
+            raise ExecutionError(f"slot {t}: job {job.plan.id!r} goes back to {keep} "
+                                 f"mini-batches, its last checkpoint holds {done}")
+        lost = job.done - done
+        job.flat, job.state, job.done = flat, state, done
+        self._release(job)
+        return lost
 
     def _checkpoint(self, t: int, run: _Run, parts) -> None:
         import jax
@@ -651,13 +712,14 @@ def execute(instance, schedule: Schedule, *, slot_seconds: float, address: str |
     """
     plans = plan_execution(instance, schedule)
     rows = slot_rows(schedule)
+    events = slot_events(schedule, instance)
     ps = schedule.allocations.ps_per_job_slot(instance.I, instance.horizon)
     ps_counts = {j: sorted(set(ps[j][ps[j] > 0].tolist())) for j in plans}
     with Executor(instance, slot_seconds=slot_seconds, address=address, plans=plans,
                   on_iteration=on_iteration, on_slot=on_slot,
                   max_restarts=max_restarts, pool=pool, on_phase=on_phase) as ex:
         ex.warm(container_demand(schedule, len(instance.servers)), ps_counts)
-        last = max(rows) if rows else 0
+        last = max([*rows, *events]) if rows or events else 0
         for t in range(1, last + 1):
-            ex.run_slot(t, rows.get(t, []))
+            ex.run_slot(t, rows.get(t, []), events.get(t, ()))
         return ex.report(schedule)

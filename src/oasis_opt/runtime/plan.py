@@ -25,6 +25,21 @@ go to consecutive chunks, so the k <= N_i workers of an iteration train k differ
 ``perm[m b:(m+1) b]`` of the permutation ``default_rng([seed, e, c]).permutation(len(chunk))``.
 The whole training run is thus a function of the schedule's worker counts and the task's seeds,
 whatever the placement, the PS count, the timing or a restart.
+
+**Server types and preemption** (``SlotProgress``). With accelerator types a slot's progress is
+counted as the simulator counts it: each worker credits its server type's speed s_ig in work
+units (u_i per worker-slot; a CPU-mode server its CPU speed), and the job's W_i = ceil(E_i N_i
+x_i u_i) units cover its E_i N_i M_i mini-batches, M_i / (x_i u_i) per unit. A schedule's
+preemption events (``model.preemption``: degrade, promote, preempt, ...) go through the
+simulator's own ledger: a stop at the start of slot t rolls the job back to its last checkpoint
+(the end of every c_i-th slot with workers since its last (re)start), losing the mini-batches
+trained since, and the slots after it are credited only the part after the restart. So after
+each slot the job has exactly
+
+    B_i = min(E_i N_i M_i, floor(P_i M_i / (x_i u_i)))   (E_i N_i M_i once P_i >= W_i)
+
+mini-batches, P_i the ledger's credited units net of lost work: the simulated progress. Without
+types and events P_i is the cumulative worker-slots, the formula above.
 """
 from __future__ import annotations
 
@@ -60,6 +75,7 @@ class JobPlan:
     work: int  # ceil(E_i N_i x_i) worker-slots
     total_minibatches: int  # E_i N_i M_i
     train_size: int
+    unit: int = 1  # u_i, work units per worker-slot (the job's V100-equivalent speed)
 
     @property
     def minibatches_per_worker_slot(self) -> float:
@@ -71,6 +87,13 @@ class JobPlan:
             return self.total_minibatches
         return min(self.total_minibatches,
                    int(math.floor(worker_slots * self.minibatches / self.chunk_time + CHUNK_EPS)))
+
+    def minibatches_after(self, units: float) -> int:
+        """B_i after ``units`` credited work units, net of lost work (module docstring)."""
+        if units >= self.work:
+            return self.total_minibatches
+        return min(self.total_minibatches, max(0, int(math.floor(
+            units * self.minibatches / (self.chunk_time * self.unit) + CHUNK_EPS))))
 
     def spec(self, ps: int) -> dict:
         """What a container needs to act for this job with ``ps`` PSs (plain data, picklable)."""
@@ -150,7 +173,7 @@ def job_plan(instance, i: int) -> JobPlan:
                                f"{name!r} hold fewer than one mini-batch of {batch}")
     spec = {"name": name, "config": config, "seed": seed, "data_seed": data_seed}
     return JobPlan(i, job.id, spec, job.chunks, minibatches, batch, job.chunk_time, job.work,
-                   job.epochs * job.chunks * minibatches, size)
+                   job.epochs * job.chunks * minibatches, size, job.unit)
 
 
 @dataclass(frozen=True)
@@ -180,6 +203,87 @@ class Allocation:
     def servers(self, role: int) -> list[int]:
         """One server index per container of ``role``, in server order."""
         return [s for s, r, c in self.rows if r == role for _ in range(c)]
+
+
+def slot_units(instance, job: int, rows, t: int) -> float:
+    """Gross work units of job ``job``'s ``rows`` ``[(server, role, count)]`` in slot ``t``, as
+    the simulator credits them (server types' speeds; placement-aware progress when
+    ``instance.progress == "placement"``)."""
+    if instance.progress == "placement":
+        from ..model.registry import PLACEMENT_PROGRESS, resolve
+
+        return float(resolve(PLACEMENT_PROGRESS)(instance, job, list(rows), t))
+    workers = [(server, count) for server, role, count in rows if role == WORKER]
+    if not workers:
+        return 0.0
+    servers, counts = (np.array(v, dtype=np.int64) for v in zip(*workers))
+    return float((instance.worker_credit(np.full(len(servers), job), servers) * counts).sum())
+
+
+@dataclass(frozen=True)
+class SlotCredit:
+    """What one slot with workers gives a job: ``gross`` units, the ``credited`` ones (less
+    during a restart), the mini-batch ``target`` after the slot and whether the job
+    ``checkpointed`` at its end (the state to roll back to at the next stop)."""
+
+    gross: float
+    credited: float
+    target: int
+    checkpointed: bool
+
+
+class SlotProgress:
+    """The jobs' mini-batch targets under the simulator's preemption ledger (module docstring):
+    ``stop`` at a slot's start returns the mini-batches kept (the last checkpoint's), ``credit``
+    a slot's rows returns its ``SlotCredit``. The executor and the replay share it."""
+
+    def __init__(self, instance):
+        from ..model.preemption import PreemptionLedger
+
+        self.ledger = PreemptionLedger(instance, whole_units=instance.progress != "placement")
+        self.instance = instance
+
+    def extend(self, instance) -> None:
+        """Take the jobs appended to the instance (``PreemptionLedger.extend``)."""
+        self.ledger.extend(instance)
+        self.instance = instance
+
+    def units(self, job: int) -> float:
+        """Credited units of ``job`` net of lost work."""
+        return float(self.ledger.progress[job])
+
+    def set_units(self, job: int, units: float) -> None:
+        """Start ``job`` at ``units`` credited units, all saved (a restored snapshot)."""
+        self.ledger.progress[job] = units
+
+    def stop(self, plan: JobPlan, t: int, kind: str) -> int:
+        """Record a ``kind`` event of the job at the start of slot ``t``; the mini-batches of
+        the checkpoint it goes back to. ValueError on an impossible event."""
+        self.ledger.stop(plan.index, t, kind)
+        return plan.minibatches_after(self.units(plan.index))
+
+    def credit(self, plan: JobPlan, rows, t: int) -> SlotCredit:
+        """Credit the job's ``rows`` ``[(server, role, count)]`` of slot ``t``."""
+        gross = slot_units(self.instance, plan.index, rows, t)
+        got = self.ledger.credit(plan.index, gross)
+        return SlotCredit(gross, float(got), plan.minibatches_after(self.units(plan.index)),
+                          bool(self.ledger.since_checkpoint[plan.index] == 0))
+
+
+def slot_events(schedule: Schedule, instance) -> dict[int, list[tuple[int, str]]]:
+    """``{slot: [(job, kind)]}`` of the schedule's preemption events (none without a record)."""
+    from ..model.preemption import parse_events, record_of
+
+    record = record_of(schedule.stats)
+    if record is None:
+        return {}
+    events, problems = parse_events(instance, record)
+    if problems:
+        raise ExecutionRefused("schedule.stats.preemption", problems[0])
+    out: dict[int, list[tuple[int, str]]] = {}
+    for e in events:
+        out.setdefault(e.slot, []).append((e.job, e.kind))
+    return out
 
 
 def slot_rows(schedule: Schedule) -> dict[int, list[tuple[int, int, int, int]]]:

@@ -4,14 +4,17 @@
 groups them (``plan``: per slot, synchronous iterations of the slot's workers), but averages the
 whole gradients and steps the whole parameter vector at once. Sharding the vector over PSs
 changes nothing (element-wise optimisers), so the executor's final parameters must equal these;
-the tests hold the two against each other, with and without a killed container.
+the tests hold the two against each other, with and without a killed container. Server types and
+preemption events count as in the executor (``plan.SlotProgress``): each slot its events (a stop
+rolls the job back to its last checkpoint), then its progress at its servers' speeds.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..model.schedule import Schedule
-from .plan import iteration_sizes, job_plan
+from ..model.schedule import WORKER
+from .plan import SlotProgress, iteration_sizes, job_plan, slot_events
 
 
 def replay_training(instance, schedule: Schedule, job: int) -> np.ndarray:
@@ -24,12 +27,24 @@ def replay_training(instance, schedule: Schedule, job: int) -> np.ndarray:
     model = data.model
     flat = ravel(model.init(plan.task["seed"]))[0]
     state = model.optimizer.init(flat)
-    workers = schedule.allocations.workers_per_job_slot(instance.I, instance.horizon)[job]
-    done, cumulative = 0, 0
-    for t in np.flatnonzero(workers).tolist():
-        cumulative += int(workers[t])
-        target = plan.planned_minibatches(cumulative)
-        for size in iteration_sizes(target - done, int(workers[t])):
+    rows: dict[int, list] = {}
+    for j, t, server, role, count in schedule.allocations.rows():
+        if j == job:
+            rows.setdefault(t, []).append((server, role, count))
+    events = {t: [kind for j, kind in ev if j == job]
+              for t, ev in slot_events(schedule, instance).items()}
+    progress = SlotProgress(instance)
+    done = 0
+    saved = (flat, state, done)  # the last checkpoint: where a stop rolls back to
+    for t in sorted(set(rows) | {t for t, kinds in events.items() if kinds}):
+        for kind in events.get(t, ()):
+            progress.stop(plan, t, kind)
+            flat, state, done = saved
+        workers = sum(c for _, r, c in rows.get(t, ()) if r == WORKER)
+        if not workers:
+            continue
+        credit = progress.credit(plan, rows[t], t)
+        for size in iteration_sizes(credit.target - done, workers):
             grads = []
             for rank in range(size):
                 x, y = data.batch(done + rank)
@@ -37,4 +52,6 @@ def replay_training(instance, schedule: Schedule, job: int) -> np.ndarray:
             g = mean_gradients(grads, [plan.batch_size] * size)  # numpy, as a PS averages
             flat, state = model.optimizer.step(g, state, flat)
             done += size
+        if credit.checkpointed:
+            saved = (flat, state, done)
     return np.asarray(flat)

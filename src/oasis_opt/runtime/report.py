@@ -44,7 +44,12 @@ C = ``meta.cores``; null without one, absent from reports written before it),
 what it predicted before the slot ran, refitted on its θ at the profiling points and the
 job-slots of earlier slots of the jobs planned with the same model; null and absent likewise),
 ``restart_s``, ``checkpoint_s``, ``restarts`` (failed attempts in this slot), ``val_accuracy``
-after the slot.
+after the slot; and (absent from reports written before them) the preemption fields
+(``runtime.executor``, **Preemption**): ``event`` (the kind of the schedule's preemption event of
+the job at the slot's start, or null), ``lost_minibatches`` (rolled back to the last checkpoint
+by it), ``degraded`` (the job runs in CPU mode), ``cpu_workers`` (its workers on CPU-mode
+servers), ``gross_units`` / ``credited_units`` (work units of the slot's workers at their
+servers' speeds, and those credited net of a restart), and ``val_loss`` after the slot.
 
 ``costmodel``: ``{"chunk-time": stats, "profile": stats or null, "profile-shared": stats or
 null, "contention": stats or null, "contention-online": stats or null}`` (the last two absent
@@ -79,7 +84,9 @@ JOB_SLOT_FIELDS = ("slot", "workers", "ps", "servers", "assigned", "planned_work
                    "shared_predicted_s", "restart_s",
                    "checkpoint_s", "restarts", "val_accuracy")
 # written since the field was added; a report written before it is read without it
-JOB_SLOT_OPTIONAL = ("gradients", "contention_predicted_s", "online_predicted_s")
+JOB_SLOT_OPTIONAL = ("gradients", "contention_predicted_s", "online_predicted_s", "event",
+                     "lost_minibatches", "degraded", "cpu_workers", "gross_units",
+                     "credited_units", "val_loss")
 SLOT_FIELDS = ("slot", "start_s", "work_end_s", "end_s", "overrun_s", "jobs", "workers", "ps")
 # cost model -> the job-slot field of its prediction
 COSTMODELS = {"chunk-time": "predicted_s", "profile": "profile_predicted_s",
@@ -285,7 +292,8 @@ class ExecutionReport:
         return dict(sorted(out.items()))
 
     def summary(self) -> str:
-        """A few lines: utilities, overruns, the cost model's error, restarts."""
+        """A few lines: utilities, overruns, the cost model's error, restarts, and per job its
+        preemption events and the slots it ran degraded to CPU mode."""
         d = self.doc
         done = [j for j in self.jobs if j["real"]["completion_slot"] is not None]
         over = [s["overrun_s"] for s in self.slots]
@@ -305,6 +313,13 @@ class ExecutionReport:
             lines.append(f"restarts: {len(restarts)} ("
                          + "; ".join(f"{r['job']} slot {r['slot']}: {r['cause']}"
                                      for r in restarts[:5]) + ")")
+        for j in self.jobs:  # preemption: the events and the slots run in CPU mode
+            events = [f"{r['event']} in slot {r['slot']} (lost {r.get('lost_minibatches', 0)} "
+                      "mini-batches)" for r in j["slots"] if r.get("event")]
+            degraded = [r["slot"] for r in j["slots"] if r.get("degraded")]
+            if events or degraded:
+                lines.append(f"{j['id']}: {'; '.join(events) or 'no events'}; degraded (CPU "
+                             f"mode) in slots {', '.join(map(str, degraded)) or 'none'}")
         return "\n".join(lines)
 
 

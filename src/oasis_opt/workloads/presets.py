@@ -13,6 +13,7 @@ philly-        jobs (default 120)     by the jobs          8-GPU servers per rac
 priority                                                   racks)
 philly-chains  jobs (default 200)     by the jobs          8-GPU servers per rack (default 2; 2
                                                            racks)
+degrade-real   fixed (2)              fixed (14)           fixed (1 "GPU" + 1 CPU + 1 PS)
 =============  =====================  ===================  ==========================================
 
 Any further keyword is passed to the generator (e.g. ``calibration="literal"``); unknown ones
@@ -25,7 +26,7 @@ from typing import Any, Callable
 
 from ..model import Instance
 from .paper import paper_fig5, paper_sim
-from .priority import chain_instance, philly_priority
+from .priority import chain_instance, degrade_real, philly_priority
 from .testbed import testbed
 from .testbed_real import testbed_real
 
@@ -43,6 +44,9 @@ PRESETS: dict[str, str] = {
                        "preemption; load= divides arrivals)",
     "philly-chains": "the preemption study's chain workload: those Philly jobs near GPU "
                      "saturation (saturation= 1.5), low/mid/high classes arriving in waves",
+    "degrade-real": "a real degradation run: a low-priority job degraded from the one 4-GPU "
+                    "server to the CPU server when a high-priority job arrives, promoted back "
+                    "when it completes (2 jobs, digits-mlp tasks; priority-degrade with cap=1)",
 }
 
 # preset -> (generator, {size argument: the generator's parameter names it sets})
@@ -56,6 +60,7 @@ _SIZE_ARGS: dict[str, tuple[Callable[..., Instance], dict[str, tuple[str, ...]]]
     "philly-priority": (philly_priority, {"jobs": ("max_jobs",),
                                           "servers": ("servers_per_rack",)}),
     "philly-chains": (chain_instance, {"jobs": ("max_jobs",), "servers": ("servers_per_rack",)}),
+    "degrade-real": (degrade_real, {}),
 }
 
 

@@ -171,3 +171,63 @@ def philly_priority(seed: int = 0, *, load: float = 1.0, max_jobs: int = 120,
     preset of ``workloads.generate``."""
     return priority_instance(load, seed, max_jobs=max_jobs, slot_s=slot_s, racks=racks,
                              servers_per_rack=servers_per_rack, cpu_per_rack=cpu_per_rack)
+
+
+# ---- degrade-real: the smallest instance on which priority-degrade degrades and promotes -------
+DEGRADE_REAL_TASK = {"name": "digits-mlp", "config": {
+    "learning_rate": 0.01, "weight_decay": 1e-4, "width": 16, "depth": 1, "batch_size": 128,
+    "optimizer": "adam"}}
+DEGRADE_REAL_COSTS = {"checkpoint_slots": 3, "restart_slots": 1.0}
+DEGRADE_REAL_FAMILY = "lm"  # CPU mode 10x slower than a V100 (costmodel.accelerators)
+
+
+def degrade_real(seed: int = 0) -> Instance:
+    """The ``degrade-real`` preset: degradation to CPU and promotion back, small enough to run
+    for real (``oasis-opt execute``, slots of a fraction of a second).
+
+    **Cluster**: one "GPU" server ``gpu0`` (accelerator ``v100``, 4 GPUs), one CPU-mode server
+    ``cpu0`` (accelerator ``cpu``) and one PS server ``ps0``. On a machine without GPUs the
+    "GPU" server is a logical server of the testbed: the executor runs every container on the
+    CPU, and the server types only set the speeds the schedule credits.
+
+    **Jobs** (``digits-mlp``, one chunk of 8 mini-batches of 128 examples, x = 0.8; with the
+    ``lm`` family's speeds, V100 10 and CPU 1 work units per worker-slot, u = 10, one work unit
+    is one mini-batch): ``low`` (low user class, ``automl``, arrives in slot 1, 6 epochs: W = 48
+    units) and ``high`` (high class, ``prod-train``, arrives in slot 5, 2 epochs: W = 16). Both
+    take one worker of all 4 GPUs (16 vCPUs in CPU mode) and one PS. **Costs**
+    (``meta.preemption``): a checkpoint every 3 slots with workers since the last (re)start, a
+    restart of one whole slot (the first slot with workers after a stop is credited nothing).
+
+    Under ``priority-degrade`` with ``cap=1`` (the default cap, 25 % of the 4 GPUs, cannot free
+    a 4-GPU worker): ``low`` trains on the GPU server in slots 1-4 (40 units; the checkpoint at
+    the end of slot 3 holds 30); ``high`` arrives in slot 5 and degrades ``low`` to the CPU
+    server, which loses the 10 unsaved units; slot 5 is its restart (0 units), slot 6 gives 1
+    unit at the CPU speed (31); ``high`` trains in slots 5-6 and completes, so ``low`` is
+    promoted in slot 7, losing that unit (11 lost in all); slot 7 is its restart on the GPU
+    server, slots 8 and 9 give 10 and the last 8: completion 9. ``seed`` sets the tasks' seeds
+    only.
+    """
+    from ..model import Job, Utility
+
+    seed = check_seed(seed)
+    unit, speeds = integer_speeds({"v100": 1.0,
+                                   "cpu": relative_speed(DEGRADE_REAL_FAMILY, "cpu", "v100")})
+    gpu = {"gpu": 4.0, "cpu": 16.0, "mem": 64.0, "storage": 100.0, "bw": 40.0}
+    worker = {"gpu": 4.0, "cpu": 2.0, "mem": 4.0, "storage": 1.0, "bw": 5.0}
+    ps = {"cpu": 1.0, "mem": 1.0, "storage": 1.0, "bw": 5.0}
+    types = {"v100": JobType(speeds["v100"]),
+             "cpu": JobType(speeds["cpu"], cpu_mode_worker(worker))}
+    jobs = tuple(
+        Job(jid, arrival, epochs, 1, 0.8, dict(worker), dict(ps), Utility.sigmoid(10.0, 0.5, 8.0),
+            None, {"user_class": user, "job_type": kind, "model": DEGRADE_REAL_FAMILY},
+            unit=unit, types=dict(types),
+            task={**DEGRADE_REAL_TASK, "seed": seed + n, "data_seed": 0})
+        for n, (jid, arrival, epochs, user, kind) in enumerate(
+            (("low", 1, 6, "low", "automl"), ("high", 5, 2, "high", "prod-train"))))
+    workers = (Server("gpu0", gpu, rack="r0", accelerator="v100"),
+               Server("cpu0", dict(CPU_SERVER), rack="r0", accelerator="cpu"))
+    pss = (Server("ps0", {"gpu": 0.0, "cpu": 16.0, "mem": 64.0, "storage": 100.0,
+                          "bw": 100.0}, rack="r0"),)
+    return Instance(14, ("gpu", "cpu", "mem", "storage", "bw"), workers, pss, jobs,
+                    meta={"generator": "degrade-real", "seed": seed,
+                          "preemption": dict(DEGRADE_REAL_COSTS)})
