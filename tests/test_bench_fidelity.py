@@ -27,14 +27,19 @@ def test_jct_error_counts_from_the_start_of_the_arrival_slot():
         {"id": "b", "real": {"completion_s": None, "wall_slot": None}}]})
     rows = bench.job_rows(inst, planned, report, 2.0)
     assert rows[0]["sim_s"] == 8.0 and rows[0]["jct_error"] == pytest.approx(0.25)
+    # in slots: JCT 3 slots planned (2..4), 4 real (2..5) -> +33 %
+    assert rows[0]["jct_slot_error"] == pytest.approx(1 / 3)
     assert rows[1]["jct_error"] is None and rows[1]["sim_s"] == 6.0
 
 
 def row(load, mode, policy, ratio, err):
+    """A run whose jobs' slot JCT errors have median ``err`` (the seconds error is 9, never
+    checked)."""
     return {"load_kind": load, "mode": mode, "policy": policy, "utility_ratio": ratio,
-            "median_abs_jct_error": err, "jobs_sim_done": 3, "jobs_real_done": 3,
+            "median_abs_jct_error": 9.0, "jobs_sim_done": 3, "jobs_real_done": 3,
             "overruns": 0, "slots": 8, "replans": 0 if mode == "closed" else None,
-            "load": {"min": 9.0, "median": 10.0, "max": 11.0}, "jobs": []}
+            "load": {"min": 9.0, "median": 10.0, "max": 11.0},
+            "jobs": [{"jct_slot_error": e} for e in (-err, err, 2 * err)]}
 
 
 def test_targets_are_checked_on_the_measured_rows():
@@ -46,11 +51,11 @@ def test_targets_are_checked_on_the_measured_rows():
             row("busy", "closed", "drf", 0.91, 0.14), row("busy", "open", "drf", 0.2, 0.9)]
     text = bench.summarise(rows, 1, bench.FULL, 2)
     assert "- ✅ quiet, closed loop, drf: real / sim utility 0.96" in text
-    assert "- ✅ quiet, closed loop, drf: median |JCT error| 8.0 %" in text
+    assert "- ✅ quiet, closed loop, drf: median |JCT error| in slots 8.0 %" in text
     assert "- ❌ quiet, closed loop, fifo: real / sim utility 0.94" in text
-    assert "- ❌ quiet, closed loop, fifo: median |JCT error| 11.0 %" in text
+    assert "- ❌ quiet, closed loop, fifo: median |JCT error| in slots 11.0 %" in text
     assert "- ❌ quiet, open loop, drf: real / sim utility 0.50" in text
     assert "- ✅ busy, closed loop, drf: real / sim utility 0.91" in text
-    assert "- ✅ busy, closed loop, drf: median |JCT error| 14.0 %" in text
+    assert "- ✅ busy, closed loop, drf: median |JCT error| in slots 14.0 %" in text
     assert "- busy, open loop, drf: real / sim utility 0.20" in text  # shown, not checked
     assert "load 9.0-11.0" in text
