@@ -254,6 +254,25 @@ def figure(rows: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
+def fill_slot_errors(doc: dict, profile: Path) -> None:
+    """Add ``jct_slot_error`` to the jobs of rows stored without it (the instance regenerated
+    from the stored profile, which fixes every arrival)."""
+    from oasis_opt.costmodel.profile import load_profile
+    from oasis_opt.workloads.testbed_real import testbed_real
+
+    if all("jct_slot_error" in j for r in doc["rows"] for j in r["jobs"]):
+        return
+    s = doc["settings"]
+    inst = testbed_real(s["seed"], profiles=[load_profile(profile)], jobs=s["jobs"],
+                        horizon=s["horizon"], slot_s=s["slot_s"])
+    for r in doc["rows"]:
+        for j, job in enumerate(r["jobs"]):
+            a = int(inst.arrival[j])
+            job["jct_slot_error"] = (None if job["sim_slot"] is None or job["real_slot"] is None
+                                     else (job["real_slot"] - a + 1) / (job["sim_slot"] - a + 1)
+                                     - 1)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="2 jobs, 4 slots of 1 s, one load")
@@ -266,6 +285,7 @@ def main(argv=None) -> int:
     if args.from_json is not None:
         doc = json.loads(args.from_json.read_text())
         args.out.mkdir(parents=True, exist_ok=True)
+        fill_slot_errors(doc, args.from_json.parent / "fidelity-profile.json")
         (args.out / "fidelity.md").write_text(summarise(doc["rows"], doc["reps"],
                                                         doc["settings"], doc.get("cores", 2)))
         figure(doc["rows"], args.out / "fidelity.png")
