@@ -32,8 +32,9 @@ def pytest_addoption(parser):
 # schedules sees node ids only, so the Ray files are named here, and the collection (which sees
 # the marks) refuses a Ray-marked test outside them.
 RAY_UNIT = "ray"
-RAY_FILES = ("test_case_study.py", "test_experiments_runner.py", "test_runtime_executor.py",
-             "test_runtime_degrade.py", "test_service_ray.py", "test_service_ray_kill.py")
+RAY_FILES = ("test_case_study.py", "test_closed_loop.py", "test_experiments_runner.py",
+             "test_runtime_executor.py", "test_runtime_degrade.py", "test_service_ray.py",
+             "test_service_ray_kill.py")
 # files whose tests each run on their own (a README block in a fresh directory): only their
 # Ray-marked tests join the Ray unit (``separable_ray_tests``)
 SEPARABLE = ("test_readme.py",)

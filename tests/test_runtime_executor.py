@@ -100,7 +100,7 @@ def cli_run(ray_local, tmp_path_factory):
     save_instance(inst, d / "inst.json")
     save_result(inst, sched, d / "sched.json")
     code = main(["execute", str(d / "inst.json"), str(d / "sched.json"), "--slot-s", "1",
-                 "--progress", "--out", str(d / "report.json")])
+                 "--open-loop", "--progress", "--out", str(d / "report.json")])
     assert code == 0
     return inst, sched, load_report(d / "report.json")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from .args import (PROGRESS, TASK, adder, arg, json_object, non_negative_int,
                    positive_int, positive_int_list, positive_seconds)
@@ -18,6 +19,11 @@ add_execute = adder(
         help="wall-clock seconds per slot"),
     arg("--address", metavar="ADDR", help="join this running Ray cluster (its nodes "
         "provide the resources server:<id>; default: a local Ray)"),
+    arg("--open-loop", action="store_true",
+        help="run the result's schedule as it is, every planned mini-batch however late "
+             "(default: the closed loop re-runs the result's online policy slot by slot on the "
+             "measured progress and re-plans jobs that fall behind, "
+             "oasis_opt.runtime.closed_loop)"),
     PROGRESS,
     arg("--out", required=True, metavar="REPORT",
         help="execution report JSON to write (oasis-opt/execution@1)"))
@@ -43,7 +49,7 @@ add_profile = adder(
 
 def execute(args: argparse.Namespace) -> int:
     from ..runtime.executor import STARTUP_PHASES, ExecutionError, execute
-    from ..runtime.plan import ExecutionRefused
+    from ..runtime.plan import ExecutionRefused, plan_execution
     from ..runtime.report import save_report
 
     inst = load_instance(args.instance)
@@ -70,10 +76,22 @@ def execute(args: argparse.Namespace) -> int:
     if progress:
         print(f"{PROG}: starting Ray, creating the containers, compiling the tasks ...",
               file=sys.stderr, flush=True)
+    policy = None
     try:
-        report = execute(inst, sched, slot_seconds=args.slot_s, address=args.address,
-                         on_slot=on_slot if progress else None,
-                         on_phase=on_phase if progress else None)
+        if not args.open_loop:  # what ``execute`` refuses first, then the policy's checks
+            plan_execution(inst, sched)
+            policy = closed_loop_policy(inst, sched, args.result)
+        if policy is None:
+            report = execute(inst, sched, slot_seconds=args.slot_s, address=args.address,
+                             on_slot=on_slot if progress else None,
+                             on_phase=on_phase if progress else None)
+        else:
+            from ..runtime.closed_loop import run_closed_loop
+
+            report = run_closed_loop(inst, policy, slot_seconds=args.slot_s,
+                                     address=args.address,
+                                     on_slot=on_slot if progress else None,
+                                     on_phase=on_phase if progress else None).report
     except ExecutionRefused as e:
         raise (CliError(args.result, e.message) if e.field == "schedule"
                else located(e, args.instance)) from None
@@ -84,8 +102,44 @@ def execute(args: argparse.Namespace) -> int:
             bar.close()
     write(args.out, save_report, report)
     print(report.summary())
+    if policy is not None:
+        loop = report.doc["meta"]["closed_loop"]
+        print(f"closed loop: {len(loop['behind'])} job-slots fell behind, "
+              f"{len(loop['replans'])} re-plans")
     print(f"-> {args.out}")
     return EXIT_OK
+
+
+def closed_loop_policy(inst: Any, sched: Any, where: str) -> Any:
+    """The online policy that made ``sched``, rebuilt by its name with default options, for the
+    closed loop; ``CliError`` (pointing to ``--open-loop``) unless it is an online policy whose
+    simulation gives exactly ``sched``'s allocations (a result made with other options or by
+    hand cannot be re-run)."""
+    import copy
+
+    import numpy as np
+
+    from ..model.policy import OnlinePolicy
+    from ..policies import OptionError, build
+    from ..sim.core import simulate
+
+    hint = "; run it as it is with --open-loop"
+    try:
+        policy, _ = build(sched.policy, {})
+    except OptionError:
+        raise CliError(where, f"policy {sched.policy!r} is not one the closed loop can re-run "
+                       f"(an online policy by name){hint}") from None
+    if not isinstance(policy, OnlinePolicy):
+        raise CliError(where, f"policy {sched.policy!r} is offline: the closed loop re-runs an "
+                       f"online policy slot by slot{hint}")
+    again = simulate(inst, copy.deepcopy(policy)).allocations
+    mine = sched.allocations
+    if any(not np.array_equal(a, b) for a, b in (
+            (again.job, mine.job), (again.slot, mine.slot), (again.server, mine.server),
+            (again.role, mine.role), (again.count, mine.count))):
+        raise CliError(where, f"policy {sched.policy!r} with its default options does not give "
+                       f"this schedule (made with other options?){hint}")
+    return policy
 
 
 def profile(args: argparse.Namespace) -> int:

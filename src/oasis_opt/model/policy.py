@@ -60,6 +60,14 @@ class OnlinePolicy:
         containers from slot t). A policy that reserved capacity ahead releases the job's
         reservation of slots t.. here; the default reserves nothing, so does nothing."""
 
+    def replan(self, job: int, t: int, remaining: float, state: Any) -> dict | None:
+        """``job`` fell behind: after slot ``t`` it still has ``remaining`` work units to do
+        (measured, ``state.remaining[job]``), more than its plan expected. A policy that fixed a
+        plan ahead (OASiS) re-plans the remaining work over slots t+1.. here and returns what it
+        did (a dict, ``OasisPolicy.replan``); the default returns None: a policy that decides
+        slot by slot re-decides from ``state.remaining`` at its next ``allocate`` anyway."""
+        return None
+
     def extend(self, instance: Any, state: Any) -> bool:
         """Jobs were appended to the instance mid-run (the scheduling service accepts jobs
         while it runs): ``instance`` is the same cluster with the old jobs first, unchanged, and

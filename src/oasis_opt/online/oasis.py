@@ -315,6 +315,45 @@ class OasisPolicy(OnlinePolicy):
             if ix is not None:
                 ix.changed(slot, server)
 
+    # ---- a closed loop (``runtime.closed_loop``): a job fell behind its plan ------------------
+    def replan(self, job: int, t: int, remaining: float, state: Any) -> dict | None:
+        """Re-plan the ``remaining`` work units of admitted ``job`` after slot ``t``: its plan
+        of slots t+1.. is released (``on_cancel``) and the remaining work is re-priced at the
+        current prices, as a job arriving in slot t+1 with W = ceil(remaining) and the same
+        utility of the completion slot (the dual subroutine, Alg. 2). The best plan is committed
+        even at a negative payoff (the job was admitted; a re-plan does not reject it); with no
+        feasible plan the job gets nothing more. Returns ``{"job", "slot", "remaining",
+        "completion_before", "completion", "payoff", "rows"}`` (``rows`` the new plan's
+        ``(slot, server, role, count)``)."""
+        from dataclasses import replace
+
+        from .dual import best_schedule_arrays
+        from .dual_inputs import DualJob
+
+        before = self.planned[job]
+        T = self.instance.horizon
+        if self.pricing is not None:
+            self.on_cancel(job, t + 1, state)
+        out: dict[str, Any] = {"job": int(job), "slot": int(t), "remaining": float(remaining),
+                               "completion_before": before, "completion": None,
+                               "payoff": None, "rows": []}
+        work = int(math.ceil(remaining - 1e-9))
+        if t >= T or work <= 0 or self.pricing is None:
+            return out
+        spec = replace(DualJob.from_instance(self.instance, job), arrival=t + 1, work=work)
+        market = Market(self.worker_price, self.ps_price, self.worker_free, self.ps_free)
+        plan = best_schedule_arrays(spec, market, backend=self.backend,
+                                    granularity=self.granularity)
+        if plan.feasible:
+            self._commit(plan)
+            self.planned[job] = plan.completion
+            out.update(completion=plan.completion, payoff=float(plan.payoff),
+                       rows=[(int(s), int(h), int(r), int(c))
+                             for _, s, h, r, c in plan.rows.tolist()])
+        else:
+            self.planned[job] = None
+        return out
+
     def plan(self, job: int) -> list[tuple[int, int, int, int]] | None:
         return [(t, s, role, c) for part in self.parts_by_job.get(job, ())
                 for _, t, s, role, c in part.tolist()]

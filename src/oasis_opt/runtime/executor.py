@@ -182,7 +182,12 @@ class Executor:
     ``catch_up``: whether slots after an overrun are shortened to regain the time grid (module
     docstring, **Time**). ``on_phase(name, seconds)`` is called as each start-up phase ends
     (``STARTUP_PHASES``: Ray started or joined, containers created, tasks compiled in them);
-    ``phases`` holds their seconds (summed over ``warm`` calls).
+    ``phases`` holds their seconds (summed over ``warm`` calls). ``time_box``: no iteration is
+    submitted after the slot's end on the time grid (``t S``), so a slot never overruns by more
+    than its iterations in flight and a job that is slower than planned does fewer mini-batches
+    than planned (its record's ``real_minibatches`` < ``planned_minibatches``); the backlog is
+    carried to the job's next slot (its target is cumulative). What a closed loop runs
+    (``runtime.closed_loop``); default False: every planned mini-batch runs (module docstring).
     """
 
     def __init__(self, instance, *, slot_seconds: float, address: str | None = None,
@@ -190,7 +195,8 @@ class Executor:
                  on_iteration: Callable | None = None, on_slot: Callable | None = None,
                  max_restarts: int = 3, window: int = WINDOW,
                  pool: ContainerPool | None = None, catch_up: bool = True,
-                 on_phase: Callable[[str, float], None] | None = None):
+                 on_phase: Callable[[str, float], None] | None = None,
+                 time_box: bool = False):
         if not (isinstance(slot_seconds, (int, float)) and np.isfinite(slot_seconds)
                 and slot_seconds > 0):
             raise ValueError(f"slot_seconds: expected a number > 0, got {slot_seconds!r}")
@@ -202,6 +208,8 @@ class Executor:
         self.slot_loads: list[float] = []  # 1-minute load average as each slot ended
         self.max_restarts, self.window = max_restarts, window
         self.catch_up = catch_up
+        self.time_box = time_box
+        self._slot_end = float("inf")  # the time-boxed slot's end (perf_counter seconds)
         self._plans = dict(plans or {})
         self._jobs: dict[int, _Job] = {}
         self._progress = SlotProgress(instance)
@@ -427,6 +435,7 @@ class Executor:
             due += late
         _sleep_until(due)
         begin = time.perf_counter()
+        self._slot_end = self._origin + t * self.slot_seconds if self.time_box else float("inf")
         groups: dict[int, list] = collections.defaultdict(list)
         for job, server, role, count in rows:
             if count > 0:
@@ -609,7 +618,8 @@ class Executor:
         failed: dict[int, str] = {}
 
         def submit(j: int, run: _Run) -> None:
-            while len(run.inflight) < self.window and run.next < len(run.sizes):
+            while (len(run.inflight) < self.window and run.next < len(run.sizes)
+                   and time.perf_counter() < self._slot_end):
                 if self.on_iteration is not None:
                     self.on_iteration(self, j, t, run.next)
                 size = run.sizes[run.next]

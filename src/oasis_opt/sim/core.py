@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Mapping
 
 import numpy as np
 
@@ -44,6 +44,9 @@ class PolicyError(RuntimeError):
 
 # progress(instance, job, rows of this job in this slot [(server, role, count)], t) -> work units
 ProgressFn = Callable[[object, int, list, int], float]
+# measure(t, rows of the slot [(job, server, role, count)], model {job: work units}) ->
+# {job: work units the jobs really did} (a closed loop: ``runtime.closed_loop``)
+MeasureFn = Callable[[int, list, dict], Mapping[int, float]]
 
 
 def chunk_time_progress(instance, job: int, rows, t: int) -> float:
@@ -90,11 +93,19 @@ class SlotLoop:
 
     ``cancel(job)`` withdraws a job before the next step (a cancelled job counts as ``done`` for
     the policy: never handed over if it has not arrived, never allocated again, no completion).
+
+    ``measure(t, rows, model)``: measured progress (a closed loop runs the slot for real in it).
+    It is called once per slot after allocation with the slot's rows and ``model`` ``{job: work
+    units}``, the progress the progress model gives each job with rows, and returns the work
+    units each of those jobs really did, which are credited instead (a job left out is credited
+    its model progress). Default: none, the model's progress is credited.
     """
 
-    def __init__(self, instance, policy: OnlinePolicy, *, progress_fn: ProgressFn | None = None):
+    def __init__(self, instance, policy: OnlinePolicy, *, progress_fn: ProgressFn | None = None,
+                 measure: MeasureFn | None = None):
         self.instance, self.policy = instance, policy
         self.progress_fn = _progress_for(instance) if progress_fn is None else progress_fn
+        self.measure = measure
         self.state = ClusterState(instance)
         self.builder = ScheduleBuilder(instance)
         self.by_slot: dict[int, list[int]] = {}
@@ -203,8 +214,13 @@ class SlotLoop:
         if self.typed:
             for job, job_rows in per_job.items():
                 _check_span(instance, policy.name, t, job, job_rows)
+        model = {job: self.progress_fn(instance, job, job_rows, t)
+                 for job, job_rows in per_job.items()}
+        if self.measure is not None:
+            measured = self.measure(t, rows, dict(model))
+            model = {job: float(measured.get(job, gross)) for job, gross in model.items()}
         for job, job_rows in per_job.items():
-            gross = self.progress_fn(instance, job, job_rows, t)
+            gross = model[job]
             if any(role == WORKER for _, role, _ in job_rows):
                 state.last_ran[job] = t
                 state.remaining[job] -= state.ledger.credit(job, gross)
