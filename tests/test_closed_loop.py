@@ -198,3 +198,22 @@ def test_execute_refuses_a_result_the_closed_loop_cannot_rerun(tmp_path, capsys)
                  "--slot-s", "1", "--no-progress", "--out", str(tmp_path / "r.json")])
     assert code == 2 and "--open-loop" in capsys.readouterr().err
     assert not (tmp_path / "r.json").exists()
+
+
+def test_closed_loop_refuses_a_schedule_with_preemption_events():
+    """``priority-degrade`` is an online policy whose schedule on ``philly-chains`` degrades jobs
+    to CPU; the closed loop steps only the policy's allocations and re-plans jobs that fall
+    behind, it does not apply degrade/promote events, so it refuses such a result (pointing at
+    ``--open-loop``, which applies them). Bug caught: ``execute``'s default closed loop running
+    a degrading schedule with every job kept at GPU speed."""
+    from oasis_opt.cli.common import CliError
+    from oasis_opt.cli.execute import closed_loop_policy
+    from oasis_opt.runtime.plan import slot_events
+    from oasis_opt.workloads import generate
+
+    inst = generate("philly-chains", seed=0)
+    sched = get_policy("priority-degrade").solve(inst)
+    events = slot_events(sched, inst)
+    assert events and any(kind == "degrade" for ev in events.values() for _, kind in ev)
+    with pytest.raises(CliError, match=r"preemption events .*--open-loop"):
+        closed_loop_policy(inst, sched, "r.json")

@@ -34,7 +34,7 @@ SKIP = {
                                         "paper_figs/testbed-real.md); the executor and the "
                                         "profile run in this block and in "
                                         "tests/test_runtime_executor.py",
-    "oasis-opt execute degrade.json degrade-sched.json --slot-s 0.5 --out degrade-report.json":
+    "oasis-opt execute degrade.json degrade-sched.json --open-loop --slot-s 0.5 --out degrade-report.json":
         "tests/test_runtime_degrade.py runs this schedule on Ray (in process, keeping the "
         "executor for its parameters); test_runtime_executor.py runs `oasis-opt execute`",
     "oasis-opt serve --cluster cluster.json --policy oasis --pricing pricing.json --slot-s 4 "

@@ -121,6 +121,7 @@ def closed_loop_policy(inst: Any, sched: Any, where: str) -> Any:
 
     from ..model.policy import OnlinePolicy
     from ..policies import OptionError, build
+    from ..runtime.plan import slot_events
     from ..sim.core import simulate
 
     hint = "; run it as it is with --open-loop"
@@ -132,6 +133,12 @@ def closed_loop_policy(inst: Any, sched: Any, where: str) -> Any:
     if not isinstance(policy, OnlinePolicy):
         raise CliError(where, f"policy {sched.policy!r} is offline: the closed loop re-runs an "
                        f"online policy slot by slot{hint}")
+    events = slot_events(sched, inst)
+    if events:
+        t = min(events)
+        raise CliError(where, f"the schedule has preemption events ({len(events)} slots, the "
+                       f"first in slot {t}: {events[t]}), which the closed loop does not apply "
+                       f"(it re-plans only jobs that fall behind){hint}")
     again = simulate(inst, copy.deepcopy(policy)).allocations
     mine = sched.allocations
     if any(not np.array_equal(a, b) for a, b in (
