@@ -236,3 +236,33 @@ def test_comparison_page_from_rows():
     assert "| `gavel-las` | `max_min_fairness_perf` |" in text and "+5.0%" in text
     line = next(s for s in text.splitlines() if s.startswith("Within 10%"))
     assert "gavel-ftf" not in line and "gavel-las" in line and "(4 of 5)" in line
+
+
+@pytest.mark.parametrize("policy", sorted(GAVEL_NAMES))
+def test_slot_loop_stops_after_the_last_completion_with_the_same_schedule(policy):
+    """The simulator stops a Gavel policy (``stops_when_done``) in the slot of the last
+    completion, not at the horizon (60 slots here, the last job done by slot 9), and the schedule
+    is the one of the full loop. A stop one slot early leaves a job unfinished (invalid); a
+    policy whose decisions read the idle slots would differ from the full loop."""
+    from oasis_opt.policies import build
+    from oasis_opt.sim.core import simulate
+
+    inst = cluster({"v100": [2], "k80": [2]},
+                   [{"work": 6, "speeds": {"v100": 2, "k80": 1}}, {"work": 4, "gpus": 2},
+                    {"work": 3, "arrival": 4, "speeds": {"v100": 1, "k80": 1}}])
+    stepped = {}
+    for stop in (True, False):
+        pol = build(policy, {})[0]
+        calls = []
+        allocate = pol.allocate
+        pol.allocate = lambda t, state, allocate=allocate, calls=calls: (calls.append(t),
+                                                                         allocate(t, state))[1]
+        pol.stops_when_done = stop
+        sched = simulate(inst, pol)
+        assert validate(inst, sched).ok
+        stepped[stop] = (calls[-1], _rows(sched), list(sched.completion))
+    last = max(stepped[False][2])
+    assert last < inst.horizon
+    assert stepped[True][0] == last  # stopped in the slot of the last completion
+    assert stepped[False][0] == inst.horizon
+    assert stepped[True][1:] == stepped[False][1:]

@@ -3,7 +3,8 @@
 Gavel's numbers (``data/traces/gavel/validation``) come from its unmodified simulator on traces
 its generator made (sizes 120-200 jobs, three cluster mixes). Each LP policy of ours must land
 within 5 % of Gavel's average JCT and makespan on every trace, and its per-job JCTs must track
-Gavel's (Pearson r). Gavel's FIFO is left out: its makespan rides on a random type it closes.
+Gavel's (Pearson r). Gavel's FIFO is held on its average JCT only: its makespan rides on the random
+type it closes (the last test).
 """
 from __future__ import annotations
 
@@ -69,3 +70,18 @@ def test_policy_within_five_percent_of_gavel(instances, trace, policy):
     # per-job JCTs track Gavel's; gavel-makespan's least: Gavel keeps *any* point of "all done by
     # M", so which job finishes when is not pinned (r 0.76-0.85 there, >= 0.9 elsewhere)
     assert r >= (0.7 if policy == "gavel-makespan" else 0.9)
+
+
+@pytest.mark.parametrize("trace", TRACES, ids=[str(t["name"]) for t in TRACES])
+def test_gavel_fifo_average_jct_within_five_percent_of_gavel(instances, trace):
+    """Gavel's FIFO (``variant=gavel``) on its average JCT, the part its random type closings
+    leave pinned (-4.7 % to -0.5 % here); its makespan is not held: on v120-v100heavy it is one
+    job (102, ResNet-18, 1 GPU) that Gavel's draws left to K80 alone, 144,000 s there, ending
+    118 % after every other job (``paper_figs/gavel.md``). The textbook FIFO
+    (``variant=textbook``, strict head-of-line on the fastest type) lands 23 % and 10 % below
+    Gavel on v120-v100heavy and v200-121212: the over-commit and the type rule are held."""
+    inst = instances[trace["name"]]
+    sched = solve(inst, "gavel-fifo", variant="gavel")
+    assert validate(inst, sched).ok
+    ref, _ = _gavel(trace, "fifo")
+    assert jct_metrics(inst, sched)["avg_jct_s"] == pytest.approx(ref["avg_jct_s"], rel=TOLERANCE)

@@ -117,9 +117,10 @@ def test_gavel_generate_and_solve_load_no_jax_ray_or_matplotlib(tmp_path, policy
     """The path benchmarks/bench_gavel.py times against Gavel's driver (issue #34): a whole
     ``generate --trace gavel`` and ``solve`` with a Gavel policy load only what the policy and
     the validator need; a module-level import of JAX, Ray, matplotlib or tqdm anywhere on it
-    (policies, sim, validator, result writer) would cost start-up seconds and fails here."""
+    (policies, sim, validator, result writer) would cost start-up seconds and fails here; so
+    would scipy (~0.2 s: the Gavel LPs hand HiGHS their CSR arrays, ``RowwiseMatrix``)."""
     inst, res = tmp_path / "i.json", tmp_path / "r.json"
-    heavy = {"jax", "jaxlib", "ray", "matplotlib", "tqdm", "pandas", "pyomo", "ortools"}
+    heavy = {"jax", "jaxlib", "ray", "matplotlib", "tqdm", "pandas", "pyomo", "ortools", "scipy"}
     gen = loaded_by(f"from oasis_opt.cli import main; main(['generate', '--trace', 'gavel', "
                     f"'--seed', '0', '--out', {str(inst)!r}])")
     assert inst.exists() and not {m.partition('.')[0] for m in gen} & heavy

@@ -68,6 +68,7 @@ class GavelPolicy(OnlinePolicy):
     name = "gavel"
 
     allocation = "las"  # one of ALLOCATIONS; the subclasses below fix it
+    stops_when_done = True  # nothing here reads the slots after the last completion
 
     def __init__(self, *, seed: int = 0, recompute_s: float | None = None,
                  solution: str = "central"):

@@ -32,6 +32,11 @@ class OnlinePolicy:
 
     name = "online"
 
+    # True: the simulator may stop once every job has arrived and is done or rejected (the
+    # slots after it could hold no container); the policy's state and stats must then not
+    # depend on the idle slots up to the horizon being stepped
+    stops_when_done = False
+
     def start(self, instance: Any, state: Any) -> None:  # noqa: B027 - optional hook
         """Called once before slot 1."""
 

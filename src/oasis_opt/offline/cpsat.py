@@ -23,11 +23,10 @@ import math
 import time
 
 import numpy as np
-import scipy.sparse as sp
 
 from .._extras import require
 from ..model.numerics import FEAS_TOL, INTEGER_RTOL, ROW_TOL
-from .lp import LinearProgram, Outcome, SolverLimits, SolverResult, finish, time_left
+from .lp import LinearProgram, Outcome, SolverLimits, SolverResult, as_csr, finish, time_left
 
 log = logging.getLogger("oasis_opt.offline.solver")  # one logger for the solver layer
 # CP-SAT integer scaling limits (see the module docstring).
@@ -130,7 +129,7 @@ def solve_cpsat(lp: LinearProgram, limits: SolverLimits, *, seed: int,
         if out_of_time(j):
             return handoff_timed_out()
         xs.append(model.new_int_var(lo, up, f"x{j}"))
-    A = sp.csr_matrix(lp.A)
+    A = as_csr(lp.A)
     inexact = 0
     for r in range(lp.n_rows):
         if out_of_time(r):

@@ -20,14 +20,17 @@ import math
 import os
 import sys
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
 from ..model.numerics import BOUND_RTOL, FEAS_TOL
-from .lp import LinearProgram, Outcome, SolverLimits, SolverResult, finish, time_left
+from .lp import (LinearProgram, Outcome, RowwiseMatrix, SolverLimits, SolverResult, finish,
+                 time_left)
+
+if TYPE_CHECKING:  # imported where used: a RowwiseMatrix program is solved without scipy
+    import scipy.sparse as sp
 
 log = logging.getLogger("oasis_opt.offline.solver")  # one logger for the solver layer
 
@@ -140,11 +143,17 @@ def run_highs(h: Any) -> Any:
 
 
 def to_highs_lp(lp: LinearProgram, relax: bool = False) -> Any:
-    """The ``highspy.HighsLp`` of ``lp`` (CSC arrays; no per-element Python work)."""
+    """The ``highspy.HighsLp`` of ``lp`` (CSC arrays, or a ``RowwiseMatrix``'s CSR arrays as
+    they are; no per-element Python work)."""
     highspy = quiet_highspy()
 
-    A = sp.csc_matrix(lp.A)
-    A.sort_indices()
+    if isinstance(lp.A, RowwiseMatrix):
+        A, matrix_format = lp.A, highspy.MatrixFormat.kRowwise
+    else:
+        import scipy.sparse as sp
+
+        A, matrix_format = sp.csc_matrix(lp.A), highspy.MatrixFormat.kColwise
+        A.sort_indices()
     h_lp = highspy.HighsLp()
     h_lp.num_col_ = lp.n_cols
     h_lp.num_row_ = lp.n_rows
@@ -153,7 +162,7 @@ def to_highs_lp(lp: LinearProgram, relax: bool = False) -> Any:
     h_lp.col_upper_ = np.ascontiguousarray(lp.upper, dtype=np.float64)
     h_lp.row_lower_ = np.ascontiguousarray(lp.row_lower, dtype=np.float64)
     h_lp.row_upper_ = np.ascontiguousarray(lp.row_upper, dtype=np.float64)
-    h_lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    h_lp.a_matrix_.format_ = matrix_format
     h_lp.a_matrix_.num_col_ = lp.n_cols
     h_lp.a_matrix_.num_row_ = lp.n_rows
     h_lp.a_matrix_.start_ = A.indptr.astype(np.int32)
@@ -265,6 +274,8 @@ class IncrementalLP:
 
     def add_rows(self, lower: np.ndarray, upper: np.ndarray, A: sp.csr_matrix | None = None) -> None:
         """Append rows ``lower <= A @ x <= upper`` (``A``: n x existing columns; None = empty)."""
+        import scipy.sparse as sp
+
         n = len(lower)
         if not n:
             return
@@ -280,6 +291,8 @@ class IncrementalLP:
     def add_cols(self, cost: ArrayLike, lower: ArrayLike, upper: ArrayLike,
                  A: sp.csc_matrix) -> None:
         """Append columns with objective ``cost``, bounds and coefficients ``A`` (n_rows x n)."""
+        import scipy.sparse as sp
+
         A = sp.csc_matrix(A)
         A.sort_indices()
         n = A.shape[1]

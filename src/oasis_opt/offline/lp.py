@@ -25,11 +25,13 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import ArrayLike
+
+if TYPE_CHECKING:  # scipy.sparse costs ~0.2 s to import: only the code that builds with it does
+    import scipy.sparse as sp
 
 # HiGHS feasibility, CP-SAT row scaling, bound vs incumbent noise
 from ..model.numerics import BOUND_RTOL, FEAS_TOL, NOISE_RTOL, ROW_TOL, VALUE_EPS
@@ -48,6 +50,58 @@ OUTCOMES = ("optimal", "limit", "infeasible", "unbounded", "error")
 MIP_GAP = 1e-6
 
 
+@dataclass(frozen=True, eq=False)
+class RowwiseMatrix:
+    """A sparse matrix given straight as its CSR arrays (row r's columns are
+    ``indices[indptr[r]:indptr[r + 1]]``, its values the same slice of ``data``), for callers
+    that build those arrays themselves: HiGHS takes them as they are, so solving such a
+    ``LinearProgram`` with HiGHS needs no scipy (``offline.gavel_lp``, on the path that
+    ``benchmarks/bench_gavel.py`` times). ``shape`` is (rows, columns)."""
+
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    shape: tuple[int, int]
+
+    def __post_init__(self) -> None:
+        rows, cols = self.shape
+        if len(self.indptr) != rows + 1 or self.indptr[0] != 0 or \
+                self.indptr[-1] != len(self.data) or len(self.indices) != len(self.data):
+            raise ValueError(f"RowwiseMatrix: indptr of length {len(self.indptr)} ending at "
+                             f"{self.indptr[-1] if len(self.indptr) else None}, "
+                             f"{len(self.indices)} indices and {len(self.data)} values do not "
+                             f"make a {rows} x {cols} CSR matrix")
+        if len(self.indices) and (self.indices.min() < 0 or self.indices.max() >= cols):
+            raise ValueError(f"RowwiseMatrix: a column index outside 0..{cols - 1}")
+
+    @property
+    def nnz(self) -> int:
+        """Stored entries (scipy's name)."""
+        return len(self.data)
+
+    def __matmul__(self, x: np.ndarray) -> np.ndarray:
+        """Row activities ``A @ x`` (x of length ``shape[1]``)."""
+        rows = np.repeat(np.arange(self.shape[0]), np.diff(self.indptr))
+        return np.bincount(rows, weights=self.data * np.asarray(x, float)[self.indices],
+                           minlength=self.shape[0])
+
+    def tocsr(self) -> sp.csr_matrix:
+        """The same matrix as a ``scipy.sparse.csr_matrix`` (imports scipy)."""
+        import scipy.sparse as sp
+
+        return sp.csr_matrix((self.data, self.indices, self.indptr), shape=self.shape)
+
+
+def as_csr(A: Any) -> sp.csr_matrix:
+    """``A`` (a scipy sparse matrix, a dense array or a ``RowwiseMatrix``) as a
+    ``scipy.sparse.csr_matrix``."""
+    if isinstance(A, RowwiseMatrix):
+        return A.tocsr()
+    import scipy.sparse as sp
+
+    return sp.csr_matrix(A)
+
+
 @dataclass(frozen=True)
 class LinearProgram:
     """optimise c @ x  s.t.  row_lower <= A @ x <= row_upper,  lower <= x <= upper.
@@ -57,7 +111,7 @@ class LinearProgram:
     """
 
     c: np.ndarray
-    A: sp.csr_matrix
+    A: sp.csr_matrix | RowwiseMatrix
     row_lower: np.ndarray
     row_upper: np.ndarray
     lower: np.ndarray

@@ -61,7 +61,9 @@ def chunk_time_progress(instance, job: int, rows, t: int) -> float:
 def simulate(instance, policy: OnlinePolicy, *, progress_fn: ProgressFn | None = None,
              show_progress: bool = False) -> Schedule:
     """Run ``policy`` over slots 1..T and return its schedule; its ``stats`` are the policy's,
-    with the wall-clock run time added under ``stats["timing"]["run_time_s"]``."""
+    with the wall-clock run time added under ``stats["timing"]["run_time_s"]``. A policy with
+    ``stops_when_done`` is stopped after the slot in which the last job completes (every job
+    arrived, decided, and done or rejected): the slots after it would be empty."""
     t0 = time.perf_counter()
     loop = SlotLoop(instance, policy, progress_fn=progress_fn)
     slots = range(1, instance.horizon + 1)
@@ -69,8 +71,12 @@ def simulate(instance, policy: OnlinePolicy, *, progress_fn: ProgressFn | None =
         from tqdm import tqdm
 
         slots = tqdm(slots, desc=f"{policy.name}", unit="slot", leave=False)
+    state, last_arrival = loop.state, int(instance.arrival.max(initial=0))
     for _ in slots:
         loop.step()
+        if (policy.stops_when_done and state.t >= last_arrival and state.decided.all()
+                and (state.done | ~state.admitted).all()):
+            break  # every job done or rejected: the slots left to the horizon are empty
     return loop.schedule({"run_time_s": time.perf_counter() - t0})
 
 
