@@ -57,8 +57,8 @@ def test_reproduce_automl_draws_and_resumes(tiny, tmp_path):
             assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     text = (out / "automl.md").read_text()
     for heading in ("## Prediction quality", "## Classification", "## Replayed studies",
-                    "## automl-thesis against each rival", "## The study inside a shared cluster",
-                    "## Commands"):
+                    "## automl-thesis against each rival", "## Ray Tune's schedulers",
+                    "## The study inside a shared cluster", "## Commands"):
         assert heading in text
     stored = sorted(p.relative_to(results / "automl").as_posix()
                     for p in (results / "automl").rglob("*.json"))
@@ -79,6 +79,17 @@ def test_reproduce_automl_draws_and_resumes(tiny, tmp_path):
         curves = exp.regret_curves(data, "tiny", np.array(exp.BUDGETS))
         np.testing.assert_allclose([r["gain"] for r in rows],
                                    (curves[rival] - curves["automl-thesis"]).mean(axis=0))
+    # Tune's schedulers against ours, paired by seed: no-stop spends the whole study and
+    # finds the pool's best, so the differences are the Tune policy's own share and regret
+    recs = [data["replay"][f"tiny-tune-asha-w3-s{seed}"] for seed in (0, 1)]
+    d = exp.paired(data, "tiny", "tune-asha", "no-stop")
+    assert d["spent"][0] == pytest.approx(np.mean([r["seconds_spent"] /
+                                                   r["seconds_without_stopping"] - 1
+                                                   for r in recs]))
+    assert d["regret"][0] == pytest.approx(np.mean([r["pool_best"] - r["best_val_accuracy"]
+                                                    for r in recs]))
+    assert d["spent"][0] < 0  # Tune's ASHA stopped something
+    assert exp.paired(data, "tiny", "asha", "asha")["spent"] == (0.0, 0.0, 0.0)
     cluster = exp.cluster_summary(data)
     assert all(m["valid"] for m in cluster.values())
     assert cluster[("no-stop", 16)]["saved"] == 0.0

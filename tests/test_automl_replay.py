@@ -169,7 +169,8 @@ def test_bad_arguments_name_the_field():
         get_controller("bogus")
     assert set(available_controllers()) == {"automl-thesis", "automl-thesis-lean",
                                             "optuna-median", "optuna-sh", "optuna-hyperband",
-                                            "asha", "no-stop"}
+                                            "asha", "tune-asha", "tune-hyperband",
+                                            "no-stop"}
 
 
 # ---- the cap, on random studies, for every controller ------------------------------------------

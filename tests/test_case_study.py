@@ -187,6 +187,7 @@ def test_predict_command_prints_the_same_accuracy(study, capsys):
 
 @pytest.mark.parametrize("argv, field", [
     (["--controller", "asha"], "--controller"),
+    (["--controller", "tune-hyperband"], "--controller"),  # pauses trials too
     (["--controller", "nope"], "--controller"),
     (["--option", "delta=2"], "--option delta"),
     (["--jobs", "9"], "--jobs"),

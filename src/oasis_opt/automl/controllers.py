@@ -26,6 +26,12 @@ _REGISTRY: dict[str, tuple[str, str]] = {
     "asha": ("oasis_opt.automl.pruners:AshaController",
              "asynchronous successive halving, promotion-based (Li et al. 2020, Alg. 2), "
              "grace 1, eta 4"),
+    "tune-asha": ("oasis_opt.automl.tune:tune_asha",
+                  "Ray Tune ASHAScheduler (defaults: grace 1, eta 4; stopping variant), through "
+                  "on_trial_result / choose_trial_to_run"),
+    "tune-hyperband": ("oasis_opt.automl.tune:tune_hyperband",
+                       "Ray Tune HyperBandScheduler (defaults: eta 3; synchronous, pauses at "
+                       "milestones)"),
     "no-stop": ("oasis_opt.automl.replay:Controller", "every trial runs to its last epoch"),
 }
 CONTROLLER_NAMES = tuple(_REGISTRY)

@@ -17,12 +17,11 @@ the trial's final epoch; with the defaults of Ray Tune's ``AsyncHyperBandSchedul
 and 40 epochs. A trial that reaches a rung pauses there. Whenever a unit is free, ``get_job``
 scans the rungs from the top down and promotes (resumes) the best not-yet-promoted trial of the
 first rung k whose top ``floor(|rung k| / eta)`` trials hold one; if none, it starts a new
-trial at rung 0. Ties rank by the study's order. Why our own and not Ray Tune's: Ray's
-``ASHAScheduler`` is the *stopping* variant (a trial continues iff it is in the top 1/eta when
-it reaches a rung, as Optuna's SH pruner does), it needs Ray Tune's trial runner with real
-trainables and wall-clock reporting, and its results are not bit-reproducible offline; the
-promotion variant is the algorithm of the ASHA paper and differs from Optuna's SH in kind, so
-both are compared. Trials still paused when the study ends count as stopped at their rung.
+trial at rung 0. Ties rank by the study's order. Why our own beside Ray Tune's: Ray's
+``ASHAScheduler`` (``tune-asha``, ``automl.tune``) is the *stopping* variant (a trial continues
+iff it is in the top 1/eta when it reaches a rung, as Optuna's SH pruner does); the promotion
+variant is the algorithm of the ASHA paper and differs from the stopping one in kind, so both
+are compared. Trials still paused when the study ends count as stopped at their rung.
 """
 from __future__ import annotations
 

@@ -32,9 +32,15 @@ from ..model.io import jsonable, read_json, write_json_atomic
 from ..model.numerics import NOISE_RTOL
 
 POLICIES = ("automl-thesis", "automl-thesis-lean", "optuna-median", "optuna-sh",
-            "optuna-hyperband", "asha", "no-stop")
+            "optuna-hyperband", "asha", "tune-asha", "tune-hyperband", "no-stop")
 OURS = ("automl-thesis", "automl-thesis-lean")
-RIVALS = ("optuna-median", "optuna-sh", "optuna-hyperband", "asha")
+RIVALS = ("optuna-median", "optuna-sh", "optuna-hyperband", "asha", "tune-asha",
+          "tune-hyperband")
+# Ray Tune's schedulers and the implementations they are compared with (ours, then Optuna's)
+TUNE_PAIRS = (("tune-asha", "asha"), ("tune-asha", "optuna-sh"),
+              ("tune-hyperband", "optuna-hyperband"))
+CLUSTER_POLICIES = ("automl-thesis", "automl-thesis-lean", "optuna-median", "optuna-sh",
+                    "optuna-hyperband", "asha", "no-stop")
 STUDIES = ("digits-mlp", "breast-cancer-mlp", "digits-cnn", "wine-mlp", "digits-linear")
 HELD_OUT = ("wine-mlp", "digits-linear")  # generated after the controller was designed
 SPEND_FACTOR = 1.2  # target: left to run, at most 1.2 x ASHA's spend
@@ -44,7 +50,7 @@ TARGET_GAP = 0.005  # the target accuracy: the pool's best final minus this
 FULL = {"studies": STUDIES, "seeds": tuple(range(20)), "workers": 4, "policies": POLICIES,
         "fractions": (0.1, 0.2, 0.4),
         "cluster": {"study": "digits-mlp", "seeds": tuple(range(5)), "caps": (16, None),
-                    "policies": POLICIES, "slot_s": 300.0}}
+                    "policies": CLUSTER_POLICIES, "slot_s": 300.0}}
 # about a minute on 2 cores: the smallest curve set, 2 seeds, one cap in the cluster
 QUICK = {"studies": ("digits-cnn",), "seeds": (0, 1), "workers": 4,
          "policies": tuple(p for p in POLICIES if p != "automl-thesis-lean"),
@@ -306,6 +312,24 @@ def targets(data: dict, study: str, ours: str, grid: np.ndarray) -> dict:
     return {"front": float(below.mean()), "front_all": bool(below.all()), "spend": spend,
             "spend_ok": spend <= SPEND_FACTOR, "final": final,
             "final_ok": final <= NOISE_RTOL}
+
+
+def paired(data: dict, study: str, a: str, b: str) -> dict:
+    """``a`` against ``b`` on ``study``, paired by seed (the same trial order): mean and 95 %
+    Student-t interval of the differences a - b in final regret (``regret``) and in the share
+    of the no-stop GPU-seconds spent left to run (``spent``), as (mean, low, high)."""
+    s = data["settings"]
+    rows = {p: [data["replay"][f"{study}-{p}-w{s['workers']}-s{seed}"] for seed in s["seeds"]]
+            for p in (a, b)}
+
+    def final(r):
+        return r["pool_best"] - (r["best_val_accuracy"] or 0.0)
+
+    def share(r):
+        return r["seconds_spent"] / r["seconds_without_stopping"]
+
+    return {"regret": mean_ci([final(x) - final(y) for x, y in zip(rows[a], rows[b])]),
+            "spent": mean_ci([share(x) - share(y) for x, y in zip(rows[a], rows[b])])}
 
 
 def cluster_summary(data: dict) -> dict[tuple[str, Any], dict]:

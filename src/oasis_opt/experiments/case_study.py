@@ -123,9 +123,10 @@ class CaseStudy:
         if not (isinstance(self.slot_s, (int, float)) and math.isfinite(self.slot_s)
                 and self.slot_s > 0):
             raise ValueError(f"slot_s: expected a number of seconds > 0, got {self.slot_s!r}")
-        if self.controller == "asha":
-            raise ValueError("controller: asha pauses trials to resume them later, which a "
-                             "service job cannot do (a cancelled job stays cancelled)")
+        if self.controller in ("asha", "tune-hyperband"):
+            raise ValueError(f"controller: {self.controller} pauses trials to resume them "
+                             "later, which a service job cannot do (a cancelled job stays "
+                             "cancelled)")
 
     def make_controller(self) -> "Controller":
         """The AutoML controller, with one unit per trial (module docstring)."""

@@ -21,7 +21,8 @@ from .. import automl as exp
 from .common import Figure, fmt, markdown_table, new_figure, save, write_markdown
 
 COLOURS = {"automl-thesis": "#1f77b4", "automl-thesis-lean": "#17becf", "optuna-median": "#ff7f0e", "optuna-sh": "#2ca02c",
-           "optuna-hyperband": "#d62728", "asha": "#9467bd", "no-stop": "#7f7f7f"}
+           "optuna-hyperband": "#d62728", "asha": "#9467bd", "tune-asha": "#8c564b",
+           "tune-hyperband": "#e377c2", "no-stop": "#7f7f7f"}
 PREDICTOR_COLOURS = {"last-value": "#7f7f7f", "parametric": "#ff7f0e", "regression": "#1f77b4"}
 GRID = np.geomspace(0.005, 1.0, 80)
 COMMAND = "oasis-opt reproduce automl"
@@ -198,7 +199,7 @@ def markdown(data) -> str:
               "automl-thesis-lean's two values were chosen): `front`, the share of the "
               f"{len(GRID)} budgets of the figure (0.5 .. 100 % of the no-stop spend, log-spaced) "
               "where the mean regret is no higher than every rival's (Optuna's three pruners, "
-              "ASHA), ✅ when all; `spend`: left to run, its mean spend over ASHA's, ✅ when "
+              "ASHA, Ray Tune's ASHA and HyperBand), ✅ when all; `spend`: left to run, its mean spend over ASHA's, ✅ when "
               f"<= {exp.SPEND_FACTOR}; `final regret - ASHA's`: ✅ when <= 0.", ""]
     rows = []
     for study in s["studies"]:
@@ -236,6 +237,7 @@ def markdown(data) -> str:
     lines += [markdown_table(["study", "ours", "rival", "budget", "ours wins / ties / losses",
                               "mean gain [95 % CI]", "gain, val. examples",
                               "what the CI supports"], rows)]
+    lines += tune_section(data)
     summary = exp.cluster_summary(data)
     lines += ["## The study inside a shared cluster", "",
               f"`{c['study']}`'s trials as jobs of the simulator (`oasis_opt.automl.cluster`: a "
@@ -264,6 +266,59 @@ def markdown(data) -> str:
               "oasis-opt automl replay digits-mlp --policy automl-thesis --workers 4 --seed 0 "
               "--out thesis.json", "```", ""]
     return "\n".join(lines)
+
+
+def _ci(m: tuple[float, float, float], digits: int = 4) -> str:
+    return f"{m[0]:+.{digits}f} [{m[1]:+.{digits}f}, {m[2]:+.{digits}f}]"
+
+
+def tune_section(data) -> list[str]:
+    """The section on Ray Tune's schedulers (empty when the run has none of them)."""
+    s = data["settings"]
+    pairs = [(a, b) for a, b in exp.TUNE_PAIRS if a in s["policies"] and b in s["policies"]]
+    if not pairs:
+        return []
+    shown = [p for p in ("tune-asha", "asha", "optuna-sh", "tune-hyperband", "optuna-hyperband",
+                         *exp.OURS) if p in s["policies"]]
+    lines = ["## Ray Tune's schedulers against ours and Optuna's", "",
+             "`tune-asha` and `tune-hyperband` are Ray Tune's own `ASHAScheduler` and "
+             "`HyperBandScheduler` (defaults, `max_t` = the epochs) driven through Tune's "
+             "trial-scheduler API on the same replayed curves (`oasis_opt.automl.tune`): each "
+             "trial reports its recorded curve epoch by epoch to `on_trial_result`, free units "
+             "go to `choose_trial_to_run`, decisions are executed as Tune's controller does; "
+             "spend is the GPU-seconds of the epochs run, as for every policy. Tune's ASHA is "
+             "the stopping variant (a trial below the rung's 1 - 1/eta quantile stops), our "
+             "`asha` the promotion variant; Tune's HyperBand is synchronous (trials pause at a "
+             "milestone until their bracket gets there). Cells: mean [95 % CI over the "
+             f"{len(s['seeds'])} trial orders]; `spent`: share of the no-stop GPU-seconds the "
+             "whole study spends.", ""]
+    rows = []
+    for study in s["studies"]:
+        for policy in shown:
+            recs = [data["replay"][f"{study}-{policy}-w{s['workers']}-s{seed}"]
+                    for seed in s["seeds"]]
+            final = exp.mean_ci([r["pool_best"] - (r["best_val_accuracy"] or 0.0) for r in recs])
+            spent = exp.mean_ci([r["seconds_spent"] / r["seconds_without_stopping"]
+                                 for r in recs])
+            rows.append([study, policy, _ci(final), _ci(spent, 3),
+                         f"{sum(r['completed'] for r in recs) / len(recs):.1f}"])
+    lines += [markdown_table(["curve set", "policy", "final regret", "spent",
+                              "trials completed (mean)"], rows)]
+    lines += ["Paired by trial order: Tune's scheduler minus the other implementation (< 0: "
+              "Tune's lower). `what the CI supports` reads the regret difference as the tables "
+              "above do.", ""]
+    rows = []
+    for study in s["studies"]:
+        res = exp.accuracy_resolution(exp._curves(study))
+        for a, b in pairs:
+            d = exp.paired(data, study, a, b)
+            low, high = d["regret"][1], d["regret"][2]
+            # verdict reads (rival - ours) > 0 as ours better: here a - b > 0 is b better
+            rows.append([study, a, b, _ci(d["regret"]), _ci(d["spent"], 3),
+                         exp.verdict(low, high, res, b, a)])
+    lines += [markdown_table(["curve set", "Tune", "against", "final regret difference",
+                              "spent difference", "what the regret CI supports"], rows)]
+    return lines
 
 
 def render(data, out_dir: Path, reference_dir=None, quick: bool = False) -> list[Path]:
