@@ -29,7 +29,8 @@ PACKAGE = "oasis_opt"
 #
 #   model <- costmodel <- {online, workloads, sim}; policies <- sizing <- model
 #   offline <- online, policies; baselines <- offline, sim; cluster <- baselines;
-#   training <- workloads; automl <- sim, training; runtime <- training;
+#   training <- workloads; automl <- sim, training; runtime <- training, sim (the closed loop
+#   runs the simulator's slot loop with the executor inside);
 #   service <- runtime, sim, policies;
 #   experiments <- service, cluster, offline, automl; cli <- everything below
 LEAVES = ("_lazy", "_extras")
@@ -50,7 +51,7 @@ PACKAGES: dict[str, set[str]] = {
     "cluster": {"baselines"},
     "training": {"workloads"},
     "automl": {"sim", "training"},
-    "runtime": {"training", ROOT},
+    "runtime": {"training", "sim", ROOT},
     "service": {"runtime", "sim", "policies", ROOT},
     "experiments": {"service", "cluster", "offline", "automl"},
     "cli": {"experiments"},

@@ -6,6 +6,7 @@ The live server (a real uvicorn killed and restarted, the CLI clients, the brows
 """
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import sqlite3
 from collections import defaultdict
@@ -737,6 +738,12 @@ class _Killed(BaseException):
     """The process dying at that point (a BaseException: no handler of the service catches it)."""
 
 
+# how the test client sees the process die in the endpoint's worker thread: the BaseException
+# itself, or, when anyio's portal cancels its task group first (a race seen on a loaded machine),
+# the cancelled future; either way no answer was sent, which is the point of the test
+DIED = (_Killed, concurrent.futures.CancelledError)
+
+
 class _DyingStore(Store):
     """A real SQLite store whose process dies right after (``after=True``) or right before the
     write ``dies_in`` (``record_job`` or ``record_cancel``): the request's answer is never sent."""
@@ -772,7 +779,7 @@ def test_a_kill_between_the_write_and_the_answer_loses_no_acknowledged_request(t
     make = lambda: get_policy("oasis", pricing=pricing)  # noqa: E731
     # 1. a submission killed at its write
     dying = Scheduler(inst, make, store=_DyingStore(path, "record_job", after), policy="oasis")
-    with pytest.raises(_Killed):
+    with pytest.raises(DIED):
         TestClient(create_app(dying)).post("/jobs", json=docs[0])
     restarted = Scheduler(inst, make, store=Store(path), policy="oasis")
     client = TestClient(create_app(restarted))
@@ -784,7 +791,7 @@ def test_a_kill_between_the_write_and_the_answer_loses_no_acknowledged_request(t
     # 2. a cancellation killed at its write
     dying = Scheduler(inst, make, store=_DyingStore(path, "record_cancel", after),
                       policy="oasis")
-    with pytest.raises(_Killed):
+    with pytest.raises(DIED):
         TestClient(create_app(dying)).delete(f"/jobs/{docs[0]['id']}")
     restarted = Scheduler(inst, make, store=Store(path), policy="oasis")
     client = TestClient(create_app(restarted))
@@ -982,3 +989,123 @@ def test_predict_url_asks_the_deployed_model(deployed, tmp_path, capsys):
         capsys.readouterr().err
     assert main(["predict", "m", str(tmp_path / "images.npy"), "--version", "1"]) == 2
     assert "--version: only with --url" in capsys.readouterr().err
+
+
+# ---- the closed loop ------------------------------------------------------------------------------
+def closed_workload(seed: int = 3):
+    """``workload``'s instance with a runnable task on every job (a closed-loop service
+    executes), and its pricing."""
+    inst, pricing = workload(seed)
+    docs = sorted(({**d, "chunks": min(d["chunks"], 16), "epochs": min(d["epochs"], 3),
+                    "task": TASK} for d in instance_to_dict(inst)["jobs"]),
+                  key=lambda d: d["arrival"])
+    return docs, pricing
+
+
+class SlowedRun:
+    """A stand-in for what an executor measures, owned by the test: each job does ``share`` of
+    the work its rows promise (one work unit per worker: paper-fig5 is untyped) in the slots of
+    ``slow``, all of it otherwise; ``left(t, rows)`` is what ``Scheduler.finish`` (and
+    ``ClosedLoop``'s ``measure``) receives: W_i minus what was done, 0 once done."""
+
+    def __init__(self, work: dict[int, float], slow: set[int], share: float):
+        self.work, self.slow, self.share = work, slow, share
+        self.done: dict[int, float] = defaultdict(float)
+
+    def left(self, t: int, rows) -> dict[int, float]:
+        promised: dict[int, float] = defaultdict(float)
+        for j, _, role, count in rows:
+            promised[j] += count if role == 0 else 0
+        out = {}
+        for j, units in promised.items():
+            self.done[j] += units * (self.share if t in self.slow else 1.0)
+            rest = self.work[j] - self.done[j]
+            out[j] = 0.0 if rest <= 1e-9 else rest
+        return out
+
+
+def closed_run(sched: Scheduler, run: SlowedRun, upto: int | None = None) -> None:
+    for t in range(sched.finished_slots + 1, (upto or sched.cluster.horizon) + 1):
+        slot = sched.advance()
+        sched.finish(slot.t, {}, {}, {}, left=run.left(slot.t, slot.rows))
+
+
+@pytest.mark.parametrize("policy", ["oasis", "drf"])
+def test_the_closed_loop_service_decides_as_the_executors_closed_loop(policy, tmp_path):
+    """The service's closed loop (decide, run, credit the measured progress, re-plan) against
+    ``runtime.closed_loop.ClosedLoop``, the loop ``execute`` runs, on the same measured progress
+    (every job does half its promised work in slots 2-3): the same admissions, allocations,
+    completions and re-plans, every schedule valid, and a job fell behind and finished later
+    than its open-loop plan. A state resumed halfway replays the slots that ran with their stored
+    credit and goes on to the same end. Bugs caught: a service that credits the plan's progress
+    (the open loop: earlier completions, no re-plan), a restart that replays on the model's
+    progress (``ReplayMismatch`` or other decisions)."""
+    from oasis_opt.runtime.closed_loop import ClosedLoop
+    from oasis_opt.service.scheduler import stored_schedule
+
+    docs, pricing = closed_workload()
+    options = {"pricing": pricing} if policy == "oasis" else {}
+    make = lambda: get_policy(policy, **options)  # noqa: E731
+    cluster = generate("paper-fig5", seed=3)
+    state = tmp_path / "closed.db"
+    sched = Scheduler(cluster, make, store=Store(state), policy=policy, executes=True,
+                      closed_loop=True)
+    for d in docs:
+        sched.submit(d)
+    inst = sched.instance
+    work = {j: float(inst.jobs[j].work) for j in range(inst.I)}
+    run = SlowedRun(work, {2, 3}, 0.5)
+    closed_run(sched, run, upto=5)
+    # a restart halfway: the stored slots replayed with their stored credit
+    again = Scheduler(cluster, make, store=Store(state), policy=policy, executes=True,
+                      closed_loop=True)
+    assert again.resumed and again.finished_slots == 5
+    assert again.replans == sched.replans
+    closed_run(again, run)
+
+    ref_run = SlowedRun(work, {2, 3}, 0.5)
+    ref = ClosedLoop(inst, make(), lambda t, rows, model: ref_run.left(t, rows))
+    ref_sched = ref.run()
+    admitted, completion, rows = outcome(again)
+    assert admitted == list(ref_sched.admitted)
+    assert completion == list(ref_sched.completion)
+    assert rows == sorted(r for r in ref_sched.allocations.rows() if r[1] <= inst.horizon)
+    assert again.replans == ref.replans
+    assert sum(len(b) for b in ref.behind) and again.summary()["behind"] == len(ref.behind)
+    assert again.summary()["loop"] == "closed"
+    assert again.summary()["replans"] == len(ref.replans) > 0
+    stored_inst, stored = stored_schedule(again.store)
+    assert validate(stored_inst, stored).ok
+    open_loop = simulate(inst, make())
+    late = [j for j in range(inst.I) if completion[j] is not None
+            and open_loop.completion[j] is not None and completion[j] > open_loop.completion[j]]
+    assert late, "a job slowed in slots 2-3 completes later than its open-loop plan"
+
+
+def test_a_closed_loop_slot_is_finished_with_measured_progress_and_states_keep_their_loop(
+        tmp_path):
+    """``finish`` of a closed-loop slot without ``left`` is refused (it would credit nothing),
+    an open-loop one with ``left`` too; a closed-loop scheduler needs an executor; a state
+    written open loop is not resumed closed loop (its slots have no measured progress)."""
+    docs, pricing = closed_workload()
+    inst = generate("paper-fig5", seed=3)
+    make = lambda: get_policy("oasis", pricing=pricing)  # noqa: E731
+    with pytest.raises(ValueError, match="closed_loop: .* needs executes=True"):
+        Scheduler(inst, make, store=Store(), policy="oasis", closed_loop=True)
+    closed = Scheduler(inst, make, store=Store(), policy="oasis", executes=True, closed_loop=True)
+    opened = Scheduler(inst, make, store=Store(tmp_path / "open.db"), policy="oasis",
+                       executes=True)
+    for d in docs:
+        closed.submit(d)
+        opened.submit(d)
+    t = closed.advance().t
+    with pytest.raises(ValueError, match="left: slot 1 of a closed loop"):
+        closed.finish(t, {}, {}, {})
+    t = opened.advance().t
+    with pytest.raises(ValueError, match="left: measured progress is credited only"):
+        opened.finish(t, {}, {}, {}, left={})
+    opened.finish(t, {}, {}, {})
+    with pytest.raises(StateMismatch, match="another loop") as e:
+        Scheduler(inst, make, store=Store(tmp_path / "open.db"), policy="oasis", executes=True,
+                  closed_loop=True)
+    assert e.value.field == "--open-loop"

@@ -42,10 +42,27 @@ def cluster_and_jobs():
     return inst
 
 
+def run_to_the_end(sched: Scheduler, inst, polls: int) -> None:
+    """Submit ``inst``'s jobs, run the slots on Ray (slots of 1 s) until the runner finishes,
+    polled at most ``polls`` times."""
+    from oasis_opt.model.io import instance_to_dict
+
+    for doc in instance_to_dict(inst)["jobs"]:
+        sched.submit(doc)
+    runner = ServiceRunner(sched, 1.0, execute=True).start()
+    try:
+        for _ in range(polls):
+            if runner.status in ("finished", "failed"):
+                break
+            time.sleep(0.25)
+    finally:
+        runner.stop()
+    assert runner.status == "finished", runner.error
+
+
 def test_the_service_trains_submitted_jobs_on_ray(tmp_path):
     """Every planned mini-batch trained, and learning: an executor whose PSs drop the workers'
     gradients (an untrained network, still 0 < accuracy <= 1) fails here."""
-    from oasis_opt.model.io import instance_to_dict
     from oasis_opt.runtime.executor import Executor
 
     inst = cluster_and_jobs()
@@ -53,17 +70,7 @@ def test_the_service_trains_submitted_jobs_on_ray(tmp_path):
     store = Store(tmp_path / "state.db")
     sched = Scheduler(inst, lambda: get_policy("oasis", pricing=pricing), store=store,
                       policy="oasis", executes=True)
-    for doc in instance_to_dict(inst)["jobs"]:
-        sched.submit(doc)
-    runner = ServiceRunner(sched, 1.0, execute=True).start()
-    try:
-        for _ in range(1200):  # bounded: Ray's start-up, then 5 slots
-            if runner.status in ("finished", "failed"):
-                break
-            time.sleep(0.25)
-    finally:
-        runner.stop()
-    assert runner.status == "finished", runner.error
+    run_to_the_end(sched, inst, polls=1200)  # Ray's start-up, then 5 slots
     assert not ray.is_initialized()  # the runner's executor shut its Ray down
 
     ref = simulate(inst, get_policy("oasis", pricing=pricing))
@@ -98,3 +105,51 @@ def test_the_service_trains_submitted_jobs_on_ray(tmp_path):
         ex.restore(0, checkpoints[0])
         np.testing.assert_array_equal(ex.final_params(0), checkpoints[0]["flat"])
         assert ex.snapshot(0)["completion_slot"] == views[0]["completion"]
+
+
+def test_the_closed_loop_service_credits_what_the_executor_measured(tmp_path):
+    """``oasis-opt serve``'s default with an executor: slots time-boxed, each credited the
+    progress the executor measured (``Scheduler(closed_loop=True)``). On a real Ray (the first
+    slot of each job also starts and compiles its containers, so a job may fall behind and be
+    re-planned): every job completes with every one of its E N M mini-batches trained once, its
+    completion slot the one the executor completed it in, the credits stored per slot sum to
+    its W_i, each job-slot the state says fell behind got less than its rows promised, and the
+    stored schedule is valid. Bugs caught: a service that credits the plan (a completion before
+    the executor's when a job fell behind, as the first slot's start-up makes it here), a runner
+    that hands the scheduler no measured progress (the run fails), credits that do not add up
+    to the job's work."""
+    from oasis_opt.model import validate
+    from oasis_opt.service.scheduler import stored_schedule
+
+    base = cluster_and_jobs()
+    inst = Instance(8, base.resources, base.servers[:2], base.servers[2:], base.jobs)
+    pricing = oracle_pricing(inst)
+    store = Store(tmp_path / "state.db")
+    sched = Scheduler(inst, lambda: get_policy("oasis", pricing=pricing), store=store,
+                      policy="oasis", executes=True, closed_loop=True)
+    run_to_the_end(sched, inst, polls=1600)  # Ray's start-up, then at most 8 slots
+    views = sched.jobs_view()
+    records = store.slot_records()
+    assert all("closed_loop" in rec for rec in records.values())
+    credit: dict[int, float] = {}
+    for t, rec in records.items():
+        for j, c in rec["closed_loop"]["credit"].items():
+            credit[int(j)] = credit.get(int(j), 0.0) + c
+        for b in rec["closed_loop"]["behind"]:
+            promised = sum(c for j, _, r, c in store.slot_rows(t) if j == b["job"] and r == 0)
+            assert b["measured"] < b["model"] == promised
+    for j, (v, job) in enumerate(zip(views, inst.jobs)):
+        assert v["state"] == "completed", v
+        real = v["real"]
+        assert real["minibatches"] == job.epochs * 4 * 8  # E N M, each trained once
+        assert credit[j] == pytest.approx(job.work)
+        final = store.progress()[j][-1]
+        assert v["completion"] == final["completion_slot"]
+    summary = sched.summary()
+    assert summary["loop"] == "closed" and summary["replans"] == len(sched.replans)
+    assert summary["behind"] == sum(len(r["closed_loop"]["behind"]) for r in records.values())
+    stored_inst, stored = stored_schedule(store)
+    assert validate(stored_inst, stored).ok
+    assert list(stored.completion) == [v["completion"] for v in views]
+    print("closed loop on Ray: behind", summary["behind"], "replans", summary["replans"],
+          "completions", [v["completion"] for v in views])

@@ -1,5 +1,7 @@
-"""``oasis-opt serve`` training on a real local Ray, killed with SIGKILL in the middle of a slot
-and restarted on the same state file: every accepted job goes on from its last checkpoint and
+"""``oasis-opt serve --open-loop`` training on a real local Ray, killed with SIGKILL in the middle
+of a slot and restarted on the same state file (the open loop, so that the run can be held to the
+simulator's schedule and its in-process replay; the closed loop's restart replays the stored
+measured progress, ``test_service.py``): every accepted job goes on from its last checkpoint and
 completes, no decision is taken twice, a cancellation stands, the slot that was running when the
 service died runs again as it was decided, every planned mini-batch is trained exactly once, and
 the final parameters are bit for bit those of the in-process replay of the schedule (what an
@@ -53,7 +55,7 @@ class Training:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "oasis_opt", "serve", "--cluster", str(d / "cluster.json"),
              "--policy", "oasis", "--pricing", str(d / "pricing.json"), "--slot-s", str(slot_s),
-             "--state", str(state), "--port", str(self.port)],
+             "--state", str(state), "--port", str(self.port), "--open-loop"],
             stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
 
     def health(self) -> dict | None:

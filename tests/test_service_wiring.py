@@ -45,3 +45,28 @@ def test_build_service_names_the_parameter_it_refuses(cluster, policy, options, 
     with pytest.raises(OptionError) as err:
         build_service(cluster, policy, options, slot_s=1.0, state=state, execute=False)
     assert err.value.param == param, err.value
+
+
+def test_an_executing_service_runs_the_closed_loop_unless_asked_for_the_open_one(cluster,
+                                                                                  tmp_path, capsys):
+    """``serve``'s default with an executor is the closed loop (issue: the service kept the open
+    loop while ``execute`` closed it); ``open_loop`` keeps the old behaviour, a policy-only
+    service has nothing measured to close a loop on, and ``serve --open-loop --no-execute`` is
+    refused naming the flag."""
+    from oasis_opt.cli import main
+    from oasis_opt.model.io import save_instance
+
+    for execute, open_loop, closed in ((True, False, True), (True, True, False),
+                                       (False, False, False)):
+        service = build_service(cluster, "drf", {}, slot_s=1.0, execute=execute,
+                                open_loop=open_loop)
+        try:
+            assert service.scheduler.closed_loop is closed
+            assert service.scheduler.summary()["loop"] == ("closed" if closed else "open")
+        finally:
+            service.store.close()
+    save_instance(cluster, tmp_path / "cluster.json")
+    code = main(["serve", "--cluster", str(tmp_path / "cluster.json"), "--policy", "drf",
+                 "--slot-s", "1", "--no-execute", "--open-loop", "--port", "0"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--open-loop" in err, err

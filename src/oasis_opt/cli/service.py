@@ -29,6 +29,10 @@ add_serve = adder(
         "local Ray)"),
     arg("--no-execute", action="store_true",
         help="decide and account progress as the simulator does, run nothing (no Ray)"),
+    arg("--open-loop", action="store_true",
+        help="credit each slot the progress the plan promised, not the progress the executor "
+             "measured (default with an executor: the closed loop, jobs that fall behind "
+             "re-planned; see oasis_opt.service.scheduler)"),
     arg("--state", metavar="DB", help="SQLite state file: a service restarted with it "
         "goes on where it stopped (default: in memory, lost at exit)"),
     arg("--host", default="127.0.0.1", metavar="HOST",
@@ -57,6 +61,9 @@ def serve(args: argparse.Namespace) -> int:
     from ..service.wiring import build_service, listen, require_extras
 
     require_extras(execute=not args.no_execute)
+    if args.open_loop and args.no_execute:
+        raise CliError("--open-loop", "a service that runs nothing (--no-execute) credits the "
+                       "plan's progress already; --open-loop is for one with an executor")
     token = _token(args)
     cluster = load_instance(args.cluster)
     options = policy_options(args)
@@ -67,7 +74,8 @@ def serve(args: argparse.Namespace) -> int:
     try:
         service = build_service(cluster, args.policy, values(options), slot_s=args.slot_s,
                                 state=args.state, execute=not args.no_execute,
-                                address=args.address, token=token, report=_print_slot)
+                                address=args.address, token=token, report=_print_slot,
+                                open_loop=args.open_loop)
     except OptionError as e:
         raise option_error(e, options, args.policy) from None
     except StateMismatch as e:

@@ -84,19 +84,9 @@ class ClosedLoop:
         self.behind: list[dict] = []
 
     def _credit(self, t: int, rows: list, model: dict) -> dict[int, float]:
-        state = self.loop.state
         left = self._measure(t, rows, dict(model))
-        credit = {}
-        for j, gross in model.items():
-            before = float(state.remaining[j])
-            rest = float(left[j])
-            if not (np.isfinite(rest) and rest >= 0):
-                raise ValueError(f"measure: job {j} has {rest!r} work units left after slot {t}")
-            got = before if rest == 0 else max(0.0, before - rest)
-            credit[j] = got
-            if got < gross - BEHIND_TOL:
-                self.behind.append({"slot": t, "job": int(j), "model": float(gross),
-                                    "measured": float(got)})
+        credit, behind = measured_credit(self.loop.state, t, model, left)
+        self.behind.extend(behind)
         return credit
 
     def run(self) -> Schedule:
@@ -106,14 +96,8 @@ class ClosedLoop:
         while loop.t < instance.horizon:
             loop.step()
             t = loop.t
-            for rec in [b for b in self.behind if b["slot"] == t]:
-                j = rec["job"]
-                if state.completion[j] >= 0:
-                    continue
-                remaining = float(state.remaining[j])
-                done = self.policy.replan(j, t, remaining, state)
-                self.replans.append(done if done is not None else
-                                    {"job": j, "slot": t, "remaining": remaining})
+            self.replans.extend(replan_behind(self.policy, state, t,
+                                              [b for b in self.behind if b["slot"] == t]))
             settled = state.decided & (~state.admitted | (state.completion >= 0)
                                        | state.cancelled)
             if t >= last_arrival and bool(np.all(settled)):
@@ -121,23 +105,69 @@ class ClosedLoop:
         return loop.schedule()
 
 
+def measured_credit(state, t: int, model: Mapping[int, float], left: Mapping[int, float]
+                    ) -> tuple[dict[int, float], list[dict]]:
+    """The work units to credit slot ``t``'s jobs from what was measured: ``left`` ``{job: work
+    units left after the slot}`` (0: it completed), ``model`` ``{job: work units}`` the progress
+    model promised, ``state`` the loop's state before the credit. A job is credited all it had
+    left when it completed, else what its remaining work fell by (never below 0). Returns the
+    credit and the job-slots that fell behind (``{"slot", "job", "model", "measured"}``: got
+    less than the model by more than ``BEHIND_TOL``). ``ValueError`` on a job missing from
+    ``left`` or a negative or non-finite value."""
+    credit, behind = {}, []
+    for j, gross in model.items():
+        if j not in left:
+            raise ValueError(f"measure: no measured progress for job {j} in slot {t}")
+        before = float(state.remaining[j])
+        rest = float(left[j])
+        if not (np.isfinite(rest) and rest >= 0):
+            raise ValueError(f"measure: job {j} has {rest!r} work units left after slot {t}")
+        got = before if rest == 0 else max(0.0, before - rest)
+        credit[j] = got
+        if got < gross - BEHIND_TOL:
+            behind.append({"slot": t, "job": int(j), "model": float(gross),
+                           "measured": float(got)})
+    return credit, behind
+
+
+def replan_behind(policy, state, t: int, behind: list[dict]) -> list[dict]:
+    """After slot ``t`` settled: the policy's ``replan`` for every job of ``behind`` (slot
+    ``t``'s records of ``measured_credit``) that has not completed, in order. Returns the
+    re-plans (``OasisPolicy.replan``'s record; for a policy that decides slot by slot
+    ``{"job", "slot", "remaining"}``)."""
+    out = []
+    for rec in behind:
+        j = rec["job"]
+        if state.completion[j] >= 0:
+            continue
+        remaining = float(state.remaining[j])
+        done = policy.replan(j, t, remaining, state)
+        out.append(done if done is not None else {"job": j, "slot": t, "remaining": remaining})
+    return out
+
+
+def executor_left(executor: Executor, instance, plans: dict[int, JobPlan], jobs) -> dict[int, float]:
+    """After a slot ran on ``executor``: the work units each of ``jobs`` has left, W_i (B_i - b)
+    / B_i (b its mini-batches done, B_i its total; 0 once the executor completed it).
+    ``plans``: the jobs' ``JobPlan`` (filled for jobs without)."""
+    left = {}
+    for j in jobs:
+        plan = plans.get(j)
+        if plan is None:
+            plan = plans[j] = job_plan(instance, j)
+        snap = executor.snapshot(j)
+        left[j] = (0.0 if snap["completion_slot"] is not None else
+                   plan.work * (plan.total_minibatches - snap["done"]) / plan.total_minibatches)
+    return left
+
+
 def executor_measure(executor: Executor, instance, plans: dict[int, JobPlan]) -> SlotMeasure:
-    """``ClosedLoop``'s ``measure`` on a started, time-boxed ``executor``: run the slot, then a
-    job has W_i (B_i - b) / B_i work units left (b its mini-batches done, B_i its total; 0 when
-    the executor completed it). ``plans``: the jobs' ``JobPlan`` (filled for jobs without)."""
+    """``ClosedLoop``'s ``measure`` on a started, time-boxed ``executor``: run the slot, then
+    ``executor_left`` of the slot's jobs."""
 
     def measure(t: int, rows: list, model: dict) -> dict[int, float]:
         executor.run_slot(t, rows)
-        left = {}
-        for j in model:
-            plan = plans.get(j)
-            if plan is None:
-                plan = plans[j] = job_plan(instance, j)
-            snap = executor.snapshot(j)
-            left[j] = (0.0 if snap["completion_slot"] is not None else
-                       plan.work * (plan.total_minibatches - snap["done"])
-                       / plan.total_minibatches)
-        return left
+        return executor_left(executor, instance, plans, model)
 
     return measure
 

@@ -7,6 +7,9 @@ an executor, the executor paces the slot itself (``Executor.run_slot``: a slot e
 of its due time and the end of its planned work; a slot that overran moves the grid, the next
 ones are not shortened to catch up) and the slot's per-job records and checkpoints
 are written to the state when it ends; a restarted service restores every job's checkpoint first.
+A closed-loop scheduler (``Scheduler(closed_loop=True)``, ``oasis-opt serve``'s default) gets a
+time-boxed executor (no iteration starts after the slot's end) and is handed, with the slot's
+records, the work each job has left (``runtime.closed_loop.executor_left``), which it credits.
 
 **A kill leaves no Ray behind for long.** A service that starts its own local Ray records Ray's
 processes (its descendants) in the state after Ray starts and after every slot. SIGKILL runs no
@@ -49,6 +52,7 @@ class ServiceRunner:
         self.slot_running: int | None = None
         self.slot_started: float | None = None
         self._stop = threading.Event()
+        self._plans: dict = {}  # closed loop: the jobs' ``runtime.plan.JobPlan``, as they run
         self._thread = threading.Thread(target=self._main, name="oasis-opt-slots", daemon=True)
 
     def start(self) -> "ServiceRunner":
@@ -87,8 +91,9 @@ class ServiceRunner:
         # no catch-up: after a slot overruns (containers starting, kernels compiling) the next
         # slots still last S each, so clients acting between slots are not outrun by slots that
         # pass in milliseconds, and the horizon is not spent on empty ones
+        # closed loop: time-boxed, so a slow job does less than planned and is re-planned
         executor = Executor(sched.instance, slot_seconds=self.slot_seconds, address=self.address,
-                            catch_up=False)
+                            catch_up=False, time_box=sched.closed_loop)
         executor.start()
         self._record_processes()
         for seq, snapshot in sched.checkpoints().items():
@@ -126,14 +131,21 @@ class ServiceRunner:
     def _run(self, executor: Executor, t: int, rows: list) -> None:
         """Run decided slot ``t`` (its allocation ``rows``) on ``executor`` and record it."""
         sched = self.scheduler
-        executor.extend(sched.instance)
+        instance = sched.instance
+        executor.extend(instance)
         record = executor.run_slot(t, rows)
         progress, checkpoints = {}, {}
-        for j in sorted({j for j, *_ in rows}):
+        jobs = sorted({j for j, *_ in rows})
+        for j in jobs:
             snap = checkpoints[j] = executor.snapshot(j)
             progress[j] = {**snap["slots"][-1], "completion_slot": snap["completion_slot"],
                            "completion_s": snap["completion_s"]}
-        sched.finish(t, record, progress, checkpoints)
+        left = None
+        if sched.closed_loop:
+            from ..runtime.closed_loop import executor_left
+
+            left = executor_left(executor, instance, self._plans, jobs)
+        sched.finish(t, record, progress, checkpoints, left=left)
 
 
 def own_processes() -> list[tuple[int, float, str]]:

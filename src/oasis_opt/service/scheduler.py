@@ -18,6 +18,19 @@ from the jobs arrived by t, so it must: a policy that does not raises ``ReplayMi
 ``replays`` counts them. The same replay resumes a state file after a restart: decisions are never
 taken twice, they are re-derived and compared.
 
+**The closed loop** (``closed_loop=True``, what ``oasis-opt serve`` runs with an executor unless
+``--open-loop``). ``advance`` decides slot t without crediting it (``SlotLoop.decide``); the slot
+runs, time-boxed; ``finish(t, ..., left=...)`` credits each job the progress the executor
+measured (``runtime.closed_loop.measured_credit``: a job that completed gets all it had left),
+settles the slot (``SlotLoop.settle``: completions, the policy's slot end) and re-plans every job
+that fell behind its model (``replan_behind``: OASiS re-prices its remaining work over the slots
+after t; the baselines re-decide at their next slot), as ``runtime.closed_loop.ClosedLoop`` does
+for ``execute``. The credits, the jobs behind and the re-plans are written with the slot's record
+(``closed_loop``), and a restart replays each slot that ran with its stored credit, so the
+replayed decisions are the ones taken. A job's completion is known only once its slot ran: a
+cancellation asked while that slot runs is accepted and void if the job completes in it. A
+state is resumed only with the loop it was written with (``Store.bind``).
+
 **Cost of a request.** A submission is checked on an instance of the cluster and that job alone,
 and the views read per-job indexes kept as slots are decided and finished, so neither grows with
 the number of jobs accepted before (``benchmarks/bench_service.py`` measures it).
@@ -32,7 +45,7 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -80,13 +93,21 @@ class Scheduler:
     the cluster (its jobs are not used). ``make_policy()`` returns a fresh ``OnlinePolicy``
     (e.g. ``lambda: get_policy("oasis", pricing=...)``); ``policy`` and ``options`` name it in the
     state. ``executes``: jobs must name a runnable training task (the service runs them).
+    ``closed_loop`` (with ``executes``): a slot is credited the progress the executor measured
+    (``finish(..., left=...)``), not the model's, and a job that fell behind is re-planned
+    (module docstring, "The closed loop").
     """
 
     def __init__(self, cluster: Instance, make_policy: Callable[[], OnlinePolicy], *, store: Store,
-                 policy: str, options: dict | None = None, executes: bool = False):
+                 policy: str, options: dict | None = None, executes: bool = False,
+                 closed_loop: bool = False):
+        if closed_loop and not executes:
+            raise ValueError("closed_loop: a closed loop credits the executor's measured "
+                             "progress; it needs executes=True")
         self.cluster = cluster.with_jobs(())
         self._cluster_doc = instance_to_dict(self.cluster)
         self.make_policy, self.policy_name, self.executes = make_policy, policy, executes
+        self.closed_loop = closed_loop
         self.store = store
         # two locks, always taken in this order: ``_slots`` while a slot is decided or the
         # loop is read (views, cancels), ``_lock`` for the jobs and the store. A submission takes
@@ -107,8 +128,13 @@ class Scheduler:
         self._finished = 0  # last slot that ran
         self._progress: dict[int, list[dict]] = {}  # executor records per job
         self._loop: SlotLoop | None = None
+        # closed loop: slot -> {seq: work units credited} and slot -> the jobs behind in it
+        self._measured: dict[int, dict[int, float]] = {}
+        self._behind: dict[int, list[dict]] = {}
+        self.replans: list[dict] = []  # closed loop: every re-plan, in order (replays included)
         self.replays = 0  # times the policy was rebuilt and replayed (module docstring)
-        self.resumed = store.bind(self._cluster_doc, policy, options or {})
+        self.resumed = store.bind(self._cluster_doc, policy, options or {},
+                                  "closed" if closed_loop else "open")
         if self.resumed:
             self._resume()
 
@@ -123,6 +149,11 @@ class Scheduler:
         self._cancels = store.cancels()
         self._progress = store.progress()
         decisions = store.decisions()
+        for t, rec in store.slot_records().items():
+            loop_rec = rec.get("closed_loop")
+            if loop_rec is not None:
+                self._measured[t] = {int(j): float(c) for j, c in loop_rec["credit"].items()}
+                self._behind[t] = list(loop_rec["behind"])
         for slot, _, finished_at in store.slots():
             stored = DecidedSlot(slot, {s: a for s, (t, a) in decisions.items() if t == slot},
                                  [tuple(r) for r in store.slot_rows(slot)], ())
@@ -270,6 +301,7 @@ class Scheduler:
         loop = SlotLoop(instance, self.make_policy())
         decided, self._decided = self._decided, []
         self._decision = {}
+        self.replans = []
         for stored in decided:
             got = self._step(loop)
             if (got.decisions != stored.decisions
@@ -278,8 +310,23 @@ class Scheduler:
                     f"slot {stored.t}: replaying the policy gave decisions {got.decisions} and "
                     f"{len(got.rows)} allocations, the state holds {stored.decisions} and "
                     f"{len(stored.rows)}")
+            if self.closed_loop and stored.t <= self._finished:
+                if stored.t not in self._measured:
+                    raise ReplayMismatch(f"slot {stored.t}: it ran, and the state holds no "
+                                         "measured progress for it (written open loop?)")
+                got = self._settle(loop, got, self._measured[stored.t], self._behind[stored.t])
             self._append(got)
         self._loop = loop
+
+    def _settle(self, loop: SlotLoop, slot: DecidedSlot, credit: dict[int, float],
+                behind: list[dict]) -> DecidedSlot:
+        """Closed loop: settle the loop's decided ``slot`` with ``credit`` and re-plan the jobs
+        ``behind``; the slot with the jobs it completed."""
+        from ..runtime.closed_loop import replan_behind
+
+        out = loop.settle(credit)
+        self.replans.extend(replan_behind(loop.policy, loop.state, slot.t, behind))
+        return replace(slot, finished=out.finished)
 
     def _append(self, slot: DecidedSlot) -> None:
         self._decided.append(slot)
@@ -294,21 +341,29 @@ class Scheduler:
         for j, s, r, c in slot.rows:
             by_job.setdefault(j, []).append((s, r, c))
             self._used += c * (inst.worker_demand[j] if r == WORKER else inst.ps_demand[j])
+        measured = self._measured.get(slot.t)
         for j, rows in by_job.items():
-            self._work_done[j] = (self._work_done.get(j, 0.0)
-                                  + loop.progress_fn(loop.instance, j, rows, slot.t))
+            got = (measured[j] if measured is not None and j in measured
+                   else loop.progress_fn(loop.instance, j, rows, slot.t))
+            self._work_done[j] = self._work_done.get(j, 0.0) + got
 
     def _step(self, loop: SlotLoop) -> DecidedSlot:
         state = loop.state
         t = loop.t + 1
         for seq, slot in self._cancels.items():
-            if slot == t:
+            # closed loop: a job cancelled while the slot it completed in ran has completed;
+            # the cancellation is void (open loop, such a cancellation is refused with 409)
+            if slot == t and not (self.closed_loop and state.completion[seq] >= 0):
                 loop.cancel(seq)
         before = state.decided.copy()
-        out = loop.step()
+        if self.closed_loop:  # settled by ``finish`` with the measured progress
+            pending = loop.decide()
+            rows, finished = list(pending.rows), ()
+        else:
+            out = loop.step()
+            rows, finished = out.rows, out.finished
         new = np.flatnonzero(state.decided & ~before & ~state.cancelled)
-        return DecidedSlot(t, {int(i): bool(state.admitted[i]) for i in new}, out.rows,
-                           out.finished)
+        return DecidedSlot(t, {int(i): bool(state.admitted[i]) for i in new}, rows, finished)
 
     def advance(self) -> DecidedSlot:
         """Decide the next slot and write it down (module docstring); the slot that was decided
@@ -341,13 +396,20 @@ class Scheduler:
 
     def finish(self, t: int, record: dict | None = None,
                progress: dict[int, dict] | None = None,
-               checkpoints: dict[int, Any] | None = None) -> None:
+               checkpoints: dict[int, Any] | None = None,
+               left: dict[int, float] | None = None) -> None:
         """Slot ``t`` ran: write what the executor reports (its slot ``record``, per-job
-        ``progress`` records and ``checkpoints``)."""
+        ``progress`` records and ``checkpoints``). Closed loop: ``left`` ``{seq: work units
+        left}`` after the slot for every job with containers in it (0: the executor completed
+        it; ``runtime.closed_loop.executor_left``) is credited and written beside the record."""
         with self._slots, self._lock:
             if t != self._finished + 1 or t > len(self._decided):
                 raise ValueError(f"t: slot {t} is not the slot running (slot "
                                  f"{self._finished + 1})")
+            if self.closed_loop:
+                record = self._measure(t, record, left)
+            elif left is not None:
+                raise ValueError("left: measured progress is credited only in a closed loop")
             self.store.record_finished(t, list(self._decided[t - 1].finished), record,
                                        progress or {}, checkpoints or {})
             for seq, rec in (progress or {}).items():
@@ -355,6 +417,24 @@ class Scheduler:
             assert self._loop is not None  # ``advance`` built it
             self._credit(self._loop, self._decided[t - 1])
             self._finished = t
+
+    def _measure(self, t: int, record: dict | None, left: dict[int, float] | None) -> dict:
+        """Closed loop, slot ``t`` ran: credit ``left`` (``finish``), re-plan, and return the
+        slot's record with its ``closed_loop`` entry."""
+        from ..runtime.closed_loop import measured_credit
+
+        loop = self._loop
+        assert loop is not None and loop.pending is not None and loop.pending.t == t
+        if left is None:
+            raise ValueError(f"left: slot {t} of a closed loop is finished with the progress "
+                             "the executor measured")
+        credit, behind = measured_credit(loop.state, t, loop.pending.model, left)
+        done = len(self.replans)
+        self._decided[t - 1] = self._settle(loop, self._decided[t - 1], credit, behind)
+        self._measured[t], self._behind[t] = credit, behind
+        return {**(record or {}), "closed_loop": {
+            "credit": {str(j): c for j, c in credit.items()}, "behind": behind,
+            "replans": self.replans[done:]}}
 
     def step(self) -> DecidedSlot:
         """``advance`` then ``finish`` with nothing run: a policy-only slot."""
@@ -549,6 +629,9 @@ class Scheduler:
                     "pending": count["pending"] + count["waiting"],
                     "utility": total,
                     "utilisation": {r: float(util[n]) for n, r in enumerate(inst.resources)},
+                    "loop": "closed" if self.closed_loop else "open",
+                    "behind": sum(len(b) for b in self._behind.values()),
+                    "replans": len(self.replans),
                     "history": history}
 
 

@@ -4,7 +4,8 @@ Schema (``oasis-opt/service-state@1``; one file, WAL journal, every write one tr
 
 ``meta(key TEXT PRIMARY KEY, value TEXT)``
     ``format``; ``cluster`` (the cluster as an instance document without jobs, JSON); ``policy``
-    and ``options`` (JSON): a state is resumed only by a service with the same three.
+    and ``options`` (JSON); ``loop`` ("open" or "closed"; absent: open): a state is resumed only
+    by a service with the same four.
 ``jobs(seq INTEGER PRIMARY KEY, id TEXT UNIQUE, arrival INTEGER, doc TEXT, submitted_at REAL)``
     every accepted job, ``seq`` its index in the service's instance (0, 1, ... in acceptance
     order, which breaks arrival ties as instance order does), ``doc`` its instance-format JSON.
@@ -19,7 +20,10 @@ Schema (``oasis-opt/service-state@1``; one file, WAL journal, every write one tr
 ``slots(slot INTEGER PRIMARY KEY, decided_at REAL, finished_at REAL, finished TEXT, record TEXT)``
     a slot is written when decided (its decisions and allocations in the same transaction) and
     completed after it ran: ``finished`` the JSON list of jobs that completed in it, ``record``
-    the executor's slot record (JSON, null without an executor).
+    the executor's slot record (JSON, null without an executor); a closed-loop service adds
+    ``closed_loop`` to it: ``credit`` (``{seq: work units}`` credited from the measured
+    progress, what a restart replays the slot with), ``behind`` and ``replans``
+    (``runtime.closed_loop``).
 ``progress(seq INTEGER, slot INTEGER, record TEXT, PRIMARY KEY (seq, slot))``
     the executor's per-job record of a slot (real mini-batches, accuracy ...).
 ``checkpoints(seq INTEGER PRIMARY KEY, slot INTEGER, blob BLOB)``
@@ -119,17 +123,21 @@ class Store:
             return self._db.execute(sql, params).fetchall()
 
     # ---- identity ------------------------------------------------------------------------
-    def bind(self, cluster: dict, policy: str, options: dict) -> bool:
-        """Tie a new state to this cluster and policy, or check that an existing one was made for
-        them (``StateMismatch`` naming the option that differs). Returns whether it existed."""
+    def bind(self, cluster: dict, policy: str, options: dict, loop: str = "open") -> bool:
+        """Tie a new state to this cluster, policy and ``loop`` ("open": progress as the
+        simulator accounts it; "closed": as the executor measured it), or check that an
+        existing one was made for them (``StateMismatch`` naming the option that differs; a
+        state without ``loop`` was written open loop). Returns whether it existed."""
         meta = dict(self._all("SELECT key, value FROM meta"))
         mine = {"format": STATE_FORMAT, "cluster": json.dumps(cluster, sort_keys=True),
-                "policy": policy, "options": json.dumps(options, sort_keys=True)}
+                "policy": policy, "options": json.dumps(options, sort_keys=True), "loop": loop}
         if not meta:
             self._tx(("INSERT INTO meta VALUES (?, ?)", kv) for kv in mine.items())
             return False
+        meta.setdefault("loop", "open")
         for key, option in (("format", "--state"), ("cluster", "--cluster"),
-                            ("policy", "--policy"), ("options", "--pricing")):
+                            ("policy", "--policy"), ("options", "--pricing"),
+                            ("loop", "--open-loop")):
             if meta.get(key) != mine[key]:
                 raise StateMismatch(option, f"the state {self.path} was written by a service with "
                                     f"another {key} (start it with the same one, or a new --state)")
@@ -225,6 +233,11 @@ class Store:
     def slots(self) -> list[tuple[int, float, float | None]]:
         """(slot, decided_at, finished_at or None) of every decided slot, in order."""
         return self._all("SELECT slot, decided_at, finished_at FROM slots ORDER BY slot")
+
+    def slot_records(self) -> dict[int, dict]:
+        """The executor's record of every slot that ran with one (``slots.record``), by slot."""
+        return {t: json.loads(rec) for t, rec in self._all(
+            "SELECT slot, record FROM slots WHERE record IS NOT NULL ORDER BY slot")}
 
     def progress(self) -> dict[int, list[dict]]:
         out: dict[int, list[dict]] = {}

@@ -112,15 +112,17 @@ def online_policy(name: str, options: dict[str, Any]) -> OnlinePolicy:
 
 def build_service(cluster: Instance, policy: str, options: dict[str, Any], *, slot_s: float,
                   state: str | None = None, execute: bool = True, address: str | None = None,
-                  token: str | None = None, report: Callable[[str], None] | None = None
-                  ) -> Service:
+                  token: str | None = None, report: Callable[[str], None] | None = None,
+                  open_loop: bool = False) -> Service:
     """The service deciding jobs on ``cluster`` (its servers, resources, horizon and topology;
     its jobs are not submitted) with the online policy ``policy`` and its ``options``, a slot
     every ``slot_s`` wall-clock seconds, its state in the SQLite file ``state`` (None: in
     memory) so that a service restarted with it goes on where it stopped. ``execute``: run the
     jobs on Ray (``address``: a running Ray cluster), else account progress as the simulator
     does. ``token``: required on mutating requests when set. ``report``: called with a line
-    per slot run (``ServiceRunner``)."""
+    per slot run (``ServiceRunner``). An executing service runs the closed loop (each slot
+    credited the progress the executor measured, jobs that fall behind re-planned:
+    ``scheduler`` module docstring) unless ``open_loop``."""
     from ..model.io import FormatError
     from ..policies import OptionError
     from .app import create_app
@@ -140,7 +142,8 @@ def build_service(cluster: Instance, policy: str, options: dict[str, Any], *, sl
         raise OptionError("state", f"cannot open {state}: {e}") from None
     try:
         scheduler = Scheduler(cluster, lambda: online_policy(policy, options), store=store,
-                              policy=policy, options=dict(options), executes=execute)
+                              policy=policy, options=dict(options), executes=execute,
+                              closed_loop=execute and not open_loop)
     except StateMismatch:
         raise
     except (FormatError, ReplayMismatch) as e:

@@ -92,6 +92,19 @@ class SlotOutcome:
     finished: tuple
 
 
+@dataclass(frozen=True)
+class PendingSlot:
+    """A slot ``SlotLoop.decide`` decided and ``settle`` has not credited: ``t``, ``decisions``
+    and ``rows`` as ``SlotOutcome``'s, ``per_job`` ``{job: [(server, role, count)]}`` and
+    ``model`` ``{job: work units}`` the progress model gives each job with rows."""
+
+    t: int
+    decisions: dict
+    rows: tuple
+    per_job: dict
+    model: dict
+
+
 class SlotLoop:
     """The simulator's slot loop, one slot per ``step()``: what ``simulate`` runs, and what the
     scheduling service runs in wall-clock time (``oasis_opt.service``), so both take the same
@@ -122,6 +135,7 @@ class SlotLoop:
         # how far below zero a server's free capacity may go (element-wise, so the same floats
         # as computing it row by row)
         self.floor = -capacity_slack(instance.capacity)
+        self._pending: PendingSlot | None = None
         policy.start(instance, self.state)
 
     def extend(self, instance) -> bool:
@@ -132,6 +146,8 @@ class SlotLoop:
         the new jobs, its policy does not) and the caller starts a fresh one and replays.
         ``ValueError`` when ``instance`` is not such an extension."""
         old, t = self.instance, self.state.t
+        if self._pending is not None:
+            raise ValueError(f"instance: slot {self._pending.t} is decided and not settled")
         if (instance.horizon != old.horizon or instance.resources != old.resources
                 or instance.servers != old.servers or instance.progress != old.progress
                 or instance.topology is not old.topology and instance.topology != old.topology):
@@ -169,8 +185,27 @@ class SlotLoop:
             self.policy.on_cancel(job, state.t + 1, state)
 
     def step(self) -> SlotOutcome:
-        """Slot ``t + 1``: arrivals -> admission -> allocation -> progress -> completion."""
+        """Slot ``t + 1``: arrivals -> admission -> allocation -> progress -> completion
+        (``decide`` then ``settle``, with ``measure``'s progress when the loop has one)."""
+        pending = self.decide()
+        measured = None
+        if self.measure is not None:
+            measured = self.measure(pending.t, list(pending.rows), dict(pending.model))
+        return self.settle(measured)
+
+    @property
+    def pending(self) -> "PendingSlot | None":
+        """The slot ``decide`` decided and ``settle`` has not settled yet (None: none)."""
+        return self._pending
+
+    def decide(self) -> "PendingSlot":
+        """The first half of ``step``: slot ``t + 1``'s arrivals, admissions and allocation,
+        checked; nothing is credited until ``settle``. A caller that runs the slot in between
+        (the service's closed loop) settles it with the progress it measured. ``ValueError``
+        while a decided slot is not settled."""
         instance, policy, state = self.instance, self.policy, self.state
+        if self._pending is not None:
+            raise ValueError(f"t: slot {self._pending.t} is decided and not settled")
         if state.t >= instance.horizon:
             raise ValueError(f"t: the horizon ends at slot {instance.horizon}")
         t = state.t = state.t + 1
@@ -222,9 +257,21 @@ class SlotLoop:
                 _check_span(instance, policy.name, t, job, job_rows)
         model = {job: self.progress_fn(instance, job, job_rows, t)
                  for job, job_rows in per_job.items()}
-        if self.measure is not None:
-            measured = self.measure(t, rows, dict(model))
+        self._pending = PendingSlot(t, decisions, tuple(rows), per_job, model)
+        return self._pending
+
+    def settle(self, measured: Mapping[int, float] | None = None) -> SlotOutcome:
+        """The second half of ``step``: credit the decided slot's progress (``measured``
+        ``{job: work units}`` in place of the model's for the jobs it names), complete the
+        jobs done and tell the policy. ``ValueError`` when no slot is decided."""
+        pending, state, policy = self._pending, self.state, self.policy
+        if pending is None:
+            raise ValueError("t: no decided slot to settle")
+        t, per_job, model, rows = pending.t, pending.per_job, dict(pending.model), pending.rows
+        decisions = pending.decisions
+        if measured is not None:
             model = {job: float(measured.get(job, gross)) for job, gross in model.items()}
+        self._pending = None
         for job, job_rows in per_job.items():
             gross = model[job]
             if any(role == WORKER for _, role, _ in job_rows):
@@ -234,7 +281,7 @@ class SlotLoop:
         finished = np.array([j for j in per_job if state.remaining[j] <= DONE_EPS], dtype=np.int64)
         state.completion[finished] = t
         policy.on_slot_end(t, state, finished)
-        return SlotOutcome(t, decisions, rows, tuple(finished.tolist()))
+        return SlotOutcome(t, decisions, list(rows), tuple(finished.tolist()))
 
     def schedule(self, timing: dict | None = None) -> Schedule:
         """The schedule of the slots stepped so far (every admitted job, its allocations); its
