@@ -1109,3 +1109,34 @@ def test_a_closed_loop_slot_is_finished_with_measured_progress_and_states_keep_t
         Scheduler(inst, make, store=Store(tmp_path / "open.db"), policy="oasis", executes=True,
                   closed_loop=True)
     assert e.value.field == "--open-loop"
+
+
+def test_a_closed_loop_cancel_asked_while_the_last_slot_runs_is_void():
+    """Closed loop, a job's completion is known only once its slot ran: a cancellation asked
+    while that slot runs is accepted, and the job completes in it (its utility stands). Bugs
+    caught: the view stuck at "cancelling" for ever (what the case study waited on), the next
+    boundary cancelling a completed job (``SlotLoop.cancel`` refuses it: the service stops)."""
+    docs, pricing = closed_workload()
+    sched = Scheduler(generate("paper-fig5", seed=3), lambda: get_policy("oasis", pricing=pricing),
+                      store=Store(), policy="oasis", executes=True, closed_loop=True)
+    for d in docs:
+        sched.submit(d)
+    inst = sched.instance
+    run = SlowedRun({j: float(inst.jobs[j].work) for j in range(inst.I)}, set(), 1.0)
+    victim = None
+    while victim is None and sched.finished_slots < inst.horizon:
+        slot = sched.advance()
+        left = run.left(slot.t, slot.rows)
+        done = [j for j, rest in left.items() if rest == 0.0]
+        if done:
+            victim = done[0]
+            view = sched.cancel(inst.jobs[victim].id)  # accepted: the slot has not ended
+            assert view["state"] == "cancelling"
+        sched.finish(slot.t, {}, {}, {}, left=left)
+    assert victim is not None
+    view = sched.job_view(victim)
+    assert view["state"] == "completed" and view["completion"] == slot.t
+    assert view["utility"] == pytest.approx(inst.utility_of(victim, slot.t)) and view["utility"] > 0
+    nxt = sched.advance()  # the boundary the cancel named: no error, nothing for the victim
+    assert all(j != victim for j, *_ in nxt.rows)
+    assert sched.job_view(victim)["state"] == "completed"

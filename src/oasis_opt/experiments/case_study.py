@@ -34,8 +34,11 @@ images nothing saw before:
    ``max_units=1``), and controllers that pause trials (``asha``) cannot run here. A stop is
    seen after the slot that shows it, and a cancellation takes effect at the next boundary not
    yet decided: a stopped trial may train one slot more than the controller needed. A stop
-   that comes after the slot the trial completes in was decided is refused by the service
-   (409): the trial completes, and counts as completed, not stopped
+   that comes too late (the study's service runs the open loop, ``serve --open-loop``, so that
+   which stops come in time does not depend on the machine's load: it refuses a stop with 409
+   once the slot the trial completes in is decided; a closed-loop service accepts it while
+   that slot runs and the trial completes in it): the trial completes, and counts as
+   completed, not stopped
    (``stop_too_late_at_epoch`` in the summary).
 5. **The end.** When every job has ended (completed, rejected or cancelled), the best of them
    (validation accuracy) is deployed by the service and benchmarked through its API
@@ -236,7 +239,11 @@ class Service:
         self.log = open(self.log_path, "w")
         argv = [sys.executable, "-m", "oasis_opt", "serve", "--cluster", str(out / "cluster.json"),
                 "--policy", settings.policy, "--slot-s", f"{settings.slot_s:g}",
-                "--state", str(out / "state.db"), "--port", str(port)]
+                "--state", str(out / "state.db"), "--port", str(port),
+                # the open loop: every planned mini-batch runs, however loaded the machine, so
+                # which stops come in time (and the mini-batches they save) does not depend on
+                # the machine's speed; the closed loop's re-plans would move them
+                "--open-loop"]
         if settings.policy in ("oasis", "oasis-topo"):
             argv += ["--pricing", str(out / "pricing.json")]
         env = {**os.environ, "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu")}
@@ -373,6 +380,11 @@ class Driver:
             if tr.status == "completing" and views.get(tr.job_id, {}).get("state") in ENDED:
                 tr.status = views[tr.job_id]["state"]
                 self.log(f"{tr.job_id}: {tr.status} after the stop came too late")
+            if tr.status == "stopped" and views.get(tr.job_id, {}).get("state") == "completed":
+                # a closed-loop service accepts a cancel while the job's last slot runs; the
+                # job completed in it, so the stop came too late (as a 409 says in the open loop)
+                tr.status, tr.stop_too_late, tr.stopped_at = "completed", tr.stopped_at, None
+                self.log(f"{tr.job_id}: completed in the slot that ran when it was stopped")
             if tr.status != "running" or tr.job_id not in views:
                 continue
             v = views[tr.job_id]

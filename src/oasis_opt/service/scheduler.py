@@ -505,7 +505,9 @@ class Scheduler:
                 state = "running" if workers else "scheduled"
             elif st.arrived[seq]:
                 state = "waiting"
-        if state != "cancelled" and seq in self._cancels:
+        # a cancellation a job's completion made void (closed loop: asked while its last slot
+        # ran) leaves it completed
+        if state not in ("cancelled", "completed") and seq in self._cancels:
             state = "cancelling"
         return state, completion
 
