@@ -210,7 +210,7 @@ def test_reproduce_testbed_real_plans_every_policy_without_ray():
     from oasis_opt.experiments import testbed_real as study
 
     s = study.settings(quick=True)
-    inst, pricing, schedules = study.plan(s, [profile()], 1.0)
+    inst, pricing, schedules = study.plan(s, [profile()])
     assert sorted(schedules) == sorted(study.POLICIES)
     assert inst.I == s["jobs"] and inst.horizon == s["horizon"]
     for policy, sched in schedules.items():

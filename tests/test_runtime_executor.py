@@ -8,6 +8,7 @@ trained equals the in-process replay (``runtime.replay``), killed worker or not.
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -431,22 +432,27 @@ def test_profile_times_real_iterations_and_fits_them(ray_local, tmp_path):
 
 
 # the quick variant of ``reproduce testbed-real`` shrunk to seconds: one history seed, a tiny
-# profile, 2 jobs in 4 slots of half a second (seed 2: every policy completes a job in slot 3)
+# profile, 2 jobs in 4 slots of half a second (seed 2: every policy completes a job), quiet only
 TINY_TESTBED_REAL = {"seed": 2, "jobs": 2, "horizon": 4, "slot_s": 0.5, "tasks": ("digits-mlp",),
-                     "iterations": 2, "repeats": 1, "history": (1000,)}
+                     "iterations": 2, "repeats": 1, "history": (1000,), "reps": 1,
+                     "loads": ("quiet",)}
 
 
 @pytest.mark.ray
 def test_reproduce_testbed_real_quick_runs_end_to_end_and_resumes(ray_local, tmp_path,
                                                                     monkeypatch):
-    """``reproduce testbed-real --quick`` (tiny settings, a stored profile) plans, executes every policy's
-    schedule twice (the profiled and the corrected round) and draws the page. It crashed on main
-    after minutes of profiling (``solve(..., options=...)``, refused by the API) and no test ran
-    it; here every execution is held to its schedule (the workers, PSs and mini-batches each
-    job-slot really ran are the schedule's), and a second reproduce redraws from the stored
-    files without profiling or executing anything."""
+    """``reproduce testbed-real --quick`` (tiny settings, a stored profile) runs the fidelity
+    study: every policy open loop and closed loop, trained for real, and draws the page with the
+    targets checked. It crashed on main after minutes of profiling (``solve(..., options=...)``,
+    refused by the API) and no test ran it. Here every open-loop execution is held to its
+    schedule (the workers, PSs and mini-batches each job-slot really ran are the schedule's),
+    every closed-loop schedule is valid and its report is held to it, the load is sampled during
+    each run, and a second reproduce redraws from the stored runs without profiling or executing
+    anything."""
+    import oasis_opt.runtime.closed_loop as closed_loop_module
     import oasis_opt.runtime.executor as executor_module
     import oasis_opt.runtime.profile as profile_module
+    from oasis_opt import validate
     from oasis_opt.experiments import testbed_real as study
     from oasis_opt.experiments.reproduce import reproduce
     from oasis_opt.model.io import load_instance, load_result
@@ -464,13 +470,18 @@ def test_reproduce_testbed_real_quick_runs_end_to_end_and_resumes(ray_local, tmp
     paths = written["testbed-real"]
     assert sorted(p.suffix for p in paths) == [".md", ".pdf", ".png"]
     page = next(p for p in paths if p.suffix == ".md").read_text()
-    for prefix in ("", "corrected-"):
-        inst = load_instance(folder / f"{prefix}instance.json")
+    inst = load_instance(folder / "instance.json")
+    _, _, planned = study.plan(TINY_TESTBED_REAL, [synthetic_profile()])
+    for mode in study.MODES:
         for policy in study.POLICIES:
-            sched = load_result(inst, folder / f"{prefix}result-{policy}.json")
-            report = load_report(folder / f"{prefix}execution-{policy}.json")
+            sched = load_result(inst, folder / f"result-quiet-{mode}-{policy}-0.json")
+            report = load_report(folder / f"execution-quiet-{mode}-{policy}-0.json")
+            row = json.loads((folder / f"run-quiet-{mode}-{policy}-0.json").read_text())["row"]
+            assert validate(inst, sched).ok, (mode, policy)
             assert report.doc["instance_sha256"] == inst.fingerprint
-            assert report.planned_utility == pytest.approx(sched.total_utility)
+            if mode == "open":  # the schedule as it was planned, every mini-batch of it
+                assert list(sched.allocations.rows()) == \
+                    list(planned[policy].allocations.rows())
             w = sched.allocations.workers_per_job_slot(inst.I, inst.horizon)
             p = sched.allocations.ps_per_job_slot(inst.I, inst.horizon)
             for j in report.jobs:
@@ -479,33 +490,35 @@ def test_reproduce_testbed_real_quick_runs_end_to_end_and_resumes(ray_local, tmp
                     [t for t in range(1, inst.horizon + 1) if w[i][t] > 0]
                 for s in j["slots"]:
                     assert (s["workers"], s["ps"]) == (w[i][s["slot"]], p[i][s["slot"]])
-                    assert s["real_minibatches"] == s["planned_minibatches"]
-                    assert s["iterations"] == s["planned_iterations"]
-                # work is never cut: a job completes in the slot of the plan
-                assert j["real"]["completion_slot"] == j["planned"]["completion"]
-            completed = sum(j["real"]["completion_slot"] is not None for j in report.jobs)
-            assert completed == int(sched.completed.sum())
-            # round 1 plans from the stored profile (every policy completes a job); round 2's
-            # correction is measured, so how many jobs it fits in 4 slots depends on the load
-            assert completed >= 1 or prefix
-    for policy in study.POLICIES:
-        assert f"| {display_name(policy)} |" in page
+                    if mode == "open":  # work is never cut
+                        assert s["real_minibatches"] == s["planned_minibatches"]
+                        assert s["iterations"] == s["planned_iterations"]
+                    else:  # time-boxed: never more than planned
+                        assert s["real_minibatches"] <= s["planned_minibatches"]
+                if mode == "open":  # a job completes in the slot of the plan
+                    assert j["real"]["completion_slot"] == j["planned"]["completion"]
+            # the row's numbers are the report's
+            assert row["real_utility"] == pytest.approx(report.doc["total_utility"]["real"])
+            assert row["sim_utility"] == pytest.approx(planned[policy].total_utility)
+            assert row["jobs_real_done"] == sum(j["real"]["completion_s"] is not None
+                                                for j in report.jobs)
+            assert (row["replans"] is None) == (mode == "open")
+            # the load was sampled during the run (every 0.5 s, and once on entry)
+            assert row["load"]["samples"] >= max(1, int(row["wall_s"] / 0.5) - 1)
+            assert row["load"]["min"] <= row["load"]["median"] <= row["load"]["max"]
+            assert f"| quiet | {mode} | {display_name(policy)} |" in page
+    # every policy completes a job in this setting, so the targets are checked on numbers
+    assert page.count("- ✅ quiet") + page.count("- ❌ quiet") == 2 * 2 * len(study.POLICIES)
 
     def refuse(*args, **kwargs):
         raise AssertionError("a stored result was recomputed")
 
     monkeypatch.setattr(executor_module, "execute", refuse)
+    monkeypatch.setattr(closed_loop_module, "run_closed_loop", refuse)
     monkeypatch.setattr(profile_module, "profile_task", refuse)
     again = reproduce(["testbed-real"], quick=True, results=results, out=tmp_path / "again",
                       progress=False)["testbed-real"]
     assert next(p for p in again if p.suffix == ".md").read_text() == page
-    # the page's load is measured during each run (its slots), not only at its end
-    for row in study.rows(study.compute(quick=True, results=results, progress=False)
-                          ["rounds"]["profile"]):
-        report = load_report(folder / f"execution-{row['policy']}.json")
-        slots = report.doc["meta"]["loadavg_slots"]
-        assert len(slots) == len(report.slots)
-        assert row["load"]["median"] == pytest.approx(float(np.median(slots)))
 
 
 def display_name(policy: str) -> str:
@@ -517,14 +530,14 @@ def display_name(policy: str) -> str:
 @pytest.mark.slow
 @pytest.mark.ray
 def test_cli_reproduce_testbed_real_quick(tmp_path):
-    """The quick variant as a user runs it, unshrunk (minutes: --runslow): profiles, two rounds
-    of four executed schedules, the page drawn (the command crashed on main after profiling)."""
+    """The quick variant as a user runs it, unshrunk (minutes: --runslow): profiles, runs every
+    policy open and closed loop, the page drawn (the command crashed on main after profiling)."""
     code = subprocess.run([sys.executable, "-m", "oasis_opt", "reproduce", "testbed-real",
                            "--quick", "--results", str(tmp_path / "res"), "--out",
                            str(tmp_path / "out")], capture_output=True, text=True, timeout=3600)
     assert code.returncode == 0, code.stderr[-2000:]
     page = (tmp_path / "out" / "testbed-real.md").read_text()
-    assert page.count("| OASiS |") >= 2 and "Round 2" in page
+    assert page.count("| quiet | closed |") == 5 and "## Targets" in page
 
 
 def test_the_readme_example_schedule_completes_its_jobs(tmp_path):

@@ -1,37 +1,52 @@
-"""Figs. 8-9 for real: the testbed scheduled by OASiS, DRF, FIFO and Dorm, each schedule trained.
+"""The testbed for real: the simulator's fidelity, measured by training its schedules on Ray.
 
-``reproduce testbed-real`` (not part of ``all``: it trains for minutes on this machine):
-1. profiles every task of the workload (``runtime.profile``: real PS iterations at (w, p) in
-   {1, 2, 4} x {1, 2}, the Optimus speed model fitted);
-2. generates the ``testbed-real`` instance with those profiles (chunk times from measured speed);
-3. prices OASiS with U and L estimated on history instances of the same workload (other seeds),
-   and solves the instance with OASiS, DRF, FIFO and Dorm (every schedule validated);
-4. executes each schedule for real (``runtime.executor``: PS actors and worker actors on a local
-   Ray whose node declares the instance's servers as resources, slots of a few seconds);
-5. repeats 2-4 with chunk times corrected by round 1's median real / predicted busy time (the
-   cost model's error drives the correction: ``testbed_real(slowdown=...)``);
-6. draws, per round and policy, the simulated utility (the schedule's) beside the real one (from
-   the real completion times), the completion minus target planned and real, and the cost
-   models' error.
+``reproduce testbed-real`` (not part of ``all``: it trains for about half an hour on this
+machine; ``benchmarks/bench_fidelity.py`` runs the same study):
 
-Everything measured is stored under ``results/testbed-real[-quick]/`` (profiles, instance,
-schedules, execution reports); a rerun reuses what is there (a report is reused only for the same
-instance and schedule). Drawn by ``oasis_opt.experiments.figures.testbed_real``.
+1. profiles the workload's task (``runtime.profile``: real PS iterations at (w, p) in
+   {1, 2, 4} x {1, 2}; the Optimus model and the contention model fitted on them);
+2. generates the ``testbed-real`` instance with that profile (chunk times from the contention
+   model at a full slot, the preset's default) and prices OASiS with ``estimate_pricing``'s
+   default rule on history instances of the same workload (other seeds);
+3. for each load (*quiet*: nothing started beside the runs; *busy*: ``BUSY`` busy-looping
+   processes started before and stopped after, by their pids), each repetition, each mode (*open*
+   loop: the policy's schedule executed as it is, ``runtime.executor.execute``; *closed* loop:
+   the policy re-run slot by slot on the measured progress, ``runtime.closed_loop``) and each
+   policy (OASiS, DRF, FIFO, Dorm, greedy), trains the run for real while sampling the machine's
+   1-minute load every half second;
+4. reports per job the simulated completion (slot t, seconds t S) beside the real one (the wall
+   clock's slot and seconds), the JCT error, real / simulated utility, slot overruns, start-up
+   and checkpoint time, and per job-slot the cost models' error.
+
+One Ray and one warm container pool serve every run. Every run is stored under
+``results/testbed-real[-quick]/`` (the profile, the instance, one ``run-*.json`` per run with
+its execution report ``execution-*.json`` and the schedule it ran ``result-*.json``); a rerun reuses a stored run of the same instance, so a killed study resumes
+and a finished one redraws without Ray. Drawn by ``oasis_opt.experiments.figures.testbed_real``.
 """
 from __future__ import annotations
 
-import math
+import os
+import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
+from statistics import median
 
-import numpy as np
-
-POLICIES = ("oasis", "drf", "fifo", "dorm")
-TASKS = ("digits-mlp", "breast-cancer-mlp", "wine-mlp")
-FULL = {"seed": 0, "jobs": 8, "horizon": 10, "slot_s": 4.0, "tasks": TASKS,
-        "iterations": 40, "repeats": 3, "history": tuple(range(1000, 1005))}
-QUICK = {"seed": 0, "jobs": 4, "horizon": 6, "slot_s": 3.0, "tasks": ("digits-mlp",),
-         "iterations": 20, "repeats": 2, "history": (1000, 1001)}
+POLICIES = ("oasis", "drf", "fifo", "dorm", "greedy")
+MODES = ("open", "closed")
+LOADS = ("quiet", "busy")
+BUSY = 2  # busy-looping processes beside the busy runs (the issue's "two busy processes")
+FULL = {"seed": 1, "jobs": 3, "horizon": 8, "slot_s": 2.0, "tasks": ("digits-mlp",),
+        "iterations": 10, "repeats": 1, "history": tuple(range(1000, 1005)), "reps": 3,
+        "loads": LOADS}
+QUICK = {"seed": 0, "jobs": 2, "horizon": 4, "slot_s": 1.0, "tasks": ("digits-mlp",),
+         "iterations": 5, "repeats": 1, "history": (1000, 1001), "reps": 1,
+         "loads": ("quiet",)}
+# the targets of the fidelity study (issue 30, part 3): (load, mode) -> (lowest real / simulated
+# utility, highest median |JCT error| counted in slots); the busy open loop is shown, not checked
+TARGETS = {("quiet", "closed"): (0.95, 0.10), ("quiet", "open"): (0.95, 0.10),
+           ("busy", "closed"): (0.90, 0.15)}
 
 
 def settings(quick: bool) -> dict:
@@ -44,28 +59,170 @@ def _folder(results: Path, quick: bool) -> Path:
 
 def _say(progress: bool, text: str) -> None:
     if progress:
-        import sys
-
         print(f"testbed-real: {text}", file=sys.stderr, flush=True)
 
 
-ROUNDS = ("profile", "corrected")
+class LoadSampler:
+    """The machine's 1-minute load average every ``every`` seconds, in a thread, while inside
+    the ``with`` block (``samples``: at least one, taken on entry)."""
+
+    def __init__(self, every: float = 0.5):
+        self.every, self.samples = every, [os.getloadavg()[0]]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            self.samples.append(os.getloadavg()[0])
+
+    def __enter__(self) -> "LoadSampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def summary(self) -> dict:
+        return {"min": min(self.samples), "median": median(self.samples),
+                "max": max(self.samples), "samples": len(self.samples)}
+
+
+def start_busy(n: int) -> list[subprocess.Popen]:
+    """``n`` busy-looping Python processes (the busy load), stopped by ``stop_busy``."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+
+
+def stop_busy(procs: list[subprocess.Popen]) -> None:
+    for p in procs:  # by their pids: only the processes this study started
+        p.kill()
+        p.wait()
+
+
+def plan(s: dict, profiles) -> tuple:
+    """The instance of settings ``s`` (generated with ``profiles``), OASiS's pricing (the
+    default rule of ``estimate_pricing`` on the history seeds of ``s``) and every policy's
+    validated open-loop schedule: ``(instance, pricing, {policy: schedule})``. Needs no Ray."""
+    from .. import solve, validate
+    from ..online.estimate import estimate_pricing
+    from ..workloads.testbed_real import testbed_real
+
+    kw = dict(profiles=profiles, jobs=s["jobs"], horizon=s["horizon"], slot_s=s["slot_s"])
+    inst = testbed_real(s["seed"], **kw)
+    pricing = estimate_pricing([testbed_real(h, **kw) for h in s["history"]])
+    schedules = {}
+    for policy in POLICIES:
+        sched = solve(inst, policy, **policy_options(policy, pricing))
+        check = validate(inst, sched)
+        if not check.ok:
+            raise RuntimeError(f"testbed-real: the {policy} schedule is invalid: {check}")
+        schedules[policy] = sched
+    return inst, pricing, schedules
+
+
+def policy_options(policy: str, pricing) -> dict:
+    """The options every run of ``policy`` gets: OASiS its estimated pricing, the others none."""
+    return {"pricing": pricing} if policy == "oasis" else {}
+
+
+def job_rows(inst, planned, report, S: float) -> list[dict]:
+    """Per job of ``report``: the simulated completion (``planned``'s slot t and t S seconds)
+    and the real one (the wall clock's slot and seconds since slot 1 began), and the JCT error
+    real / simulated - 1 with the JCT from the start of the arrival slot, in seconds
+    (``jct_error``, against the simulated slot's end) and in slots of the grid
+    (``jct_slot_error``, the simulator's unit); None for a job not completed in both."""
+    out = []
+    for j, job in enumerate(report.doc["jobs"]):
+        sim_slot = planned.completion[j]
+        real = job["real"]
+        a = int(inst.arrival[j])
+        row = {"job": job["id"], "sim_slot": sim_slot,
+               "sim_s": None if sim_slot is None else sim_slot * S,
+               "real_slot": real["wall_slot"], "real_s": real["completion_s"], "jct_error": None,
+               "jct_slot_error": None}
+        if sim_slot is not None and real["completion_s"] is not None:
+            start = (a - 1) * S
+            row["jct_error"] = (real["completion_s"] - start) / (sim_slot * S - start) - 1
+            row["jct_slot_error"] = (real["wall_slot"] - a + 1) / (sim_slot - a + 1) - 1
+        out.append(row)
+    return out
+
+
+def cost_ratios(report) -> dict[str, list[float]]:
+    """Real busy time / prediction of every executed job-slot, per cost model of the report."""
+    from ..runtime.report import COSTMODELS
+
+    return {model: [s["busy_s"] / s[key] for j in report.jobs for s in j["slots"]
+                    if s["iterations"] and s.get(key)] for model, key in COSTMODELS.items()}
+
+
+def run_one(inst, planned, policy: str, mode: str, S: float, pool, pricing,
+            address: str | None = None) -> tuple[dict, object, object]:
+    """Execute one run (``mode`` open or closed) of ``policy`` for real; returns its row (the
+    numbers of the page), its execution report and the schedule it ran (``planned`` in the open
+    loop, the one the closed loop decided)."""
+    from .. import get_policy, validate
+    from ..runtime.closed_loop import run_closed_loop
+    from ..runtime.executor import execute
+
+    t0 = time.perf_counter()
+    with LoadSampler() as load:
+        if mode == "open":
+            report = execute(inst, planned, slot_seconds=S, pool=pool, address=address)
+            replans, schedule = None, planned
+        else:
+            run = run_closed_loop(inst, get_policy(policy, **policy_options(policy, pricing)),
+                                  slot_seconds=S, pool=pool, address=address)
+            check = validate(inst, run.schedule)
+            if not check.ok:
+                raise RuntimeError(f"testbed-real: the {policy} closed loop's schedule is "
+                                   f"invalid: {check}")
+            report, replans, schedule = run.report, len(run.replans), run.schedule
+    wall = time.perf_counter() - t0
+    d = report.doc
+    jobs = job_rows(inst, planned, report, S)
+    sim_u = float(planned.total_utility)
+    real_u = float(d["total_utility"]["real"])
+    over = [s["overrun_s"] for s in d["slots"]]
+    errors = [abs(r["jct_error"]) for r in jobs if r["jct_error"] is not None]
+    slot_errors = [abs(r["jct_slot_error"]) for r in jobs if r["jct_slot_error"] is not None]
+    row = {"policy": policy, "mode": mode, "wall_s": wall, "jobs": jobs,
+           "sim_utility": sim_u, "real_utility": real_u,
+           "utility_ratio": real_u / sim_u if sim_u > 0 else None,
+           "median_abs_jct_error": median(errors) if errors else None,
+           "median_abs_slot_error": median(slot_errors) if slot_errors else None,
+           "jobs_sim_done": sum(r["sim_slot"] is not None for r in jobs),
+           "jobs_real_done": sum(r["real_s"] is not None for r in jobs),
+           "overruns": sum(o > 0 for o in over), "slots": len(over),
+           "max_overrun_s": max(over, default=0.0),
+           "startup_s": d["startup_s"], "startup_phases": d.get("meta", {}).get("startup_phases", {}),
+           "checkpoint_s": sum(j.get("checkpoint_s") or 0.0 for j in d["jobs"]),
+           "restart_s": sum(j.get("restart_s") or 0.0 for j in d["jobs"]),
+           "replans": replans, "load": load.summary(), "costmodel": cost_ratios(report)}
+    return row, report, schedule
 
 
 def compute(quick: bool = False, results: Path = Path("results"), workers=None, address=None,
-            progress: bool = True) -> dict:
-    """Profile, then two rounds of generate, solve, execute (module docstring): the first plans
-    with the profiles' speed, the second with it corrected by the first round's median real /
-    predicted ratio. Returns what ``figures.testbed_real.render`` draws."""
+            progress: bool = True, reps: int | None = None) -> dict:
+    """Profile, plan, then every (load, repetition, mode, policy) run (module docstring; a run
+    stored under ``results`` for the same instance is reused). ``reps`` overrides the settings'
+    repetitions. Returns what ``figures.testbed_real.render`` draws. ``workers`` is unused (the
+    runs share the machine one at a time: their timing is what is measured)."""
     from ..costmodel.profile import load_profile, save_profile
+    from ..model.io import save_instance, save_result, write_json_atomic
     from ..runtime.profile import DEFAULT_CONFIGS, profile_task
+    from ..runtime.report import save_report
 
     t0 = time.perf_counter()
-    s = settings(quick)
+    s = dict(settings(quick))
+    if reps is not None:
+        if reps < 1:
+            raise ValueError(f"reps: must be >= 1, got {reps}")
+        s["reps"] = reps
     folder = _folder(results, quick)
     folder.mkdir(parents=True, exist_ok=True)
     session = _Session(address)
-    rounds = {}
+    rows: list[dict] = []
     try:
         profiles = []
         for task in s["tasks"]:
@@ -77,21 +234,68 @@ def compute(quick: bool = False, results: Path = Path("results"), workers=None, 
                                     address=address, pool=session.pool())
                 save_profile(prof, path)
             profiles.append(load_profile(path))
-        rounds["profile"] = _round(folder, "", s, profiles, 1.0, session, progress)
-        ratios = [x for rep in rounds["profile"]["reports"].values()
-                  for x in _ratios(rep, "chunk-time")]
-        slowdown = round(float(np.median(ratios)), 2)
-        rounds["corrected"] = _round(folder, "corrected-", s, profiles, slowdown, session,
-                                     progress)
+        inst, pricing, schedules = plan(s, profiles)
+        save_instance(inst, folder / "instance.json")
+        total = len(s["loads"]) * s["reps"] * len(MODES) * len(POLICIES)
+        for load in s["loads"]:
+            keys = [(rep, mode, policy) for rep in range(s["reps"]) for mode in MODES
+                    for policy in POLICIES]
+            stored = {k: _stored_row(folder / _run_name(load, *k), inst) for k in keys}
+            busy: list[subprocess.Popen] = []
+            try:
+                for k in keys:
+                    row = stored[k]
+                    if row is None:
+                        pool = session.pool()  # Ray up before the busy load starts
+                        if load == "busy" and not busy:
+                            busy = start_busy(BUSY)
+                        rep, mode, policy = k
+                        row, report, ran = run_one(inst, schedules[policy], policy, mode,
+                                                   s["slot_s"], pool, pricing, address)
+                        row.update(load_kind=load, rep=rep)
+                        save_report(report, folder / _run_name(load, *k, prefix="execution"))
+                        save_result(inst, ran, folder / _run_name(load, *k, prefix="result"))
+                        write_json_atomic(folder / _run_name(load, *k),
+                                          {"instance_sha256": inst.fingerprint, "row": row})
+                        _say(progress, f"[{len(rows) + 1}/{total}] {load} {mode} loop {policy} "
+                             f"rep {rep}: real / sim utility {_f(row['utility_ratio'])}, "
+                             f"median |JCT error| {_f(row['median_abs_jct_error'])}, overruns "
+                             f"{row['overruns']}/{row['slots']}, load "
+                             f"{row['load']['median']:.1f}")
+                    rows.append(row)
+            finally:
+                stop_busy(busy)
     finally:
         session.close()
-    return {"settings": s, "profiles": profiles, "rounds": rounds,
+    return {"settings": s, "profiles": profiles, "instance": inst,
+            "calibration": pricing.calibration, "rows": rows, "cores": os.cpu_count() or 1,
             "wall_s": time.perf_counter() - t0, "folder": folder}
+
+
+def _f(x) -> str:
+    return "–" if x is None else f"{x:.2f}"
+
+
+def _run_name(load: str, rep: int, mode: str, policy: str, prefix: str = "run") -> str:
+    return f"{prefix}-{load}-{mode}-{policy}-{rep}.json"
+
+
+def _stored_row(path: Path, inst) -> dict | None:
+    """The row stored at ``path`` when it is one of this instance, else None (run it again)."""
+    from ..model.io import FormatError, read_json
+
+    try:
+        doc = read_json(path)
+    except (FormatError, OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("instance_sha256") != inst.fingerprint:
+        return None
+    return doc.get("row")
 
 
 class _Session:
     """Ray and the shared containers, started when something first has to run (a rerun that
-    finds every result stored redraws without Ray)."""
+    finds every run stored redraws without Ray)."""
 
     def __init__(self, address: str | None):
         self.address = address
@@ -120,136 +324,32 @@ class _Session:
         self._pool = None
 
 
-def plan(s: dict, profiles, slowdown: float) -> tuple:
-    """The round's instance (generated with ``slowdown``), OASiS's pricing (estimated on the
-    history seeds of ``s``) and every policy's validated schedule: ``(instance, pricing,
-    {policy: schedule})``. Needs no Ray (the executor runs afterwards, in ``_round``)."""
-    from .. import solve, validate
-    from ..online.estimate import estimate_pricing
-    from ..workloads.testbed_real import testbed_real
-
-    kw = dict(profiles=profiles, jobs=s["jobs"], horizon=s["horizon"], slot_s=s["slot_s"],
-              slowdown=slowdown)
-    inst = testbed_real(s["seed"], **kw)
-    pricing = estimate_pricing([testbed_real(h, **kw) for h in s["history"]])
-    schedules = {}
-    for policy in POLICIES:
-        sched = solve(inst, policy, **({"pricing": pricing} if policy == "oasis" else {}))
-        check = validate(inst, sched)
-        if not check.ok:
-            raise RuntimeError(f"testbed-real: the {policy} schedule is invalid: {check}")
-        schedules[policy] = sched
-    return inst, pricing, schedules
+# ---- the numbers the page reports -------------------------------------------------------------
+def group(rows: list[dict], load: str, mode: str, policy: str) -> list[dict]:
+    """The repetitions of one (load, mode, policy)."""
+    return [r for r in rows if (r["load_kind"], r["mode"], r["policy"]) == (load, mode, policy)]
 
 
-def _round(folder: Path, prefix: str, s: dict, profiles, slowdown: float, session: _Session,
-           progress: bool) -> dict:
-    """Plan (``plan``), then execute each policy's schedule (a stored report of the same
-    instance and schedule is reused)."""
-    from ..model.io import save_instance, save_result
-    from ..runtime.executor import execute
-    from ..runtime.report import save_report
-
-    inst, pricing, schedules = plan(s, profiles, slowdown)
-    save_instance(inst, folder / f"{prefix}instance.json")
-    reports = {}
-    for policy, sched in schedules.items():
-        result = folder / f"{prefix}result-{policy}.json"
-        report = folder / f"{prefix}execution-{policy}.json"
-        same = _stored_schedule_is(inst, result, sched)
-        save_result(inst, sched, result)
-        stored = _stored_report(inst, report) if same else None
-        if stored is not None:
-            reports[policy] = stored
-            continue
-        _say(progress, f"executing the {policy} schedule (slowdown {slowdown:g}) for real ...")
-        reports[policy] = execute(inst, sched, slot_seconds=s["slot_s"],
-                                  address=session.address, pool=session.pool())
-        save_report(reports[policy], report)
-        _say(progress, reports[policy].summary())
-    return {"instance": inst, "schedules": schedules, "reports": reports, "slowdown": slowdown,
-            "calibration": pricing.calibration}
-
-
-def _stored_schedule_is(inst, path: Path, sched) -> bool:
-    """Whether ``path`` holds ``sched``'s allocations for ``inst`` (then its report is reused)."""
-    from ..model.io import FormatError, load_result
-
-    try:
-        stored = load_result(inst, path)
-    except (FormatError, OSError):
-        return False
-    return list(stored.allocations.rows()) == list(sched.allocations.rows())
-
-
-def _stored_report(inst, path: Path):
-    """The report at ``path`` when it is one of this instance (in this format), else None."""
-    from ..model.io import FormatError
-    from ..runtime.report import load_report
-
-    try:
-        report = load_report(path)
-    except (FormatError, OSError):
-        return None
-    return report if report.doc["instance_sha256"] == inst.fingerprint else None
-
-
-# ---- the numbers the figure draws -------------------------------------------------------------
-def _minus_target(inst, jobs, key: str) -> list[float]:
-    """(completion - arrival) - gamma3 of completed sigmoid jobs: planned or real (wall slot)."""
+def target_checks(rows: list[dict]) -> list[dict]:
+    """Every target of ``TARGETS`` on every policy with runs: the median over repetitions of
+    real / simulated utility and of the median |JCT error| in slots, each against its bar."""
     out = []
-    for job, j in zip(inst.jobs, jobs):
-        c = j["planned"]["completion"] if key == "planned" else j["real"]["wall_slot"]
-        if c is not None and job.utility.kind == "sigmoid":
-            out.append(float(c - job.arrival - job.utility.target))
-    return out
-
-
-def _ratios(report, model: str) -> list[float]:
-    """busy / predicted of every executed job-slot, for a cost model of the report."""
-    from ..runtime.report import COSTMODELS
-
-    key = COSTMODELS[model]
-    return [s["busy_s"] / s[key] for j in report.jobs for s in j["slots"]
-            if s["iterations"] and s.get(key)]
-
-
-def run_load(doc: dict) -> dict:
-    """The machine's 1-minute load during an execution: median, min and max over its slots
-    (``meta.loadavg_slots``, sampled as each slot ended), and at its end; NaN where a report
-    written before the slots were sampled lacks them."""
-    slots = doc["meta"].get("loadavg_slots") or []
-    end = (doc["meta"].get("loadavg") or [math.nan])[0]
-    if not slots:
-        return {"median": math.nan, "min": math.nan, "max": math.nan, "end": end}
-    return {"median": float(np.median(slots)), "min": float(min(slots)),
-            "max": float(max(slots)), "end": end}
-
-
-def rows(rnd: dict) -> list[dict]:
-    """One dict of numbers per policy of one round (the tables and the figure use them)."""
-    inst = rnd["instance"]
-    out = []
-    for policy in POLICIES:
-        rep, sched = rnd["reports"][policy], rnd["schedules"][policy]
-        doc = rep.doc
-        done_real = [j for j in rep.jobs if j["real"]["completion_slot"] is not None]
-        over = [x["overrun_s"] for x in rep.slots]
-        acc = [j["real"]["val_accuracy"] for j in done_real]
-        out.append({
-            "policy": policy, "simulated": sched.total_utility, "real": rep.real_utility,
-            "admitted": int(sum(sched.admitted)), "completed_planned": int(sched.completed.sum()),
-            "completed_real": len(done_real),
-            "late_jobs": sum(j["real"]["wall_slot"] > j["planned"]["completion"]
-                             for j in done_real),
-            "mt_planned": _minus_target(inst, rep.jobs, "planned"),
-            "mt_real": _minus_target(inst, rep.jobs, "real"),
-            "overrun_slots": sum(o > 0 for o in over), "max_overrun_s": max(over, default=0.0),
-            "restarts": len(rep.restarts()), "accuracy": float(np.mean(acc)) if acc else math.nan,
-            "startup_s": doc["startup_s"], "wall_s": doc["wall_s"],
-            "load": run_load(doc),
-            "chunk": _ratios(rep, "chunk-time"), "profile": _ratios(rep, "profile"),
-            "shared": _ratios(rep, "profile-shared"),
-            "contention": _ratios(rep, "contention"),
-            "online": _ratios(rep, "contention-online")})
+    for (load, mode), (ratio_min, err_max) in TARGETS.items():
+        for policy in POLICIES:
+            rs = group(rows, load, mode, policy)
+            if not rs:
+                continue
+            ratios = [r["utility_ratio"] for r in rs if r["utility_ratio"] is not None]
+            errs = [r["median_abs_slot_error"] for r in rs
+                    if r["median_abs_slot_error"] is not None]
+            q = median(ratios) if ratios else None
+            e = median(errs) if errs else None
+            out.append({"load": load, "mode": mode, "policy": policy,
+                        "ratio": q, "ratio_min": ratio_min, "ratio_ok": q is not None
+                        and q >= ratio_min, "error": e, "error_max": err_max,
+                        "error_ok": e is not None and e <= err_max,
+                        "load_min": min(r["load"]["min"] for r in rs),
+                        "load_max": max(r["load"]["max"] for r in rs),
+                        "overruns": [r["overruns"] for r in rs],
+                        "replans": [r["replans"] for r in rs]})
     return out
