@@ -11,7 +11,8 @@ from statistics import median
 
 import numpy as np
 
-from ..testbed_real import BUSY, LOADS, MODES, POLICIES, compute, group, target_checks
+from ..testbed_real import (BUSY, LOADS, MODES, POLICIES, TARGETS, compute, group,
+                            target_checks)
 from .common import COLOURS, Figure, display, markdown_table, new_figure, save, write_markdown
 
 COST_MODELS = (("chunk-time", "plan's chunk times"), ("profile", "profile, own counts"),
@@ -58,8 +59,8 @@ def render(data: dict, out_dir: Path, reference_dir=None, quick: bool = False) -
         hi = max(r["load"]["max"] for r in rows if r["load_kind"] == load)
         a.set(xlabel="simulated completion (s since slot 1: slot t ends at t S)",
               ylabel="real completion (s since slot 1)",
-              title=f"{load}{f' (+{BUSY} busy processes)' if load == 'busy' else ''}: "
-                    f"1-min load {lo:.1f}-{hi:.1f}")
+              title=f"{load}{f' (+{BUSY} busy processes)' if load == 'busy' else ''}\n"
+                    f"1-minute load during the runs {lo:.1f}-{hi:.1f}")
         a.legend(fontsize=6, ncol=2)
     a = ax[0, -1]
     groups = [(load, mode) for load in loads for mode in MODES]
@@ -68,8 +69,8 @@ def render(data: dict, out_dir: Path, reference_dir=None, quick: bool = False) -
     for k, (load, mode) in enumerate(groups):
         med, lo, hi = [], [], []
         for policy in POLICIES:
-            errs = [100 * r["median_abs_jct_error"] for r in group(rows, load, mode, policy)
-                    if r["median_abs_jct_error"] is not None]
+            errs = [100 * r["median_abs_slot_error"] for r in group(rows, load, mode, policy)
+                    if r["median_abs_slot_error"] is not None]
             med.append(median(errs) if errs else np.nan)
             lo.append(min(errs) if errs else np.nan)
             hi.append(max(errs) if errs else np.nan)
@@ -78,9 +79,13 @@ def render(data: dict, out_dir: Path, reference_dir=None, quick: bool = False) -
               yerr=np.nan_to_num(np.vstack([m - np.asarray(lo), np.asarray(hi) - m])),
               color=["#9ecae1", "#3182bd", "#fdae6b", "#e6550d"][k % 4], capsize=2,
               label=f"{load}, {mode} loop")
+    for (load, mode), (_, err_max) in TARGETS.items():
+        if load in loads and mode == "closed":
+            a.axhline(100 * err_max, ls=":", lw=1, color="k" if load == "quiet" else "tab:red",
+                      label=f"target, {load} ({100 * err_max:.0f} %)")
     a.set_xticks(pos, [display(p) for p in POLICIES])
-    a.set(ylabel="median |JCT error| per run, seconds (%)",
-          title="JCT error per policy (bars: median over reps, whiskers: min-max)")
+    a.set(ylabel="median |JCT error| per run, in slots (%)",
+          title="JCT error per policy, in slots\n(bar: median of repetitions; whisker: range)")
     a.legend(fontsize=7)
     s = data["settings"]
     fig.suptitle(f"Simulated vs real, testbed-real seed {s['seed']}: {s['jobs']} jobs, "
