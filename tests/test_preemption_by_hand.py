@@ -118,6 +118,9 @@ def test_a_promotion_writes_a_checkpoint_first_and_pays_the_write() -> None:
     assert (c["degradations"], c["promotions"]) == ([1, 0], [1, 0])
     m = preemption_metrics(inst, s, 3600.0)
     assert m["lost_gpu_hours"] == pytest.approx(11.2)
+    assert m["lost_gpu_hours_at_stops"] == pytest.approx(8.0)
+    assert m["lost_gpu_hours_restarts"] == pytest.approx(3.2)
+    assert m["stops_losing_work"] == 1  # the degrade; the promote saves its work
     assert m["lost_cpu_hours"] == pytest.approx(8.0)
     assert m["cpu_work_gpu_hours"] == pytest.approx(2.4)
     assert m["gpu_hours"] == pytest.approx(52.0)

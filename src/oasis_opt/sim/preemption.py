@@ -13,7 +13,9 @@
   ``useful_gpu_hours`` = held - lost. ``cpu_work_gpu_hours``: the work units done on CPU-mode
   servers that count (credited, and not lost at a later stop), at the GPU-hours a unit takes on
   the job's fastest accelerator (GPUs per worker / units per worker-slot there): the GPU-time
-  that degradation moved off the GPUs.
+  that degradation moved off the GPUs. ``lost_gpu_hours`` splits into ``_at_stops`` (work lost
+  at stops) and ``_restarts`` (withheld by restarts); ``stops_losing_work``: the stops of a job
+  for another (``STOPS``) that lost any work.
 * **Over all jobs** (per class): ``jct_all_*`` counts an unfinished job at the horizon
   (T - arrival + 1 slots; ``unfinished`` says how many), ``slowdown_mean`` = that JCT over the
   job's isolated run time (``job.min_duration``: its fastest run alone on the cluster);
@@ -105,8 +107,10 @@ def _gpu_per_unit(instance) -> np.ndarray:
 
 def lost_resource_hours(instance: Instance, allocations: Allocations, events: list[Event],
                         slot_s: float = 3600.0) -> dict[str, float]:
-    """``lost_gpu_hours``, ``lost_cpu_hours`` and ``cpu_work_gpu_hours`` of a schedule's
-    allocations under its preemption ``events`` (module docstring)."""
+    """``lost_gpu_hours`` (split into ``lost_gpu_hours_at_stops`` and
+    ``lost_gpu_hours_restarts``), ``lost_cpu_hours``, ``cpu_work_gpu_hours`` and
+    ``stops_losing_work`` of a schedule's allocations under its preemption ``events`` (module
+    docstring)."""
     return _replay_hours(instance, allocations, events, slot_s)[1]
 
 
@@ -146,7 +150,8 @@ def _replay_hours(instance: Instance, allocations: Allocations, events: list[Eve
         ev_slot.setdefault(e.slot, []).append(e)
     unsaved_gpu, unsaved_cpu = np.zeros(instance.I), np.zeros(instance.I)
     cpu_units, unsaved_cpu_units = np.zeros(instance.I), np.zeros(instance.I)
-    lost_gpu = lost_cpu = 0.0
+    lost_gpu = lost_cpu = at_stops = 0.0
+    losing = 0
     for t in range(1, instance.horizon + 1):
         for e in ev_slot.get(t, ()):
             try:
@@ -154,7 +159,9 @@ def _replay_hours(instance: Instance, allocations: Allocations, events: list[Eve
             except ValueError:  # an impossible event: the validator reports it
                 continue
             if lost > 0:
+                losing += e.kind in STOPS
                 lost_gpu += unsaved_gpu[e.job]
+                at_stops += unsaved_gpu[e.job]
                 lost_cpu += unsaved_cpu[e.job]
                 cpu_units[e.job] -= unsaved_cpu_units[e.job]
             unsaved_gpu[e.job] = unsaved_cpu[e.job] = unsaved_cpu_units[e.job] = 0.0
@@ -174,8 +181,12 @@ def _replay_hours(instance: Instance, allocations: Allocations, events: list[Eve
                 unsaved_gpu[j] += kept * G
                 unsaved_cpu[j] += kept * C
                 unsaved_cpu_units[j] += on_cpu
-    return ledger, {"lost_gpu_hours": float(lost_gpu), "lost_cpu_hours": float(lost_cpu),
-                    "cpu_work_gpu_hours": float((cpu_units * _gpu_per_unit(instance)).sum()) * h}
+    return ledger, {"lost_gpu_hours": float(lost_gpu),
+                    "lost_gpu_hours_at_stops": float(at_stops),
+                    "lost_gpu_hours_restarts": float(lost_gpu - at_stops),
+                    "lost_cpu_hours": float(lost_cpu),
+                    "cpu_work_gpu_hours": float((cpu_units * _gpu_per_unit(instance)).sum()) * h,
+                    "stops_losing_work": int(losing)}
 
 
 def _stats(x: list[float]) -> dict[str, float | None]:
