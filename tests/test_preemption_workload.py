@@ -279,3 +279,44 @@ def test_summary_shows_the_preemption_record():
     text = str(table)
     for head in ("stops", "degraded", "lost work", "chain mean", "chain max"):
         assert head in text.splitlines()[0]
+
+
+def test_the_failing_claims_are_explained_from_the_runs():
+    """The page's explanations of the lost-GPU-hours and utilisation claims are sums and means of
+    the stored runs (two seeds, made-up numbers), not fixed prose: degrade 3 + 2 stops, 2 + 1 of
+    them losing work (60 %), 2 + 1 GPU-h lost at stops and 0.2 + 0.3 by restarts; kill 6 + 4
+    stops, 1 + 1 losing (20 %), 1 + 1 and 0.5 + 0.5; so degradation stops less often but more of
+    its stops lose work (80 % of killing's stops hit a checkpoint, 40 % of degradation's).
+    Held GPU-h: degrade 100, 102 against 104, 104 (-3 a run), its CPU-mode work 4 a run: the
+    gap is work done on CPU; work done (useful + CPU mode) 99 + 4, 101 + 4 against 104, 104.
+    Caught: a fixed text, sums over the wrong policy, the CPU-mode work left out."""
+    from oasis_opt.experiments import preemption as exp
+    from oasis_opt.experiments.figures.preemption import lost_why, utilisation_why
+
+    s = {"policies": ("priority-degrade", "priority-kill", "priority-nopreempt"),
+         "loads": (1.0,), "seeds": (0, 1), "max_jobs": 5}
+
+    def run(stops, losing, at_stops, restarts, held, useful, cpu, kind="preemptions"):
+        other = "degradations" if kind == "preemptions" else "preemptions"
+        return {"stops": {kind: stops, other: 0, "promotions": 0}, "stops_losing_work": losing,
+                "lost_gpu_hours_at_stops": at_stops, "lost_gpu_hours_restarts": restarts,
+                "gpu_hours": held, "useful_gpu_hours": useful, "cpu_work_gpu_hours": cpu}
+
+    rows = {"priority-degrade": [run(3, 2, 2.0, 0.2, 100.0, 99.0, 4.0, "degradations"),
+                                 run(2, 1, 1.0, 0.3, 102.0, 101.0, 4.0, "degradations")],
+            "priority-kill": [run(6, 1, 1.0, 0.5, 104.0, 103.0, 0.0),
+                              run(4, 1, 1.0, 0.5, 104.0, 103.0, 0.0)],
+            "priority-nopreempt": [run(0, 0, 0.0, 0.0, 104.0, 104.0, 0.0)] * 2}
+    data = {"settings": s, "runs": {exp.key(p, 1.0, seed, 5): r[seed]
+                                    for p, r in rows.items() for seed in (0, 1)}}
+    assert lost_why(data, [1.0]) == (
+        "saturation 1, over the seeds: priority-degrade 5 stops, 60 % of them losing work, "
+        "3.00 GPU-h lost at the stops and 0.50 withheld by restarts; priority-kill 10 stops, "
+        "20 %, 2.00 and 1.00: degradation stops less often and restarts more cheaply, but more "
+        "of the jobs it stops carry unsaved work (80 % of killing's stops hit a job at its "
+        "checkpoint, 40 % of degradation's)")
+    text = utilisation_why(data, [1.0])
+    assert text.startswith("saturation 1: GPU-hours held, degrade - nopreempt, -3.00 [")
+    assert "victims do 4.00 GPU-h of their work in CPU mode" in text
+    assert "degrade - nopreempt, 0.00 [" in text
+    assert text.endswith("not work left undone")

@@ -1,8 +1,9 @@
 """What a preemption costs: checkpoint interval and restart time per job, in slots.
 
 A training job saves a checkpoint periodically; when it is stopped (preempted, degraded to CPU,
-promoted back, resized) it loses what it trained since its last checkpoint and, when it runs
-again, first restarts (container start plus reading the checkpoint) before it progresses.
+resized) it loses what it trained since its last checkpoint (a job promoted back to
+accelerators, or suspended, writes one first and loses nothing) and, when it runs again, first
+restarts (container start plus reading the checkpoint) before it progresses.
 
 * **Checkpoint size** (MB) = ``CHECKPOINT_STATE_FACTOR`` x the model size S (the job's
   ``provenance.gradient_mb``, else its ``provenance.model``'s ``costmodel.models`` size, else the
