@@ -11,7 +11,8 @@ import pytest
 
 from oasis_opt import solve, validate
 from oasis_opt.costmodel.preemption import (CONTAINER_START_S, checkpoint_mb, job_costs,
-                                            preemption_costs, restart_share, transfer_seconds)
+                                            preemption_costs, restart_share, transfer_seconds,
+                                            write_slots)
 from oasis_opt.model import Allocations, Schedule
 from oasis_opt.sim.preemption import (chain_lengths, chain_lengths_and_links, chain_summary,
                                       preemption_metrics)
@@ -22,7 +23,7 @@ from oasis_opt.workloads.priority import job_type_of, priority_instance
 def test_costs_follow_model_size_and_storage_bandwidth():
     """BERT (440 MB): checkpoint 3 x 440 MB = 1320 MB, written in 1320 x 8 / 1000 = 10.56 s at
     1 Gbps; Young's interval sqrt(2 x 10.56 x 604800) = 3574 s: 6 slots of 600 s, 1 of 3600 s;
-    restart (60 + 10.56) / 600 slots."""
+    restart (60 + 10.56) / 600 slots; a promotion's checkpoint write 10.56 / 600 slots."""
     inst = priority_instance(1.0, 0, max_jobs=30)
     job = next(j for j in inst.jobs if j.provenance["model"] == "bert")
     assert checkpoint_mb(job) == pytest.approx(1320.0)
@@ -30,6 +31,7 @@ def test_costs_follow_model_size_and_storage_bandwidth():
     c, rho = job_costs(job)
     assert c == round(math.sqrt(2 * 10.56 * 7 * 24 * 3600) / 600) == 6
     assert rho == pytest.approx((CONTAINER_START_S + 10.56) / 600)
+    assert write_slots(job) == pytest.approx(10.56 / 600)
     hour = replace(job, provenance={**job.provenance, "slot_s": 3600.0})
     assert job_costs(hour)[0] == 1
 
@@ -37,10 +39,13 @@ def test_costs_follow_model_size_and_storage_bandwidth():
 def test_meta_overrides_and_their_errors():
     inst = priority_instance(1.0, 0, max_jobs=5)
     costs = preemption_costs(replace(inst, meta={"preemption": {"checkpoint_slots": 4,
-                                                                "restart_slots": 2.5}}))
+                                                                "restart_slots": 2.5,
+                                                                "write_slots": 0.25}}))
     assert costs.checkpoint_slots.tolist() == [4] * 5 and costs.restart_slots.tolist() == [2.5] * 5
+    assert costs.write_slots.tolist() == [0.25] * 5
     for bad, match in (({"checkpoint_slots": 0}, "checkpoint_slots"),
-                       ({"restart_slots": -1}, "restart_slots"), ({"x": 1}, "preemption.x")):
+                       ({"restart_slots": -1}, "restart_slots"),
+                       ({"write_slots": float("nan")}, "write_slots"), ({"x": 1}, "preemption.x")):
         with pytest.raises(ValueError, match=match):
             preemption_costs(replace(inst, meta={"preemption": bad}))
 
