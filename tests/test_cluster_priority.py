@@ -115,15 +115,17 @@ def test_a_higher_band_preempts_and_the_victim_is_degraded_then_promoted():
     assert _events(slow) == [("low", 3, "preempt", "high")]
 
 
-def two_jobs_one_server(checkpoint_slots: int, restart_slots: float = 0.5):
+def two_jobs_one_server(checkpoint_slots: int, restart_slots: float = 0.5,
+                        write_slots: float = 0.1):
     """"low" (4 GPUs, one V100 worker: 10 units a slot, W = 8 x 10 = 80 units) from slot 1;
     "high" (4 GPUs, 2 slots) arrives in slot 3 and stops "low" there; a CPU server (1 unit a
-    slot for "low")."""
+    slot for "low"). A promotion's checkpoint write takes ``write_slots``."""
     jobs = [_job("low", 1, 4, slots=8), _job("high", 3, 4, user="high", kind="prod-train",
                                             slots=2)]
     return _cluster(jobs, racks=(("r0", 1),),
                     meta={"preemption": {"checkpoint_slots": checkpoint_slots,
-                                         "restart_slots": restart_slots}})
+                                         "restart_slots": restart_slots,
+                                         "write_slots": write_slots}})
 
 
 @pytest.mark.parametrize("policy, checkpoint_slots, lost, completion", [
@@ -136,11 +138,12 @@ def two_jobs_one_server(checkpoint_slots: int, restart_slots: float = 0.5):
     # 20 + 5 + 10 k >= 80 at k = 6: completion 11.
     ("priority-kill", 2, 0.0, 11),
     # degrade, every 3 slots: the stop in slot 3 loses 20; on CPU slot 3 is the restart,
-    # floor(1 x 0.5) = 0, slot 4 credits 1 (unsaved: 2 slots < 3); the promote in slot 5 loses
-    # that 1: 21 in all, and from 0 units the V100 again needs slots 5..13.
-    ("priority-degrade", 3, 21.0, 13),
-    # degrade, every 2 slots: the degrade loses 0; on CPU slots 3 (0 units) and 4 (1 unit) are
-    # 2 slots: checkpointed, the promote loses 0; 21 + 5 + 10 k >= 80 at k = 6: completion 11.
+    # floor(1 x 0.5) = 0, slot 4 credits 1 (unsaved: 2 slots < 3); the promote in slot 5 writes a
+    # checkpoint first (it keeps that 1: 20 lost in all), and its V100 restart takes the write
+    # too, 0.5 + 0.1 slot: floor(10 x 0.4) = 4; 1 + 4 + 10 k >= 80 at k = 8: completion 13.
+    ("priority-degrade", 3, 20.0, 13),
+    # degrade, every 2 slots: the degrade loses 0; on CPU slots 3 (0 units) and 4 (1 unit), the
+    # promote keeps them; 21 + 4 + 10 k >= 80 at k = 6: completion 11.
     ("priority-degrade", 2, 0.0, 11),
 ])
 def test_lost_work_by_hand(policy, checkpoint_slots, lost, completion):

@@ -209,7 +209,7 @@ PRE = Instance(
     # p: 1 epoch x 2 chunks x chunk_time 2.0 x unit 2 = 8 units; V100 2 a worker-slot, CPU 1
     (Job("p", 1, 1, 2, 2.0, dict(_GPU_WORKER), dict(_PS_DEMAND), Utility.sigmoid(10.0, 1.0, 1.0),
          unit=2, types={"v100": JobType(2), "cpu": JobType(1, _CPU_WORKER)}),),
-    meta={"preemption": {"checkpoint_slots": 2, "restart_slots": 0.5}},
+    meta={"preemption": {"checkpoint_slots": 2, "restart_slots": 0.5, "write_slots": 0.25}},
 )
 
 
@@ -241,10 +241,10 @@ def preempted(rows, events, completion=None, counted=None, claim=None):
 # slot 4: 4 units (checkpoint: 2 slots since the restart); slot 5: 2 units -> 8, done in 5
 PRE_ROWS = _rows((1, PV, 2), (3, PV, 2), (4, PV, 2), (5, PV, 1))
 PRE_EVENTS = [["p", 2, "preempt", None]]
-# degraded in 2 (4 lost): CPU slots 2 (restart: 1 of 2), 3 and 4 (2 each), promoted in 5 (2 lost
-# since the checkpoint after slot 3), V100 slots 5 (restart: 2 of 4), 6 (4) and 7 (2): 11 >= 8
-DEG_ROWS = _rows((1, PV, 2), (2, PC, 2), (3, PC, 2), (4, PC, 2), (5, PV, 2), (6, PV, 2),
-                 (7, PV, 1))
+# degraded in 2 (4 lost): CPU slots 2 (restart: 1 of 2), 3 and 4 (2 each), promoted in 5 (a
+# checkpoint written first: the 2 since the one after slot 3 are kept), V100 slots 5 (restart
+# and write, 0.5 + 0.25 slot: 1 of 4) and 6 (one worker, 2): 1 + 2 + 2 + 1 + 2 = 8
+DEG_ROWS = _rows((1, PV, 2), (2, PC, 2), (3, PC, 2), (4, PC, 2), (5, PV, 2), (6, PV, 1))
 DEG_EVENTS = [["p", 2, "degrade", None], ["p", 5, "promote", None]]
 
 CASES += [
@@ -291,10 +291,11 @@ def test_preempted_schedules_pay_the_costs_and_are_valid():
     deg = preempted(DEG_ROWS, DEG_EVENTS)
     assert validate(PRE, deg).ok, str(validate(PRE, deg))
     ledger = replay(PRE, deg.allocations, parse_events(PRE, {"events": DEG_EVENTS})[0])[0]
-    # slot 1: 4 (lost at 2); CPU: 1 + 2 (checkpoint) + 2 (lost at 5); V100: 2 + 4 (checkpoint) + 2
-    assert ledger.progress.tolist() == [11.0]  # 1 + 2 + 2 + 4 + 2 (4 and 2 lost)
-    assert deg.completion == (7,)
-    assert ledger.counts["lost_work"].tolist() == [6.0]
+    # slot 1: 4 (lost at 2); CPU: 1 + 2 (checkpoint) + 2 (saved at the promote); V100: 1 + 2
+    assert ledger.progress.tolist() == [8.0]
+    assert ledger.withheld.tolist() == [4.0]  # 1 on CPU, 3 on the V100
+    assert deg.completion == (6,)
+    assert ledger.counts["lost_work"].tolist() == [4.0]
     assert ledger.counts["restart_slots"].tolist() == [2]
     assert ledger.counts["degradations"].tolist() == [1] and ledger.counts["promotions"].tolist() == [1]
 

@@ -50,7 +50,9 @@ reports the preemptions per hour and lost GPU-hours they give.
 **Victims.** ``priority-degrade`` moves a victim to CPU mode (``state.stop(.., "degrade")``) when
 it can use the CPU type at >= ``min_cpu_speed`` of its fastest speed and its workers (as many of
 its k as fit, at least one) and PSs fit on CPU-mode servers; else it is requeued. Degraded jobs
-are re-promoted (``"promote"``) when their workers fit on accelerators again, in priority order.
+are re-promoted (``"promote"``) when their workers fit on accelerators again, in priority order:
+the job writes a checkpoint before it moves (``model.preemption``: nothing lost, its restart on
+the accelerators takes the write too).
 ``priority-kill`` always requeues (Kubernetes' default preemption), losing the victim's work since
 its last checkpoint; ``priority-checkpoint`` requeues too, but the victim first writes a
 checkpoint (``"suspend"``, ``model.preemption``: no work lost, the restart paid; the write, at

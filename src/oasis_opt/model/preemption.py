@@ -9,15 +9,21 @@ progress, the job was stopped. ``kind`` is
   checkpoint-restart): it loses no work, and pays the restart when it runs again;
 * ``"degrade"``: stopped and restarted in CPU mode; until a ``"promote"`` its workers sit only on
   CPU-mode servers (accelerator type ``"cpu"``);
-* ``"promote"``: a degraded job stopped on CPU to restart on accelerators;
+* ``"promote"``: a degraded job stopped on CPU to restart on accelerators. The scheduler
+  promotes a job when accelerators free up, not to evict it, so the job first writes a
+  checkpoint at the slot boundary (a graceful migration): it loses no work, and its restart on
+  the accelerators takes the write too, rho_i + w_i slots;
 * ``"resize"``: stopped to restart with another worker count.
 
 ``by`` names the job whose admission caused the stop (None: the policy's own decision). Every
-event costs the same (``costmodel.preemption``), but for a suspend's saved work: the job loses the
-work units credited since its last checkpoint (it checkpoints at the end of every c_i-th slot with workers since its last
-(re)start), and in the n-th slot with workers after the stop it is credited only
-floor(progress x clip(n + 1 - rho_i, 0, 1)) units (the restart). A job completes when its
-credited units, net of lost work, reach W_i. Schedules without events are accounted as before.
+event costs the same (``costmodel.preemption``) but for the saving kinds (``SAVES``: suspend and
+promote): the job loses the work units credited since its last checkpoint (it checkpoints at the
+end of every c_i-th slot with workers since its last (re)start; a suspend or a promote saves
+them), and in the n-th slot with workers after the stop it is credited only
+floor(progress x clip(n + 1 - r, 0, 1)) units (the restart), r = rho_i, or rho_i + w_i after a
+promote (the write before the restart; a suspend's write happens while its preemptor's
+containers start). A job completes when its credited units, net of lost work, reach W_i.
+Schedules without events are accounted as before.
 
 In a schedule the record lives in ``stats["preemption"]``: ``events`` (``[job id, slot, kind,
 by id or null]``) and ``jobs`` (per-job counters in instance order: ``preemptions``,
@@ -43,6 +49,7 @@ if TYPE_CHECKING:
 
 KINDS = ("preempt", "degrade", "promote", "resize", "suspend")
 STOPS = ("preempt", "degrade", "suspend")  # the kinds that stop a job for another one
+SAVES = ("suspend", "promote")  # the kinds that write a checkpoint before the stop: nothing lost
 COUNTERS = ("preemptions", "degradations", "promotions", "resizes", "lost_work", "restart_slots")
 _COUNTER_OF = {"preempt": "preemptions", "degrade": "degradations", "promote": "promotions",
                "resize": "resizes", "suspend": "preemptions"}
@@ -81,12 +88,14 @@ class PreemptionLedger:
         costs = resolve(PREEMPTION_COSTS)(instance)
         self.checkpoint_slots = costs.checkpoint_slots
         self.restart_slots_needed = costs.restart_slots
+        self.write_slots = costs.write_slots
         self.whole = whole_units
         I = instance.I
         self.progress = np.zeros(I)  # credited units net of lost work
         self.unsaved = np.zeros(I)  # units credited since the last checkpoint
         self.since_checkpoint = np.zeros(I, dtype=np.int64)  # slots with workers since then
         self.restart_n = np.full(I, -1, dtype=np.int64)  # slots with workers since a stop; -1: none
+        self.restart_need = np.zeros(I)  # slots the restart under way takes (rho, + w after a promote)
         self.withheld = np.zeros(I)  # units not credited because of restarts
         self.degraded = np.zeros(I, dtype=bool)
         self.counts = {c: np.zeros(I, dtype=np.int64 if c not in ("lost_work",) else float)
@@ -98,8 +107,9 @@ class PreemptionLedger:
         then new ones): their costs and zeroed counters join, the old jobs' entries stay."""
         n = len(self.progress)
         fresh = PreemptionLedger(instance.with_jobs(instance.jobs[n:]), self.whole)
-        for name in ("checkpoint_slots", "restart_slots_needed", "progress", "unsaved",
-                     "since_checkpoint", "restart_n", "withheld", "degraded"):
+        for name in ("checkpoint_slots", "restart_slots_needed", "write_slots", "progress",
+                     "unsaved", "since_checkpoint", "restart_n", "restart_need", "withheld",
+                     "degraded"):
             setattr(self, name, stacked(np.asarray(getattr(self, name)),
                                         np.asarray(getattr(fresh, name))))
         self.counts = {c: stacked(self.counts[c], fresh.counts[c]) for c in COUNTERS}
@@ -113,13 +123,15 @@ class PreemptionLedger:
             raise ValueError("promote: the job is not degraded")
         if kind == "degrade" and self.degraded[job]:
             raise ValueError("degrade: the job is already degraded")
-        lost = 0.0 if kind == "suspend" else float(self.unsaved[job])
+        lost = 0.0 if kind in SAVES else float(self.unsaved[job])
         self.progress[job] -= lost
         self.counts["lost_work"][job] += lost
         self.counts[_COUNTER_OF[kind]][job] += 1
         self.unsaved[job] = 0.0
         self.since_checkpoint[job] = 0
         self.restart_n[job] = 0
+        self.restart_need[job] = self.restart_slots_needed[job] + (
+            self.write_slots[job] if kind == "promote" else 0.0)
         if kind in ("degrade", "promote"):
             self.degraded[job] = kind == "degrade"
         self.events.append(Event(job, slot, kind, by))
@@ -130,7 +142,7 @@ class PreemptionLedger:
         got = gross
         n = int(self.restart_n[job])
         if n >= 0:
-            share = resolve(RESTART_SHARE)(n, float(self.restart_slots_needed[job]))
+            share = resolve(RESTART_SHARE)(n, float(self.restart_need[job]))
             got = math.floor(gross * share + WORK_EPS) if self.whole else gross * share
             if share < 1.0:
                 self.counts["restart_slots"][job] += 1

@@ -46,8 +46,9 @@ worker credits its server type's speed (a CPU-mode server its CPU speed), and th
 preemption events (``stats.preemption``: degrade to CPU, promote, preempt, suspend, resize) go
 through the simulator's ledger. An event of slot t, before the slot's work, rolls the job back
 to the ledger's last checkpoint (the executor keeps the parameters of the end of every slot at
-which the ledger checkpoints), loses the mini-batches trained since, and releases its
-containers (it restarts); the slots after it run only the mini-batches left after the restart.
+which the ledger checkpoints; a suspend or a promote writes one first, ``model.preemption.SAVES``),
+loses the mini-batches trained since, and releases its containers (it restarts); the slots
+after it run only the mini-batches left after the restart.
 The job's slot record then holds ``event`` (the kind), ``lost_minibatches``, ``degraded``
 (whether the job is in CPU mode), ``cpu_workers`` (its workers on CPU-mode servers),
 ``gross_units`` and ``credited_units`` (the ledger's); every record holds ``val_loss`` beside
@@ -70,7 +71,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..model.preemption import cpu_servers
+from ..model.preemption import SAVES, cpu_servers
 from ..model.schedule import PS, WORKER, Schedule
 from .plan import (Allocation, JobPlan, SlotProgress, container_demand, iteration_sizes,
                    job_plan, plan_execution, slot_events, slot_rows)
@@ -580,6 +581,8 @@ class Executor:
         job goes back to its last checkpoint (its containers released: it restarts); returns
         the mini-batches lost. ``ExecutionError`` on an impossible event."""
         job = self._job(j)
+        if kind in SAVES:  # the job writes a checkpoint before it stops (model.preemption)
+            job.saved = (job.flat, job.state, job.done)
         try:
             keep = self._progress.stop(job.plan, t, kind)
         except ValueError as err:

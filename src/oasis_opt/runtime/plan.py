@@ -32,8 +32,9 @@ units (u_i per worker-slot; a CPU-mode server its CPU speed), and the job's W_i 
 x_i u_i) units cover its E_i N_i M_i mini-batches, M_i / (x_i u_i) per unit. A schedule's
 preemption events (``model.preemption``: degrade, promote, preempt, ...) go through the
 simulator's own ledger: a stop at the start of slot t rolls the job back to its last checkpoint
-(the end of every c_i-th slot with workers since its last (re)start), losing the mini-batches
-trained since, and the slots after it are credited only the part after the restart. So after
+(the end of every c_i-th slot with workers since its last (re)start; a suspend or a promote
+writes one at the stop), losing the mini-batches trained since, and the slots after it are
+credited only the part after the restart (after a promote, the write too). So after
 each slot the job has exactly
 
     B_i = min(E_i N_i M_i, floor(P_i M_i / (x_i u_i)))   (E_i N_i M_i once P_i >= W_i)
@@ -258,7 +259,8 @@ class SlotProgress:
 
     def stop(self, plan: JobPlan, t: int, kind: str) -> int:
         """Record a ``kind`` event of the job at the start of slot ``t``; the mini-batches of
-        the checkpoint it goes back to. ValueError on an impossible event."""
+        the checkpoint it goes back to (for a suspend or a promote, the one it writes now: all
+        it has). ValueError on an impossible event."""
         self.ledger.stop(plan.index, t, kind)
         return plan.minibatches_after(self.units(plan.index))
 

@@ -6,12 +6,14 @@ whole gradients and steps the whole parameter vector at once. Sharding the vecto
 changes nothing (element-wise optimisers), so the executor's final parameters must equal these;
 the tests hold the two against each other, with and without a killed container. Server types and
 preemption events count as in the executor (``plan.SlotProgress``): each slot its events (a stop
-rolls the job back to its last checkpoint), then its progress at its servers' speeds.
+rolls the job back to its last checkpoint; a suspend or a promote writes one first), then its
+progress at its servers' speeds.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..model.preemption import SAVES
 from ..model.schedule import Schedule
 from ..model.schedule import WORKER
 from .plan import SlotProgress, iteration_sizes, job_plan, slot_events
@@ -38,6 +40,8 @@ def replay_training(instance, schedule: Schedule, job: int) -> np.ndarray:
     saved = (flat, state, done)  # the last checkpoint: where a stop rolls back to
     for t in sorted(set(rows) | {t for t, kinds in events.items() if kinds}):
         for kind in events.get(t, ()):
+            if kind in SAVES:  # a checkpoint written before the stop: nothing rolls back
+                saved = (flat, state, done)
             progress.stop(plan, t, kind)
             flat, state, done = saved
         workers = sum(c for _, r, c in rows.get(t, ()) if r == WORKER)

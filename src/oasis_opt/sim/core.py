@@ -15,8 +15,9 @@ The simulator owns time and the ``ClusterState``. Each slot t = 1..T it
 
 **Preemption costs.** A policy stops a running job with ``state.stop(job, kind, by)`` during
 ``allocate`` (``model.preemption``: preempt, degrade to CPU, promote, resize): the job loses its
-work since its last checkpoint and, when it runs again, is credited only what is left of its
-slots after the restart (``costmodel.preemption``). A degraded job's workers must sit on CPU-mode
+work since its last checkpoint (a suspend and a promote write one first and lose nothing) and,
+when it runs again, is credited only what is left of its slots after the restart
+(``costmodel.preemption``). A degraded job's workers must sit on CPU-mode
 servers. The events and per-job counters go to ``stats["preemption"]`` (only when there is one).
 
 Besides capacity, the simulator holds every policy to the pools (workers on worker servers, PSs

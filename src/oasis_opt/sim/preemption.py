@@ -4,10 +4,18 @@
   slots in hours (mean, p50, p95 over its completed jobs), queueing delay = (first slot with
   workers - arrival) in hours (mean, over jobs that ran), misses = jobs not completed, or
   completed after their utility's target gamma3 (completion - arrival > gamma3).
-* **GPU-time** (hours): ``gpu_hours`` held by worker containers; ``lost_gpu_hours``: the work
-  units lost at stops plus those withheld by restarts (``model.preemption``), at the GPUs a unit
-  takes on the job's fastest accelerator (GPUs per worker / units per worker-slot there), i.e.
-  the GPU-time the preemptions wasted; ``useful_gpu_hours`` = held - lost.
+* **GPU-time** (hours): ``gpu_hours`` held by the jobs' containers; ``lost_gpu_hours``: the
+  GPU-time whose work the preemptions threw away, i.e. of the work units lost at stops and those
+  withheld by restarts (``model.preemption``), the share of the GPUs the job held in the slot
+  that produced (or withheld) them: a slot with g units on G GPU-hours that loses l of them
+  wastes G l / g GPU-hours. Work done on CPU-mode servers costs CPU time, not GPU time: its
+  losses are ``lost_cpu_hours`` (vCPU-hours of the job's workers there, the same shares).
+  ``useful_gpu_hours`` = held - lost. ``cpu_work_gpu_hours``: the work units done on CPU-mode
+  servers that count (credited, and not lost at a later stop), at the GPU-hours a unit takes on
+  the job's fastest accelerator (GPUs per worker / units per worker-slot there): the GPU-time
+  that degradation moved off the GPUs. ``lost_gpu_hours`` splits into ``_at_stops`` (work lost
+  at stops) and ``_restarts`` (withheld by restarts); ``stops_losing_work``: the stops of a job
+  for another (``STOPS``) that lost any work.
 * **Over all jobs** (per class): ``jct_all_*`` counts an unfinished job at the horizon
   (T - arrival + 1 slots; ``unfinished`` says how many), ``slowdown_mean`` = that JCT over the
   job's isolated run time (``job.min_duration``: its fastest run alone on the cluster);
@@ -20,12 +28,19 @@
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..model.classes import user_class
-from ..model.preemption import STOPS, parse_events, record_of, replay
+from ..model.preemption import (STOPS, PreemptionLedger, cpu_servers, parse_events,
+                                record_of, slot_progress)
+from ..model.schedule import WORKER
+
+if TYPE_CHECKING:
+    from ..model.instance import Instance
+    from ..model.preemption import Event
+    from ..model.schedule import Allocations
 
 
 def chain_lengths(instance, schedule) -> list[int]:
@@ -90,6 +105,90 @@ def _gpu_per_unit(instance) -> np.ndarray:
     return out
 
 
+def lost_resource_hours(instance: Instance, allocations: Allocations, events: list[Event],
+                        slot_s: float = 3600.0) -> dict[str, float]:
+    """``lost_gpu_hours`` (split into ``lost_gpu_hours_at_stops`` and
+    ``lost_gpu_hours_restarts``), ``lost_cpu_hours``, ``cpu_work_gpu_hours`` and
+    ``stops_losing_work`` of a schedule's allocations under its preemption ``events`` (module
+    docstring)."""
+    return _replay_hours(instance, allocations, events, slot_s)[1]
+
+
+def _replay_hours(instance: Instance, allocations: Allocations, events: list[Event],
+                  slot_s: float) -> tuple[PreemptionLedger, dict[str, float]]:
+    """The ledger replayed slot by slot as ``model.preemption.replay`` does (events refused
+    there are skipped here too), each job's unsaved work carrying the GPU- and CPU-hours that
+    produced it, spent when a stop loses it; ``(ledger, hours)``."""
+    h = slot_s / 3600.0
+    a = allocations
+    H = instance.H
+    cpu = cpu_servers(instance)
+    g = instance.resources.index("gpu")
+    c = instance.resources.index("cpu") if "cpu" in instance.resources else None
+    demand = instance.row_demand(a.job, a.server, a.role) * a.count[:, None]
+    gpu_h: dict[tuple[int, int], float] = {}
+    cpu_h: dict[tuple[int, int], float] = {}
+    cpu_gross: dict[tuple[int, int], float] = {}  # work units of the slot's CPU-mode workers
+    inside = (a.slot >= 1) & (a.slot <= instance.horizon)
+    on_cpu = inside & (a.role == WORKER) & (a.server < H)
+    on_cpu[on_cpu] = cpu[a.server[on_cpu]]
+    credit = np.zeros(len(a.job))
+    if on_cpu.any():
+        credit[on_cpu] = instance.worker_credit(a.job[on_cpu], a.server[on_cpu]) * a.count[on_cpu]
+    for n in np.flatnonzero(inside):
+        key = (int(a.job[n]), int(a.slot[n]))
+        gpu_h[key] = gpu_h.get(key, 0.0) + float(demand[n, g]) * h
+        if on_cpu[n]:
+            cpu_h[key] = cpu_h.get(key, 0.0) + (0.0 if c is None else float(demand[n, c]) * h)
+            cpu_gross[key] = cpu_gross.get(key, 0.0) + float(credit[n])
+    ledger = PreemptionLedger(instance, whole_units=instance.progress != "placement")
+    by_slot: dict[int, list[tuple[int, float]]] = {}
+    for (j, t), x in slot_progress(instance, a).items():
+        by_slot.setdefault(t, []).append((j, x))
+    ev_slot: dict[int, list[Event]] = {}
+    for e in events:
+        ev_slot.setdefault(e.slot, []).append(e)
+    unsaved_gpu, unsaved_cpu = np.zeros(instance.I), np.zeros(instance.I)
+    cpu_units, unsaved_cpu_units = np.zeros(instance.I), np.zeros(instance.I)
+    lost_gpu = lost_cpu = at_stops = 0.0
+    losing = 0
+    for t in range(1, instance.horizon + 1):
+        for e in ev_slot.get(t, ()):
+            try:
+                lost = ledger.stop(e.job, e.slot, e.kind, e.by)
+            except ValueError:  # an impossible event: the validator reports it
+                continue
+            if lost > 0:
+                losing += e.kind in STOPS
+                lost_gpu += unsaved_gpu[e.job]
+                at_stops += unsaved_gpu[e.job]
+                lost_cpu += unsaved_cpu[e.job]
+                cpu_units[e.job] -= unsaved_cpu_units[e.job]
+            unsaved_gpu[e.job] = unsaved_cpu[e.job] = unsaved_cpu_units[e.job] = 0.0
+        for j, x in sorted(by_slot.get(t, ())):
+            got = ledger.credit(j, x)
+            if x <= 0:
+                continue
+            kept = got / x  # the share of the slot's work credited; the rest is withheld
+            G, C = gpu_h.get((j, t), 0.0), cpu_h.get((j, t), 0.0)
+            lost_gpu += (1.0 - kept) * G
+            lost_cpu += (1.0 - kept) * C
+            on_cpu = kept * cpu_gross.get((j, t), 0.0)
+            cpu_units[j] += on_cpu
+            if ledger.since_checkpoint[j] == 0:  # it checkpointed at the end of the slot
+                unsaved_gpu[j] = unsaved_cpu[j] = unsaved_cpu_units[j] = 0.0
+            else:
+                unsaved_gpu[j] += kept * G
+                unsaved_cpu[j] += kept * C
+                unsaved_cpu_units[j] += on_cpu
+    return ledger, {"lost_gpu_hours": float(lost_gpu),
+                    "lost_gpu_hours_at_stops": float(at_stops),
+                    "lost_gpu_hours_restarts": float(lost_gpu - at_stops),
+                    "lost_cpu_hours": float(lost_cpu),
+                    "cpu_work_gpu_hours": float((cpu_units * _gpu_per_unit(instance)).sum()) * h,
+                    "stops_losing_work": int(losing)}
+
+
 def _stats(x: list[float]) -> dict[str, float | None]:
     if not x:
         return {"mean": None, "p50": None, "p95": None}
@@ -133,22 +232,21 @@ def preemption_metrics(instance, schedule, slot_s: float = 3600.0,
     g = instance.resources.index("gpu")
     demand = instance.row_demand(a.job, a.server, a.role)[:, g] * a.count
     held = float(demand.sum()) * h
-    lost_units = np.zeros(instance.I)
     counts: dict[str, int] = {}
     record = record_of(schedule.stats)
+    events = [] if record is None else parse_events(instance, record)[0]
+    ledger, resource_h = _replay_hours(instance, a, events, slot_s)
     if record is not None:
-        ledger, _ = replay(instance, a, parse_events(instance, record)[0])
-        lost_units = ledger.counts["lost_work"] + ledger.withheld
         counts = {k: int(ledger.counts[k].sum()) for k in ("preemptions", "degradations",
                                                           "promotions")}
-    lost = float((lost_units * _gpu_per_unit(instance)).sum()) * h
     cap = float(instance.capacity[:instance.H, g].sum()) * instance.horizon * h
     chains, in_chain = chain_lengths_and_links(instance, schedule)
     hours = instance.horizon * h
     stops = {"preemptions": 0, "degradations": 0, "promotions": 0, **counts}
     return {"per_class": per_class, "utility": schedule.total_utility,
             "completed": int(sum(c is not None for c in schedule.completion)),
-            "gpu_hours": held, "lost_gpu_hours": lost, "useful_gpu_hours": held - lost,
+            "gpu_hours": held, **resource_h,
+            "useful_gpu_hours": held - resource_h["lost_gpu_hours"],
             "gpu_utilisation": held / cap if cap else 0.0,
             "stops": stops, "per_hour": {k: v / hours for k, v in stops.items()},
             "chain_lengths": chains, "chains": chain_summary(chains, in_chain)}

@@ -46,7 +46,8 @@ class ClusterState:
         """Stop a running job in slot ``t`` (before its progress): ``kind`` ``"preempt"``,
         ``"suspend"``, ``"degrade"``, ``"promote"`` or ``"resize"`` (``model.preemption``), caused
         by job ``by`` (None: the policy's own decision). It loses its work since its last
-        checkpoint (none for a suspend; added back to ``remaining``, returned) and restarts when it next runs. ValueError when the job
+        checkpoint (none for a suspend or a promote, which write one first; added back to
+        ``remaining``, returned) and restarts when it next runs. ValueError when the job
         is not running (all but promote: it had workers in slot t - 1)."""
         if not self.admitted[job] or self.done[job] or not self.arrived[job]:
             raise ValueError(f"slot {self.t}: stop of job {self.instance.jobs[job].id}, "

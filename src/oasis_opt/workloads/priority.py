@@ -203,9 +203,10 @@ def degrade_real(seed: int = 0) -> Instance:
     the end of slot 3 holds 30); ``high`` arrives in slot 5 and degrades ``low`` to the CPU
     server, which loses the 10 unsaved units; slot 5 is its restart (0 units), slot 6 gives 1
     unit at the CPU speed (31); ``high`` trains in slots 5-6 and completes, so ``low`` is
-    promoted in slot 7, losing that unit (11 lost in all); slot 7 is its restart on the GPU
-    server, slots 8 and 9 give 10 and the last 8: completion 9. ``seed`` sets the tasks' seeds
-    only.
+    promoted in slot 7, writing a checkpoint first (it keeps its 31 units; 10 lost in all);
+    its restart on the GPU server takes the restart and the write (1 + 1.9 s / 3600 s slots):
+    slot 7 gives 0 units, slot 8 floor(10 x (1 - 1.9 / 3600)) = 9, slot 9 the last 8:
+    completion 9. ``seed`` sets the tasks' seeds only.
     """
     from ..model import Job, Utility
 
