@@ -105,7 +105,7 @@ def test_promising_trials_get_more_workers_than_uncertain_ones():
     y = r.schedule.allocations.workers_per_job_slot(inst.I, inst.horizon)
     first = trial_jobs(inst).first
     assert y[first:].max() > 2  # some trial grew above the fixed size 2
-    assert c.counts["plans_by_class"][PROMISING] > 0
+    assert c.counts["sized_by_class"][PROMISING] > 0
 
 
 def test_fixed_size_study_runs_each_trial_on_size_workers():
@@ -171,3 +171,32 @@ def test_priority_studies_are_deterministic():
     b = _study_in_priority(ElasticThesisController(min_completed=3), 8)[1]
     assert list(a.schedule.allocations.rows()) == list(b.schedule.allocations.rows())
     assert a.trials == b.trials and a.stats["trial_stops"] == b.stats["trial_stops"]
+
+
+def test_a_trial_is_sized_at_its_start_and_at_its_rungs_only():
+    """Catches: sizes re-planned every slot (each change is a resize that loses work in the
+    cluster): a trial keeps its size while room grows, and is sized again only once judged."""
+    from oasis_opt.automl.predict import Prediction
+    from oasis_opt.automl.replay import TrialInfo
+
+    c = ElasticThesisController(base=2, max_units=4)
+    c.reset([TrialInfo(t, {"lr": 0.1}, 40) for t in range(10)], 12, 0)
+    starts, units = c.plan({}, 8, 0.0)
+    assert starts == [0, 1, 2, 3] and units == {0: 2, 1: 2, 2: 2, 3: 2}
+    # trial 0 turns promising, but nobody judged it at a rung yet: sizes kept, room -> new trials
+    c.best, c.cls[0] = 0.9, PROMISING
+    c.pred[0] = Prediction(0.95, 0.01, 100.0, 1.0, "regression")
+    c.values[0], c.seconds[0] = [0.5] * 4, [1.0] * 4
+    starts, units = c.plan(units, 12, 1.0)
+    assert starts == [4, 5] and all(units[t] == 2 for t in range(6))
+    # judged at its rung: sized again from the room the others leave (14 - 5 x 2 = 4): the
+    # promising trial grows to 4
+    c.due.add(0)
+    starts, units = c.plan(units, 14, 2.0)
+    assert starts == [] and units[0] == 4 and sum(units.values()) == 14
+    # trial 1 judged uncertain: shrinks to 1, the worker it gives back starts trial 6
+    c.due.add(1)
+    c.cls[1] = UNCERTAIN
+    starts, units = c.plan(units, 14, 3.0)
+    assert units[1] == 1 and units[0] == 4 and starts == [6] and units[6] == 1
+    assert sum(units.values()) == 14

@@ -3,8 +3,11 @@ combinations more resources").
 
 Trials are elastic jobs: the controller of ``automl.thesis`` (predict, calibrate, classify at
 the rungs, stop the poor) sets each running trial's worker count from its class, within the
-study's cap. **The rule** (``elastic_units``), re-applied at every plan (every slot in a
-cluster, every event in a replay), on ``capacity`` workers (at most the study's cap):
+study's cap. **The rule** (``elastic_units``) sizes a trial when it starts and again at each of
+its rung decisions (its class is new then); between them the trial keeps its size, so sizes
+change only where the prediction does (a resize costs work in a cluster, see below). At each
+plan (every slot in a cluster, every event in a replay) the trials due a size share
+``capacity`` workers (at most the study's cap) less what the other running trials hold:
 
 1. every running trial holds at least one worker (a trial is never starved while it runs);
 2. **poor** trials are stopped by the controller at the rung that judged them (0 workers);
@@ -20,8 +23,9 @@ cluster, every event in a replay), on ``capacity`` workers (at most the study's 
 
 So a promising trial never holds fewer workers than an uncertain one (both hold >= 1, uncertain
 exactly 1), and the units planned never exceed ``capacity`` unless the running trials alone
-(one worker each) do, which a cluster study prevents (a trial starts only into spare room under
-the cap).
+(their kept sizes, one worker for each trial due a size) do, which a cluster study prevents: a
+trial starts only into spare room under the cap, and a trial due a size gives back what it held
+before it is sized again.
 
 **Speed with w workers.** No free speed-up: the trial's speed comes from the cost model the
 cluster study uses (``automl.cluster``: the paper's chunk-time model). An epoch is N x
@@ -81,12 +85,30 @@ class ElasticThesisController(ThesisController):
                              f"got {base!r}")
         self.base = base
 
+    def reset(self, trials, workers, seed) -> None:
+        super().reset(trials, workers, seed)
+        self.size: dict[int, int] = {}  # running trial -> workers it was given
+        self.due: set[int] = set()  # trials judged at a rung since they were sized
+        self.counts["sized"] = 0
+
+    def observe(self, trial, epoch, value, seconds, now) -> str:
+        decisions = self.counts["decisions"]
+        verdict = super().observe(trial, epoch, value, seconds, now)
+        if self.counts["decisions"] > decisions:  # judged at a rung: size it again
+            self.due.add(trial)
+        return verdict
+
     def plan(self, running: Mapping[int, int], capacity: int, now: float):
         order = list(running)
-        classes = {t: self.cls[t] for t in order if t in self.cls and self.best is not None}
+        keep = {t: self.size[t] for t in order if t in self.size and t not in self.due}
+        due = [t for t in order if t not in keep]
+        classes = {t: self.cls[t] for t in due if t in self.cls and self.best is not None}
         gain = {t: self.gain_rate(t) for t, c in classes.items() if c == PROMISING}
-        units = elastic_units(order, classes, gain, capacity, base=self.base,
-                              max_units=self.max_units)
+        units = elastic_units(due, classes, gain, capacity - sum(keep.values()),
+                              base=self.base, max_units=self.max_units)
+        self.counts["sized"] += len(due)
+        self.due.clear()
+        units.update(keep)
         spare = capacity - sum(units.values())
         starts = []
         while spare > 0 and self.queue:
@@ -95,8 +117,9 @@ class ElasticThesisController(ThesisController):
             starts.append(t)
             units[t] = min(self.base, spare)
             spare -= units[t]
+        self.size = dict(units)
         self.counts["most_units"] = max(self.counts["most_units"], *units.values(), 1)
-        seen = self.counts.setdefault("plans_by_class", {PROMISING: 0, UNCERTAIN: 0})
+        seen = self.counts.setdefault("sized_by_class", {PROMISING: 0, UNCERTAIN: 0})
         for c in classes.values():
             seen[c] += 1
         return starts, units

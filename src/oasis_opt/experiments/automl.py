@@ -58,7 +58,7 @@ FULL = {"studies": STUDIES, "seeds": tuple(range(20)), "workers": 4, "policies":
         "fractions": (0.1, 0.2, 0.4),
         "cluster": {"study": "digits-mlp", "seeds": tuple(range(5)), "caps": (16, None),
                     "policies": CLUSTER_POLICIES, "slot_s": 300.0},
-        "priority": {"study": "digits-mlp", "seeds": tuple(range(8)), "cap": 16, "size": 2,
+        "priority": {"study": "digits-mlp", "seeds": tuple(range(5)), "cap": 16, "size": 2,
                      "policies": PRIORITY_POLICIES, "slot_s": 300.0}}
 # about a minute on 2 cores: the smallest curve set, 2 seeds, one cap in the cluster
 QUICK = {"studies": ("digits-cnn",), "seeds": (0, 1), "workers": 4,
