@@ -96,11 +96,11 @@ def test_a_stopped_trial_gets_no_servers_after_its_stop():
     first = trial_jobs(inst).first
     work = trial_jobs(inst).epoch_work
     for n, trial in enumerate(trial_jobs(inst).trials):
-        if policy.ended.get(trial) != "paused":
+        if policy.study.ended.get(trial) != "paused":
             continue
         # paused at its rung: it got what that rung needs and at most one slot more
         got = y[first + n].sum()
-        rung = policy.epochs_done[trial]
+        rung = policy.study.epochs_done[trial]
         assert rung * work[n] <= got + 1e-9
         assert got <= rung * work[n] + 4 + 1e-9
 

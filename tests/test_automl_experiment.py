@@ -39,7 +39,9 @@ def tiny(monkeypatch):
         "studies": ("tiny",), "seeds": (0, 1), "workers": 3, "policies": exp.POLICIES,
         "fractions": (0.2, 0.4),
         "cluster": {"study": "tiny", "seeds": (0,), "caps": (16, None),
-                    "policies": ("automl-thesis", "asha", "no-stop"), "slot_s": 300.0}})
+                    "policies": ("automl-thesis", "asha", "no-stop"), "slot_s": 300.0},
+        "priority": {"study": "tiny", "seeds": (0, 1), "cap": 6, "size": 2,
+                     "policies": exp.PRIORITY_POLICIES, "slot_s": 300.0}})
 
 
 def test_reproduce_automl_draws_and_resumes(tiny, tmp_path):
@@ -51,6 +53,7 @@ def test_reproduce_automl_draws_and_resumes(tiny, tmp_path):
     names = sorted(p.name for p in written["automl"])
     assert names == sorted(["automl.md", "automl_cluster.pdf", "automl_cluster.png",
                             "automl_predictors.pdf", "automl_predictors.png",
+                            "automl_priority.pdf", "automl_priority.png",
                             "automl_replay.pdf", "automl_replay.png"])
     for p in written["automl"]:
         if p.suffix == ".png":
@@ -58,11 +61,12 @@ def test_reproduce_automl_draws_and_resumes(tiny, tmp_path):
     text = (out / "automl.md").read_text()
     for heading in ("## Prediction quality", "## Classification", "## Replayed studies",
                     "## automl-thesis against each rival", "## Ray Tune's schedulers",
-                    "## The study inside a shared cluster", "## Commands"):
+                    "## The study inside a shared cluster", "## Resources follow the prediction",
+                    "## Commands"):
         assert heading in text
     stored = sorted(p.relative_to(results / "automl").as_posix()
                     for p in (results / "automl").rglob("*.json"))
-    assert len(stored) == 1 + 2 * len(exp.POLICIES) + 2 * 3
+    assert len(stored) == 1 + 2 * len(exp.POLICIES) + 2 * 3 + 2 * 3
     assert "replay/tiny-automl-thesis-w3-s1.json" in stored
     assert "cluster/tiny-asha-capnone-s0.json" in stored
     data = exp.compute(quick=True, results=results, workers=1, progress=False)
@@ -95,6 +99,20 @@ def test_reproduce_automl_draws_and_resumes(tiny, tmp_path):
     assert cluster[("no-stop", 16)]["saved"] == 0.0
     assert cluster[("asha", 16)]["saved"] > 0.0
     assert cluster[("no-stop", 16)]["most_gpus"] <= 16
+    # the priority study: every schedule valid, the cap held, the claims computed from the data
+    assert "priority/tiny-automl-thesis-elastic-cap6-size2-s1.json" in stored
+    prio = exp.priority_summary(data)
+    assert all(m["valid"] and m["most_gpus"] <= 6 for m in prio.values())
+    recs = [data["priority"][f"tiny-asha-cap6-size2-s{seed}"] for seed in (0, 1)]
+    jct = [np.mean(r["background_jct_all_h"]) for r in recs]
+    assert prio["asha"]["jct_mean_h"][0] == pytest.approx(np.mean(jct))
+    assert all(len(r["background_jct_all_h"]) == r["background_jobs"] == 3 for r in recs)
+    d = exp.priority_paired(data, exp.ELASTIC, "asha")
+    assert d["gpu_hours"][0] == pytest.approx(prio[exp.ELASTIC]["gpu_hours"][0]
+                                              - prio["asha"]["gpu_hours"][0])
+    section = text[text.index("## Resources follow the prediction"):]
+    claims = [ln for ln in section.splitlines() if ln.startswith(("- ✅", "- ❌"))]
+    assert len(claims) == 2 * 5  # five claims against each of ASHA and successive halving
 
 
 def test_best_at_reads_the_anytime_curve():

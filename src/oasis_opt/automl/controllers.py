@@ -17,6 +17,9 @@ _REGISTRY: dict[str, tuple[str, str]] = {
     "automl-thesis-lean": ("oasis_opt.automl.thesis:lean",
                            "automl-thesis that stops sooner: delta 0.4, first rung at 5 % of "
                            "training (chosen on digits-mlp and digits-cnn, seeds 0-1)"),
+    "automl-thesis-elastic": ("oasis_opt.automl.elastic:ElasticThesisController",
+                              "automl-thesis whose classes set the workers: promising trials "
+                              "grow (up to 4), uncertain ones shrink to 1, poor ones stop"),
     "optuna-median": ("oasis_opt.automl.pruners:optuna_median",
                       "Optuna MedianPruner (defaults), through trial.report / should_prune"),
     "optuna-sh": ("oasis_opt.automl.pruners:optuna_sh",

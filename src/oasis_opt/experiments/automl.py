@@ -14,7 +14,12 @@ the code):
   GPU-seconds, since no controller looks at the budget, so one run gives the anytime curve);
 * ``cluster/<study>-<policy>-cap<cap>-s<seed>``: the study (``CLUSTER["study"]``) beside the
   Pollux workload ``1 + seed % 8`` on its 128-GPU cluster (slots of ``CLUSTER["slot_s"]``),
-  with the study's cap or none (``automl.cluster``); the schedule is validated.
+  with the study's cap or none (``automl.cluster``); the schedule is validated;
+* ``priority/<study>-<policy>-cap<cap>-size<size>-s<seed>``: the same study and workload with
+  every job under the priority scheduler, the trials as ``automl`` jobs
+  (``experiments.automl_priority``): ``automl-thesis-elastic`` sizes its trials by their class
+  (unjudged and new ones at ``size`` workers), the rivals run every trial at ``size`` workers;
+  the schedule is validated.
 
 Runs go to a process pool when ``workers`` > 1 (deterministic: every run depends on its own
 parameters only), in-process otherwise.
@@ -43,6 +48,8 @@ CLUSTER_POLICIES = ("automl-thesis", "automl-thesis-lean", "optuna-median", "opt
                     "optuna-hyperband", "asha", "no-stop")
 STUDIES = ("digits-mlp", "breast-cancer-mlp", "digits-cnn", "wine-mlp", "digits-linear")
 HELD_OUT = ("wine-mlp", "digits-linear")  # generated after the controller was designed
+ELASTIC = "automl-thesis-elastic"
+PRIORITY_POLICIES = (ELASTIC, "asha", "optuna-sh")
 SPEND_FACTOR = 1.2  # target: left to run, at most 1.2 x ASHA's spend
 BUDGETS = (0.02, 0.05, 0.1, 0.2, 0.5, 1.0)  # shares of the no-stop study's GPU-seconds
 TARGET_GAP = 0.005  # the target accuracy: the pool's best final minus this
@@ -50,13 +57,17 @@ TARGET_GAP = 0.005  # the target accuracy: the pool's best final minus this
 FULL = {"studies": STUDIES, "seeds": tuple(range(20)), "workers": 4, "policies": POLICIES,
         "fractions": (0.1, 0.2, 0.4),
         "cluster": {"study": "digits-mlp", "seeds": tuple(range(5)), "caps": (16, None),
-                    "policies": CLUSTER_POLICIES, "slot_s": 300.0}}
+                    "policies": CLUSTER_POLICIES, "slot_s": 300.0},
+        "priority": {"study": "digits-mlp", "seeds": tuple(range(5)), "cap": 16, "size": 2,
+                     "policies": PRIORITY_POLICIES, "slot_s": 300.0}}
 # about a minute on 2 cores: the smallest curve set, 2 seeds, one cap in the cluster
 QUICK = {"studies": ("digits-cnn",), "seeds": (0, 1), "workers": 4,
          "policies": tuple(p for p in POLICIES if p != "automl-thesis-lean"),
          "fractions": (0.2,),
          "cluster": {"study": "digits-cnn", "seeds": (0,), "caps": (16,),
-                     "policies": ("automl-thesis", "asha", "no-stop"), "slot_s": 300.0}}
+                     "policies": ("automl-thesis", "asha", "no-stop"), "slot_s": 300.0},
+         "priority": {"study": "digits-cnn", "seeds": (0,), "cap": 16, "size": 2,
+                      "policies": PRIORITY_POLICIES, "slot_s": 300.0}}
 
 
 def settings(quick: bool) -> dict:
@@ -114,6 +125,37 @@ def cluster_run(study: str, policy: str, cap: int | None, seed: int, slot_s: flo
             "most_gpus_held": r.stats.get("most_gpus_held")}
 
 
+def priority_run(study: str, policy: str, cap: int, size: int, seed: int, slot_s: float) -> dict:
+    """The study beside the Pollux workload, every job under the priority scheduler (module
+    docstring); the other jobs' JCT counted over all of them, an unfinished one at the horizon
+    (completion = the last slot)."""
+    from ..automl.cluster import study_instance
+    from ..automl.controllers import get_controller
+    from .automl_priority import run_priority_study
+
+    curves = _curves(study)
+    bg = background(seed, slot_s)
+    inst = study_instance(curves, bg, horizon=3 * bg.horizon)
+    elastic = policy == ELASTIC
+    controller = get_controller(policy, base=size) if elastic else get_controller(policy)
+    r = run_priority_study(inst, curves, controller, cap=cap, size=1 if elastic else size,
+                           seed=seed)
+    slot_h = slot_s / 3600.0
+    jct_all = [((r.schedule.completion[i] or inst.horizon) - inst.jobs[i].arrival + 1) * slot_h
+               for i in range(bg.I)]
+    status: dict[str, int] = {}
+    for t in r.trials.values():
+        status[t["status"]] = status.get(t["status"], 0) + 1
+    return {"study": study, "policy": policy, "cap": cap, "size": size, "seed": seed,
+            "slot_s": slot_s, "workload": bg.meta.get("workload"), "valid": True,
+            "best": r.best, "pool_best": max(c.val_accuracy[-1] for c in curves),
+            "gpu_hours": r.gpu_hours, "trajectory": [list(p) for p in r.trajectory],
+            "status": status, "background_jobs": bg.I, "background_jct_all_h": jct_all,
+            "background_unfinished": r.background_unfinished,
+            "trial_stops": r.stats["trial_stops"], "most_gpus_held": r.stats["most_gpus_held"],
+            "horizon": inst.horizon}
+
+
 # ---- running them ---------------------------------------------------------------------------
 def _tasks(quick: bool) -> list[tuple[str, str, Callable, tuple]]:
     """(kind, key, function, arguments) of every run of the experiment."""
@@ -132,7 +174,17 @@ def _tasks(quick: bool) -> list[tuple[str, str, Callable, tuple]]:
             for seed in c["seeds"]:
                 out.append(("cluster", f"{c['study']}-{policy}-cap{cap or 'none'}-s{seed}",
                             cluster_run, (c["study"], policy, cap, seed, c["slot_s"])))
+    p = s.get("priority")
+    if p:
+        for policy in p["policies"]:
+            for seed in p["seeds"]:
+                out.append(("priority", priority_key(p, policy, seed), priority_run,
+                            (p["study"], policy, p["cap"], p["size"], seed, p["slot_s"])))
     return out
+
+
+def priority_key(p: dict, policy: str, seed: int) -> str:
+    return f"{p['study']}-{policy}-cap{p['cap']}-size{p['size']}-s{seed}"
 
 
 def compute(quick: bool = False, results: str | Path = "results", workers: int | None = None,
@@ -145,7 +197,8 @@ def compute(quick: bool = False, results: str | Path = "results", workers: int |
     root = Path(results) / "automl"
     tasks = _tasks(quick)
     data: dict[str, Any] = {"quick": quick, "settings": settings(quick),
-                            "predict": {}, "replay": {}, "cluster": {}}
+                            "predict": {}, "replay": {}, "cluster": {},
+                            "priority": {}}
     todo = []
     for kind, key, fn, args in tasks:
         path = root / kind / f"{key}.json"
@@ -361,4 +414,61 @@ def cluster_summary(data: dict) -> dict[tuple[str, Any], dict]:
                                              if k in ("running", "not started"))),
                 "most_gpus": int(max(r["most_gpus_held"] for r in recs)),
                 "valid": all(r["valid"] for r in recs), "seeds": len(recs)}
+    return out
+
+
+PRIORITY_METRICS = ("regret", "reach_h", "gpu_hours", "jct_mean_h", "jct_p95_h")
+
+
+def _priority_metrics(r: dict) -> dict[str, float]:
+    """One priority run's metrics: final regret, hours from the study's submission until its
+    best came within ``TARGET_GAP`` of the pool's best (inf if never), GPU-hours, the other
+    jobs' mean and 95th-percentile JCT over all of them (unfinished ones at the horizon)."""
+    target = r["pool_best"] - TARGET_GAP
+    jct = np.asarray(r["background_jct_all_h"], dtype=float)
+    return {"regret": r["pool_best"] - (r["best"] or 0.0),
+            "reach_h": next((p[1] * r["slot_s"] / 3600.0 for p in r["trajectory"]
+                             if p[2] >= target), math.inf),
+            "gpu_hours": r["gpu_hours"], "jct_mean_h": float(jct.mean()),
+            "jct_p95_h": float(np.percentile(jct, 95))}
+
+
+def priority_summary(data: dict) -> dict[str, dict]:
+    """Per policy of the priority study: each metric of ``_priority_metrics`` as (mean, low,
+    high) over the seeds (Student-t 95 %; ``reach_h`` over the seeds that reached the target,
+    with ``reached``), the unfinished other jobs summed over seeds, the trials' preemptions,
+    degradations and resizes (mean per seed), the most GPUs the study held."""
+    p = data["settings"]["priority"]
+    out = {}
+    for policy in p["policies"]:
+        recs = [data["priority"][priority_key(p, policy, seed)] for seed in p["seeds"]]
+        ms = [_priority_metrics(r) for r in recs]
+        row: dict[str, Any] = {}
+        for k in PRIORITY_METRICS:
+            vals = [m[k] for m in ms if math.isfinite(m[k])]
+            row[k] = mean_ci(vals) if vals else (math.inf, math.inf, math.inf)
+        row["reached"] = sum(math.isfinite(m["reach_h"]) for m in ms)
+        row["unfinished"] = int(sum(r["background_unfinished"] for r in recs))
+        row["background_jobs"] = int(sum(r["background_jobs"] for r in recs))
+        for k in ("preemptions", "degradations", "resizes"):
+            row[k] = float(np.mean([r["trial_stops"][k] for r in recs]))
+        row["most_gpus"] = int(max(r["most_gpus_held"] for r in recs))
+        row["valid"] = all(r["valid"] for r in recs)
+        row["seeds"] = len(recs)
+        out[policy] = row
+    return out
+
+
+def priority_paired(data: dict, a: str, b: str) -> dict[str, tuple[float, float, float]]:
+    """``a`` minus ``b`` in the priority study, paired by seed (the same workload and trial
+    order): per metric of ``_priority_metrics``, (mean, low, high) of the differences (the
+    time to target over the seeds where both reached it; NaNs when none did)."""
+    p = data["settings"]["priority"]
+    out = {}
+    pairs = [(_priority_metrics(data["priority"][priority_key(p, a, seed)]),
+              _priority_metrics(data["priority"][priority_key(p, b, seed)]))
+             for seed in p["seeds"]]
+    for k in PRIORITY_METRICS:
+        d = [x[k] - y[k] for x, y in pairs if math.isfinite(x[k]) and math.isfinite(y[k])]
+        out[k] = mean_ci(d) if d else (math.nan, math.nan, math.nan)
     return out

@@ -9,6 +9,9 @@ Draws, from ``experiments.automl.compute``:
 * ``automl_predictors.{png,pdf}``: prediction MAE at 10 / 20 / 40 % of training per predictor;
 * ``automl_cluster.{png,pdf}``: the study inside the shared cluster: best accuracy against the
   study's GPU-hours, and the other jobs' completion times with and without the study's cap;
+* ``automl_priority.{png,pdf}``: the study under the priority scheduler: regret against hours
+  since its submission per policy (elastic automl-thesis, ASHA, successive halving, the same
+  cap), and the other jobs' mean and p95 completion times with their 95 % CIs;
 * ``automl.md``: every table, and automl-thesis against each rival by budget.
 """
 from __future__ import annotations
@@ -20,7 +23,7 @@ import numpy as np
 from .. import automl as exp
 from .common import Figure, fmt, markdown_table, new_figure, save, write_markdown
 
-COLOURS = {"automl-thesis": "#1f77b4", "automl-thesis-lean": "#17becf", "optuna-median": "#ff7f0e", "optuna-sh": "#2ca02c",
+COLOURS = {"automl-thesis": "#1f77b4", "automl-thesis-elastic": "#08306b", "automl-thesis-lean": "#17becf", "optuna-median": "#ff7f0e", "optuna-sh": "#2ca02c",
            "optuna-hyperband": "#d62728", "asha": "#9467bd", "tune-asha": "#8c564b",
            "tune-hyperband": "#e377c2", "no-stop": "#7f7f7f"}
 PREDICTOR_COLOURS = {"last-value": "#7f7f7f", "parametric": "#ff7f0e", "regression": "#1f77b4"}
@@ -261,6 +264,7 @@ def markdown(data) -> str:
     lines += [markdown_table(["policy", "cap (GPUs)", "final regret", "study GPU-h", "saved",
                               "to target, h", "other jobs' mean JCT, h", "median JCT, h",
                               "others unfinished", "most GPUs held", "valid"], rows)]
+    lines += priority_section(data)
     lines += ["## Commands", "", "```bash", f"{COMMAND}            # results/automl/, "
               "paper_figs/automl*", f"{COMMAND} --quick    # small: one curve set, 2 seeds",
               "oasis-opt automl replay digits-mlp --policy automl-thesis --workers 4 --seed 0 "
@@ -321,11 +325,151 @@ def tune_section(data) -> list[str]:
     return lines
 
 
+def _priority_recs(data, policy: str) -> list[dict]:
+    p = data["settings"]["priority"]
+    return [data["priority"][exp.priority_key(p, policy, seed)] for seed in p["seeds"]]
+
+
+def priority_figure(data, summary):
+    """The study under the priority scheduler: regret against hours since its submission, and
+    the other jobs' mean and p95 JCT, per policy."""
+    p = data["settings"]["priority"]
+    fig, axes = new_figure(2, 1, width=5.0, height=3.6)
+    ax = axes[0][0]
+    recs = {policy: _priority_recs(data, policy) for policy in p["policies"]}
+    right = max([r["trajectory"][-1][1] * r["slot_s"] / 3600.0 for rs in recs.values()
+                 for r in rs if r["trajectory"]] + [1.0])
+    grid = np.linspace(0, 1.3 * right, 200)
+    for policy in p["policies"]:
+        ours = policy == exp.ELASTIC
+        reg = np.array([[r["pool_best"] - (next((q[2] for q in reversed(r["trajectory"])
+                                                  if q[1] * r["slot_s"] / 3600.0 <= h), None)
+                                             or 0.0) for h in grid] for r in recs[policy]])
+        label = policy if ours else f"{policy} ({p['size']} GPUs per trial)"
+        ax.plot(grid, reg.mean(axis=0), color=COLOURS[policy], label=label,
+                lw=2.2 if ours else 1.1, zorder=4 if ours else 2)
+    ax.set_yscale("symlog", linthresh=0.005)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("hours since the study's submission")
+    ax.set_ylabel("regret: pool best - best found")
+    ax.set_title(f"{p['study']} as automl jobs, cap {p['cap']} GPUs "
+                 f"({len(p['seeds'])} seeds)", fontsize=9)
+    ax.legend(fontsize=7, title="policy: mean regret over the seeds", title_fontsize=7)
+    ax.grid(alpha=0.3)
+    ax = axes[0][1]
+    x = np.arange(len(p["policies"]))
+    for k, (metric, name) in enumerate((("jct_mean_h", "mean"), ("jct_p95_h", "p95"))):
+        m = np.array([summary[pol][metric] for pol in p["policies"]])
+        ax.bar(x - 0.2 + 0.4 * k, m[:, 0], 0.4, yerr=[m[:, 0] - m[:, 1], m[:, 2] - m[:, 0]],
+               capsize=3, label=name, color=("#1f77b4", "#ff7f0e")[k])
+    ax.set_xticks(x, p["policies"], rotation=30, ha="right", fontsize=7)
+    ax.set_ylabel("other jobs' completion time, h")
+    ax.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2,
+              title="other jobs' JCT over all of them (bars: 95 % CI over the seeds)",
+              title_fontsize=7, frameon=False)
+    ax.grid(alpha=0.3, axis="y")
+    return fig
+
+
+def _mci(m, digits: int) -> str:
+    """(mean, low, high) as "mean [low, high]"."""
+    if not np.isfinite(m[0]):
+        return "—"
+    return f"{m[0]:.{digits}f} [{m[1]:.{digits}f}, {m[2]:.{digits}f}]"
+
+
+def priority_section(data) -> list[str]:
+    """The section on the study inside the priority scheduler (empty without one)."""
+    p = data["settings"].get("priority")
+    if not p or not data.get("priority"):
+        return []
+    summary = exp.priority_summary(data)
+    rivals = [r for r in p["policies"] if r != exp.ELASTIC]
+    lines = ["## Resources follow the prediction: the study as automl jobs of the priority "
+             "scheduler", "",
+             f"`{p['study']}`'s trials (as in the section above) beside the Pollux workload "
+             "1 + seed % 8, every job under the priority scheduler "
+             "(`oasis_opt.cluster.priority`, priority-degrade at its defaults; "
+             "`oasis_opt.experiments.automl_priority`): trials are jobs of type `automl`, so a "
+             "production job that does not fit preempts trials first; trials never preempt. "
+             f"The study's cap is {p['cap']} GPUs for every policy. "
+             f"`{exp.ELASTIC}` (`oasis_opt.automl.elastic`) sizes each trial from its class, "
+             "at its start and at each of its rung decisions: "
+             f"promising trials grow up to 4 workers (the trial's data chunks), uncertain ones "
+             f"shrink to 1, poor ones stop, unjudged and new ones run on {p['size']}; a change "
+             "of size is a `resize` stop (the work since the last checkpoint is lost, the "
+             f"restart paid). ASHA and successive halving (`optuna-sh`) run every trial on "
+             f"{p['size']} workers. Speed from the chunk-time cost model: an epoch costs the "
+             "same GPU-hours on any number of workers (no free speed-up), more workers only "
+             f"finish it sooner. Seeds {', '.join(map(str, p['seeds']))}; cells: mean "
+             "[95 % Student-t CI over the seeds]. `to target`: hours from the study's "
+             f"submission until its best came within {exp.TARGET_GAP} of the pool's best "
+             "(over the seeds that got there); other jobs' JCT: completion - arrival over "
+             "all of them, an unfinished job counted at the horizon (their number shown). "
+             "Every schedule passed `oasis_opt.validate`.", ""]
+    rows = []
+    for policy in p["policies"]:
+        m = summary[policy]
+        rows.append([policy, _mci(m["regret"], 4),
+                     f"{_mci(m['reach_h'], 2)} ({m['reached']}/{m['seeds']})",
+                     _mci(m["gpu_hours"], 1), _mci(m["jct_mean_h"], 3),
+                     _mci(m["jct_p95_h"], 3),
+                     f"{m['unfinished']} of {m['background_jobs']}",
+                     f"{m['preemptions']:.1f} / {m['degradations']:.1f} / {m['resizes']:.1f}",
+                     m["most_gpus"], "yes" if m["valid"] else "NO"])
+    lines += [markdown_table(["policy", "final regret", "to target, h", "study GPU-h",
+                              "other jobs' mean JCT, h", "p95 JCT, h", "others unfinished",
+                              "trial preemptions / degradations / resizes per run",
+                              "most GPUs held", "valid"], rows)]
+    lines += [f"Paired by seed: {exp.ELASTIC} minus the rival (< 0: {exp.ELASTIC} lower), "
+              "mean [95 % CI]; the claims are checked on the means (✅ holds, ❌ does not), "
+              "the CI says whether the data separate the two.", ""]
+    rows, claims = [], []
+    for rival in rivals:
+        d = exp.priority_paired(data, exp.ELASTIC, rival)
+        for metric, name, digits in (("regret", "final regret", 4),
+                                     ("reach_h", "to target, h", 2),
+                                     ("gpu_hours", "study GPU-h", 1),
+                                     ("jct_mean_h", "other jobs' mean JCT, h", 3),
+                                     ("jct_p95_h", "other jobs' p95 JCT, h", 3)):
+            m = d[metric]
+            said = ("no data" if not np.isfinite(m[0]) else f"{exp.ELASTIC} lower"
+                    if m[2] < -exp.NOISE_RTOL else f"{rival} lower" if m[1] > exp.NOISE_RTOL
+                    else "no difference shown")
+            rows.append([rival, name, _mci(m, digits), said])
+        mine, theirs = summary[exp.ELASTIC], summary[rival]
+        ratio = mine["gpu_hours"][0] / theirs["gpu_hours"][0]
+        checks = [
+            (f"final regret no higher than {rival}'s",
+             mine["regret"][0] <= theirs["regret"][0] + exp.NOISE_RTOL,
+             f"{mine['regret'][0]:.4f} against {theirs['regret'][0]:.4f}"),
+            (f"reaches the target sooner than {rival}",
+             mine["reached"] == mine["seeds"] and (
+                 theirs["reached"] < theirs["seeds"] or d["reach_h"][0] < 0),
+             f"{mine['reach_h'][0]:.2f} h ({mine['reached']}/{mine['seeds']}) against "
+             f"{theirs['reach_h'][0]:.2f} h ({theirs['reached']}/{theirs['seeds']})"),
+            (f"GPU-hours at most {exp.SPEND_FACTOR}x {rival}'s", ratio <= exp.SPEND_FACTOR,
+             f"{ratio:.2f}x"),
+            (f"other jobs' mean JCT no higher than under {rival}",
+             d["jct_mean_h"][0] <= exp.NOISE_RTOL, f"{d['jct_mean_h'][0]:+.3f} h"),
+            (f"other jobs' p95 JCT no higher than under {rival}",
+             d["jct_p95_h"][0] <= exp.NOISE_RTOL, f"{d['jct_p95_h'][0]:+.3f} h")]
+        claims += [f"- {'✅' if ok else '❌'} {exp.ELASTIC}: {text} ({value})"
+                   for text, ok, value in checks]
+    lines += [markdown_table(["rival", "metric", f"{exp.ELASTIC} - rival", "what the CI "
+                              "supports"], rows)]
+    lines += claims + [""]
+    return lines
+
+
 def render(data, out_dir: Path, reference_dir=None, quick: bool = False) -> list[Path]:
     out_dir = Path(out_dir)
     summary = exp.cluster_summary(data)
     paths = draw_replay(data, out_dir) + draw_predictors(data, out_dir) + \
         draw_cluster(data, out_dir, summary)
+    if data["settings"].get("priority") and data.get("priority"):
+        paths += save(priority_figure(data, exp.priority_summary(data)), out_dir,
+                      "automl_priority")
     return paths + [write_markdown(out_dir, "automl", markdown(data))]
 
 
