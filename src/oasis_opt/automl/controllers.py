@@ -17,6 +17,10 @@ _REGISTRY: dict[str, tuple[str, str]] = {
     "automl-thesis-lean": ("oasis_opt.automl.thesis:lean",
                            "automl-thesis that stops sooner: delta 0.4, first rung at 5 % of "
                            "training (chosen on digits-mlp and digits-cnn, seeds 0-1)"),
+    "automl-thesis-rank": ("oasis_opt.automl.rank:rank",
+                           "ASHA's rungs (grace 1, eta 4, stopping) ranked by the predicted "
+                           "final, plus the thesis's poor rule (delta 0.2) and allocation (up "
+                           "to 2 units; chosen on digits-mlp and digits-cnn, seeds 0-1)"),
     "automl-thesis-elastic": ("oasis_opt.automl.elastic:ElasticThesisController",
                               "automl-thesis whose classes set the workers: promising trials "
                               "grow (up to 4), uncertain ones shrink to 1, poor ones stop"),

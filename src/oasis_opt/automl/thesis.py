@@ -120,6 +120,19 @@ class ThesisController(Controller):
             return CONTINUE
         if epoch not in self.rung_of[trial]:
             return CONTINUE
+        self.judge(trial, epoch)
+        c = self.counts
+        if self.cls[trial] == POOR:
+            c["stopped"] += 1
+            c["stopped_at"][epoch] = c["stopped_at"].get(epoch, 0) + 1
+            del self.cls[trial]
+            return STOP
+        return CONTINUE
+
+    def judge(self, trial: int, epoch: int) -> Prediction:
+        """Predict ``trial``'s final from its first ``epoch`` epochs (step 2, calibrated) and
+        classify it against the best completed trial (step 3); both are kept for ``plan``."""
+        info = self.trials[trial]
         p = predict(self.values[trial], self.seconds[trial], info.epochs, config=info.config,
                     regression=self._regression(info.epochs), parametric=self.parametric,
                     calibrated=self.calibrate)
@@ -132,12 +145,7 @@ class ThesisController(Controller):
         c = self.counts
         c["decisions"] += 1
         c["by_method"][p.method] = c["by_method"].get(p.method, 0) + 1
-        if self.cls[trial] == POOR:
-            c["stopped"] += 1
-            c["stopped_at"][epoch] = c["stopped_at"].get(epoch, 0) + 1
-            del self.cls[trial]
-            return STOP
-        return CONTINUE
+        return p
 
     def gain_rate(self, trial: int) -> float:
         """Expected improvement over the best per predicted remaining second."""
