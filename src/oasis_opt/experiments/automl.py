@@ -36,16 +36,16 @@ import numpy as np
 from ..model.io import jsonable, read_json, write_json_atomic
 from ..model.numerics import NOISE_RTOL
 
-POLICIES = ("automl-thesis", "automl-thesis-lean", "optuna-median", "optuna-sh",
-            "optuna-hyperband", "asha", "tune-asha", "tune-hyperband", "no-stop")
-OURS = ("automl-thesis", "automl-thesis-lean")
+POLICIES = ("automl-thesis", "automl-thesis-lean", "automl-thesis-rank", "optuna-median",
+            "optuna-sh", "optuna-hyperband", "asha", "tune-asha", "tune-hyperband", "no-stop")
+OURS = ("automl-thesis", "automl-thesis-lean", "automl-thesis-rank")
 RIVALS = ("optuna-median", "optuna-sh", "optuna-hyperband", "asha", "tune-asha",
           "tune-hyperband")
 # Ray Tune's schedulers and the implementations they are compared with (ours, then Optuna's)
 TUNE_PAIRS = (("tune-asha", "asha"), ("tune-asha", "optuna-sh"),
               ("tune-hyperband", "optuna-hyperband"))
-CLUSTER_POLICIES = ("automl-thesis", "automl-thesis-lean", "optuna-median", "optuna-sh",
-                    "optuna-hyperband", "asha", "no-stop")
+CLUSTER_POLICIES = ("automl-thesis", "automl-thesis-lean", "automl-thesis-rank",
+                    "optuna-median", "optuna-sh", "optuna-hyperband", "asha", "no-stop")
 STUDIES = ("digits-mlp", "breast-cancer-mlp", "digits-cnn", "wine-mlp", "digits-linear")
 HELD_OUT = ("wine-mlp", "digits-linear")  # generated after the controller was designed
 ELASTIC = "automl-thesis-elastic"
@@ -62,7 +62,8 @@ FULL = {"studies": STUDIES, "seeds": tuple(range(20)), "workers": 4, "policies":
                      "policies": PRIORITY_POLICIES, "slot_s": 300.0}}
 # about a minute on 2 cores: the smallest curve set, 2 seeds, one cap in the cluster
 QUICK = {"studies": ("digits-cnn",), "seeds": (0, 1), "workers": 4,
-         "policies": tuple(p for p in POLICIES if p != "automl-thesis-lean"),
+         "policies": tuple(p for p in POLICIES
+                           if p not in ("automl-thesis-lean", "automl-thesis-rank")),
          "fractions": (0.2,),
          "cluster": {"study": "digits-cnn", "seeds": (0,), "caps": (16,),
                      "policies": ("automl-thesis", "asha", "no-stop"), "slot_s": 300.0},

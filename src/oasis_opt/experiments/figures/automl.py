@@ -23,7 +23,8 @@ import numpy as np
 from .. import automl as exp
 from .common import Figure, fmt, markdown_table, new_figure, save, write_markdown
 
-COLOURS = {"automl-thesis": "#1f77b4", "automl-thesis-elastic": "#08306b", "automl-thesis-lean": "#17becf", "optuna-median": "#ff7f0e", "optuna-sh": "#2ca02c",
+COLOURS = {"automl-thesis": "#1f77b4", "automl-thesis-elastic": "#08306b", "automl-thesis-lean": "#17becf",
+           "automl-thesis-rank": "#bcbd22", "optuna-median": "#ff7f0e", "optuna-sh": "#2ca02c",
            "optuna-hyperband": "#d62728", "asha": "#9467bd", "tune-asha": "#8c564b",
            "tune-hyperband": "#e377c2", "no-stop": "#7f7f7f"}
 PREDICTOR_COLOURS = {"last-value": "#7f7f7f", "parametric": "#ff7f0e", "regression": "#1f77b4"}
@@ -199,23 +200,30 @@ def markdown(data) -> str:
     ours_here = [o for o in exp.OURS if o in s["policies"]]
     lines += ["## The targets: on the front, and stopping at ASHA's spend", "",
               "Per curve set (held out: generated after the controller and "
-              "automl-thesis-lean's two values were chosen): `front`, the share of the "
+              "the two values of automl-thesis-lean and of automl-thesis-rank were chosen, on "
+              "digits-mlp and digits-cnn with seeds 0-1): `front`, the share of the "
               f"{len(GRID)} budgets of the figure (0.5 .. 100 % of the no-stop spend, log-spaced) "
               "where the mean regret is no higher than every rival's (Optuna's three pruners, "
               "ASHA, Ray Tune's ASHA and HyperBand), ✅ when all; `spend`: left to run, its mean spend over ASHA's, ✅ when "
-              f"<= {exp.SPEND_FACTOR}; `final regret - ASHA's`: ✅ when <= 0.", ""]
+              f"<= {exp.SPEND_FACTOR}; `final regret - ASHA's`: ✅ when <= 0. The last two "
+              "columns are the paired differences (the same trial order) with their 95 % "
+              "Student-t intervals over the seeds: final regret and share of the no-stop "
+              "spend, each minus ASHA's.", ""]
     rows = []
     for study in s["studies"]:
         for ours in ours_here:
             if "asha" not in s["policies"]:
                 continue
             t = exp.targets(data, study, ours, GRID)
+            d = exp.paired(data, study, ours, "asha")
             rows.append([study + (" (held out)" if study in exp.HELD_OUT else ""), ours,
                          f"{t['front']:.2f} {'✅' if t['front_all'] else '❌'}",
                          f"{t['spend']:.2f}x {'✅' if t['spend_ok'] else '❌'}",
-                         f"{t['final']:+.4f} {'✅' if t['final_ok'] else '❌'}"])
+                         f"{t['final']:+.4f} {'✅' if t['final_ok'] else '❌'}",
+                         _ci(d["regret"]), _ci(d["spent"], 3)])
     lines += [markdown_table(["curve set", "policy", "front", "spend / ASHA's",
-                              "final regret - ASHA's"], rows)]
+                              "final regret - ASHA's", "final regret - ASHA's [95 % CI]",
+                              "spent - ASHA's [95 % CI]"], rows)]
     lines += ["## automl-thesis against each rival, by budget", "",
               "Paired by seed (the same trial order): seeds where automl-thesis has the lower "
               "regret / the same / a higher one, and the mean regret difference (rival - "
