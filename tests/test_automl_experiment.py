@@ -139,6 +139,25 @@ def test_resolution_ci_and_verdict():
     assert exp.verdict(-0.02, -0.01, res, rival="asha") == "asha better"
 
 
+def test_budget_ranges_name_the_budgets_on_the_front():
+    """Bug caught: the targets table naming budgets where the controller is not on the front
+    (an off-by-one at a range's end, a lone budget printed as a range, a last range that runs
+    to the grid's end dropped)."""
+    from oasis_opt.experiments.figures.automl import GRID, budget_ranges
+
+    assert (GRID[0], GRID[-1], len(GRID)) == (0.005, 1.0, 80)
+
+    n = len(GRID)
+    on = [False] * n
+    assert budget_ranges(on) == "none"
+    on[0] = on[1] = on[2] = True
+    on[10] = True
+    on[n - 2] = on[n - 1] = True
+    # GRID: 80 budgets log-spaced from 0.5 % to 100 %
+    assert budget_ranges(on) == "0.5-0.57 %, 0.98 %, 94-100 %"
+    assert budget_ranges([True] * n) == "0.5-100 %"
+
+
 def test_figures_show_the_controller_and_keep_legends_off_the_bars(tiny, tmp_path):
     """Bugs: automl-thesis's line hid under no-stop's; the cluster figure's legend covered a
     bar."""

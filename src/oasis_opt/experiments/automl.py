@@ -353,7 +353,8 @@ def wins(data: dict, study: str, rival: str, ours: str = "automl-thesis") -> lis
 
 def targets(data: dict, study: str, ours: str, grid: np.ndarray) -> dict:
     """Part 1's targets for ``ours`` on ``study``: ``front``, the share of the budgets of
-    ``grid`` where its mean regret is no higher than every rival's (``front_all``: all of
+    ``grid`` where its mean regret is no higher than every rival's (``on_front``: per budget
+    of ``grid``, whether it is; ``front_all``: all of
     them); ``spend``, its mean spend left to run over ASHA's (target <= ``SPEND_FACTOR``);
     ``final``, its mean final regret minus ASHA's (target <= 0)."""
     curves = regret_curves(data, study, grid)
@@ -363,7 +364,8 @@ def targets(data: dict, study: str, ours: str, grid: np.ndarray) -> dict:
     summ = replay_summary(data, study)
     spend = summ[ours]["spent_share"] / summ["asha"]["spent_share"]
     final = summ[ours]["final_regret"] - summ["asha"]["final_regret"]
-    return {"front": float(below.mean()), "front_all": bool(below.all()), "spend": spend,
+    return {"front": float(below.mean()), "front_all": bool(below.all()),
+            "on_front": below.tolist(), "spend": spend,
             "spend_ok": spend <= SPEND_FACTOR, "final": final,
             "final_ok": final <= NOISE_RTOL}
 

@@ -208,7 +208,7 @@ def markdown(data) -> str:
               f"<= {exp.SPEND_FACTOR}; `final regret - ASHA's`: ✅ when <= 0. The last two "
               "columns are the paired differences (the same trial order) with their 95 % "
               "Student-t intervals over the seeds: final regret and share of the no-stop "
-              "spend, each minus ASHA's.", ""]
+              "spend, each minus ASHA's; the budgets where it is on the front, as ranges.", ""]
     rows = []
     for study in s["studies"]:
         for ours in ours_here:
@@ -220,10 +220,11 @@ def markdown(data) -> str:
                          f"{t['front']:.2f} {'✅' if t['front_all'] else '❌'}",
                          f"{t['spend']:.2f}x {'✅' if t['spend_ok'] else '❌'}",
                          f"{t['final']:+.4f} {'✅' if t['final_ok'] else '❌'}",
-                         _ci(d["regret"]), _ci(d["spent"], 3)])
+                         _ci(d["regret"]), _ci(d["spent"], 3), budget_ranges(t["on_front"])])
     lines += [markdown_table(["curve set", "policy", "front", "spend / ASHA's",
                               "final regret - ASHA's", "final regret - ASHA's [95 % CI]",
-                              "spent - ASHA's [95 % CI]"], rows)]
+                              "spent - ASHA's [95 % CI]",
+                              "budgets on the front (% of the no-stop spend)"], rows)]
     lines += ["## automl-thesis against each rival, by budget", "",
               "Paired by seed (the same trial order): seeds where automl-thesis has the lower "
               "regret / the same / a higher one, and the mean regret difference (rival - "
@@ -278,6 +279,23 @@ def markdown(data) -> str:
               "oasis-opt automl replay digits-mlp --policy automl-thesis --workers 4 --seed 0 "
               "--out thesis.json", "```", ""]
     return "\n".join(lines)
+
+
+def budget_ranges(on: list[bool]) -> str:
+    """The budgets of ``GRID`` where ``on`` holds, as ranges of % of the no-stop spend
+    ("0.5-1.2 %, 40-100 %"); "none" when it never holds."""
+    def pct(x: float) -> str:
+        return f"{100 * x:.2g}" if x < 0.1 else f"{100 * x:.0f}"
+
+    out, start = [], None
+    for j, flag in enumerate([*on, False]):
+        if flag and start is None:
+            start = j
+        elif not flag and start is not None:
+            lo, hi = pct(GRID[start]), pct(GRID[j - 1])
+            out.append(f"{lo} %" if start == j - 1 else f"{lo}-{hi} %")
+            start = None
+    return ", ".join(out) or "none"
 
 
 def _ci(m: tuple[float, float, float], digits: int = 4) -> str:
