@@ -80,6 +80,12 @@ def test_a_trial_goes_on_from_a_rung_by_its_predicted_final_not_its_current_valu
                                      "poor": 0}
     # the best trial of the pool, a slow starter, is found
     assert r.best == max(c.val_accuracy[-1] for c in curves)
+    # the ablation ranks by the current value, and so stops the other trials
+    ablation = RankController(grace_period=4, reduction_factor=2, delta=0.0,
+                              min_completed=1000, rank_by="value")
+    rv = replay(curves, ablation, workers=1, seed=0)
+    assert {t["trial"]: (t["stopped_at_epoch"] if t["status"] == STOPPED else None)
+            for t in rv.trials} == by_value
 
 
 def test_the_poor_rule_stops_a_trial_its_rank_would_keep():
@@ -97,12 +103,17 @@ def test_the_poor_rule_stops_a_trial_its_rank_would_keep():
 
 def test_the_registered_controller_has_its_chosen_values():
     """Bug caught: the registry building the controller without the values chosen on the
-    design curve sets (delta 0.2, at most 2 units), or with rungs other than ASHA's."""
+    design curve sets (delta 0.2, at most 2 units), or with rungs other than ASHA's; its
+    ablation differing from it in more than the ranking."""
     c = get_controller("automl-thesis-rank")
     assert isinstance(c, RankController) and c.name == "automl-thesis-rank"
     assert (c.thresholds.delta, c.max_units, c.grace_period, c.eta) == (0.2, 2, 1, 4)
     assert c.rungs(40) == [1, 4, 16]
     assert get_controller("automl-thesis-rank", delta=0.3).thresholds.delta == 0.3
+    assert c.rank_by == "prediction"
+    v = get_controller("automl-thesis-rank-value")
+    assert (v.name, v.rank_by, v.thresholds.delta, v.max_units) == (
+        "automl-thesis-rank-value", "value", 0.2, 2)
 
 
 @settings(max_examples=25, deadline=None)

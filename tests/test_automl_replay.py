@@ -168,7 +168,7 @@ def test_bad_arguments_name_the_field():
     with pytest.raises(ValueError, match="^policy: unknown policy 'bogus'"):
         get_controller("bogus")
     assert set(available_controllers()) == {"automl-thesis", "automl-thesis-lean",
-                                            "automl-thesis-rank",
+                                            "automl-thesis-rank", "automl-thesis-rank-value",
                                             "automl-thesis-elastic", "optuna-median", "optuna-sh", "optuna-hyperband",
                                             "asha", "tune-asha", "tune-hyperband",
                                             "no-stop"}

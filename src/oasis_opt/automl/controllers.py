@@ -21,6 +21,9 @@ _REGISTRY: dict[str, tuple[str, str]] = {
                            "ASHA's rungs (grace 1, eta 4, stopping) ranked by the predicted "
                            "final, plus the thesis's poor rule (delta 0.2) and allocation (up "
                            "to 2 units; chosen on digits-mlp and digits-cnn, seeds 0-1)"),
+    "automl-thesis-rank-value": ("oasis_opt.automl.rank:rank_by_value",
+                                 "automl-thesis-rank with its rungs ranked by the current value "
+                                 "(the ablation of the predicted-final ranking)"),
     "automl-thesis-elastic": ("oasis_opt.automl.elastic:ElasticThesisController",
                               "automl-thesis whose classes set the workers: promising trials "
                               "grow (up to 4), uncertain ones shrink to 1, poor ones stop"),

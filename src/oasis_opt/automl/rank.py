@@ -46,6 +46,10 @@ share of budgets on the front: ``delta`` 0.2, ``max_units`` 2 (``rank``). ``delt
 the eventual best trial of digits-cnn; ``max_units`` 4 lets the first trials (all promising
 before any completed) take every unit and delays the first completions. The rungs' r and eta
 are not free: they are ASHA's, so the two spend under the same quota.
+
+``automl-thesis-rank-value`` (``rank_by="value"``, ``rank_by_value``) is the same controller
+with its rungs ranked by the current value, as successive halving ranks them: the ablation
+that measures what the predicted-final ranking buys.
 """
 from __future__ import annotations
 
@@ -64,13 +68,18 @@ class RankController(ThesisController):
 
     name = "automl-thesis-rank"
 
+    RANK_BY = ("prediction", "value")
+
     def __init__(self, grace_period: int = 1, reduction_factor: int = 4, delta: float = 0.05,
-                 **options):
+                 rank_by: str = "prediction", **options):
         for field, v, low in (("grace_period", grace_period, 1),
                               ("reduction_factor", reduction_factor, 2)):
             if isinstance(v, bool) or not isinstance(v, int) or v < low:
                 raise ValueError(f"{field}: expected an integer >= {low}, got {v!r}")
-        self.grace_period, self.eta = grace_period, reduction_factor
+        if rank_by not in self.RANK_BY:
+            raise ValueError(f"rank_by: expected one of {', '.join(self.RANK_BY)}, got "
+                             f"{rank_by!r}")
+        self.grace_period, self.eta, self.rank_by = grace_period, reduction_factor, rank_by
         super().__init__(delta=delta, **options)
 
     def rungs(self, epochs: int) -> list[int]:
@@ -92,7 +101,9 @@ class RankController(ThesisController):
 
     def score(self, trial: int, k: int) -> float:
         """Predicted final of ``trial`` from its first ``k`` epochs by the current model
-        (cached until the model changes)."""
+        (cached until the model changes); its value at epoch k with ``rank_by`` "value"."""
+        if self.rank_by == "value":
+            return self.values[trial][k - 1]
         info = self.trials[trial]
         version = self._model_version(info.epochs)
         cached = self.scores.get((trial, k))
@@ -124,7 +135,8 @@ class RankController(ThesisController):
         self.values[trial].append(value)
         self.seconds[trial].append(seconds)
         p = self.judge(trial, epoch)
-        self.scores[(trial, epoch)] = (self._model_version(info.epochs), p.mean)
+        if self.rank_by == "prediction":
+            self.scores[(trial, epoch)] = (self._model_version(info.epochs), p.mean)
         self.members.setdefault((info.epochs, epoch), []).append(trial)
         rule = (POOR_RULE if self.cls[trial] == POOR else
                 None if self.keeps(trial, epoch) else RANK)
@@ -139,10 +151,19 @@ class RankController(ThesisController):
 
     def stats(self) -> dict:
         return {**super().stats(), "grace_period": self.grace_period,
-                "reduction_factor": self.eta}
+                "reduction_factor": self.eta, "rank_by": self.rank_by}
 
 
 def rank(**options) -> RankController:
     """``automl-thesis-rank``: ``delta`` 0.2 and ``max_units`` 2 unless given (chosen on
     digits-mlp and digits-cnn, seeds 0-1; module docstring)."""
     return RankController(**{"delta": 0.2, "max_units": 2, **options})
+
+
+def rank_by_value(**options) -> RankController:
+    """``automl-thesis-rank-value``: ``automl-thesis-rank`` whose rungs rank by the current
+    value, as successive halving does; everything else the same. The ablation that measures
+    what ranking by the predicted final buys."""
+    c = rank(**{"rank_by": "value", **options})
+    c.name = "automl-thesis-rank-value"
+    return c
