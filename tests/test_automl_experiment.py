@@ -61,6 +61,7 @@ def test_reproduce_automl_draws_and_resumes(tiny, tmp_path):
     text = (out / "automl.md").read_text()
     for heading in ("## Prediction quality", "## Classification", "## Replayed studies",
                     "## automl-thesis against each rival", "## Ray Tune's schedulers",
+                    "## Ranking by the predicted final against ranking by the current value",
                     "## The study inside a shared cluster", "## Resources follow the prediction",
                     "## Commands"):
         assert heading in text
@@ -94,6 +95,11 @@ def test_reproduce_automl_draws_and_resumes(tiny, tmp_path):
                                                     for r in recs]))
     assert d["spent"][0] < 0  # Tune's ASHA stopped something
     assert exp.paired(data, "tiny", "asha", "asha")["spent"] == (0.0, 0.0, 0.0)
+    # the ablation's rows: the controller minus its ablation, one row per curve set
+    ablation = text[text.index("## Ranking by the predicted final"):]
+    d = exp.paired(data, "tiny", "automl-thesis-rank", "automl-thesis-rank-value")
+    row = next(ln for ln in ablation.splitlines() if ln.startswith("| tiny |"))
+    assert f"{d['regret'][0]:+.4f} [{d['regret'][1]:+.4f}, {d['regret'][2]:+.4f}]" in row
     cluster = exp.cluster_summary(data)
     assert all(m["valid"] for m in cluster.values())
     assert cluster[("no-stop", 16)]["saved"] == 0.0

@@ -36,11 +36,15 @@ import numpy as np
 from ..model.io import jsonable, read_json, write_json_atomic
 from ..model.numerics import NOISE_RTOL
 
-POLICIES = ("automl-thesis", "automl-thesis-lean", "automl-thesis-rank", "optuna-median",
-            "optuna-sh", "optuna-hyperband", "asha", "tune-asha", "tune-hyperband", "no-stop")
+POLICIES = ("automl-thesis", "automl-thesis-lean", "automl-thesis-rank",
+            "automl-thesis-rank-value", "optuna-median", "optuna-sh", "optuna-hyperband", "asha",
+            "tune-asha", "tune-hyperband", "no-stop")
 OURS = ("automl-thesis", "automl-thesis-lean", "automl-thesis-rank")
 RIVALS = ("optuna-median", "optuna-sh", "optuna-hyperband", "asha", "tune-asha",
           "tune-hyperband")
+# a controller and its ablation: the same rules but one (automl-thesis-rank's rungs ranked by
+# the current value instead of the predicted final)
+ABLATIONS = (("automl-thesis-rank", "automl-thesis-rank-value"),)
 # Ray Tune's schedulers and the implementations they are compared with (ours, then Optuna's)
 TUNE_PAIRS = (("tune-asha", "asha"), ("tune-asha", "optuna-sh"),
               ("tune-hyperband", "optuna-hyperband"))
@@ -63,7 +67,8 @@ FULL = {"studies": STUDIES, "seeds": tuple(range(20)), "workers": 4, "policies":
 # about a minute on 2 cores: the smallest curve set, 2 seeds, one cap in the cluster
 QUICK = {"studies": ("digits-cnn",), "seeds": (0, 1), "workers": 4,
          "policies": tuple(p for p in POLICIES
-                           if p not in ("automl-thesis-lean", "automl-thesis-rank")),
+                           if p not in ("automl-thesis-lean", "automl-thesis-rank",
+                                        "automl-thesis-rank-value")),
          "fractions": (0.2,),
          "cluster": {"study": "digits-cnn", "seeds": (0,), "caps": (16,),
                      "policies": ("automl-thesis", "asha", "no-stop"), "slot_s": 300.0},

@@ -24,7 +24,8 @@ from .. import automl as exp
 from .common import Figure, fmt, markdown_table, new_figure, save, write_markdown
 
 COLOURS = {"automl-thesis": "#1f77b4", "automl-thesis-elastic": "#08306b", "automl-thesis-lean": "#17becf",
-           "automl-thesis-rank": "#bcbd22", "optuna-median": "#ff7f0e", "optuna-sh": "#2ca02c",
+           "automl-thesis-rank": "#bcbd22", "automl-thesis-rank-value": "#dbdb8d",
+           "optuna-median": "#ff7f0e", "optuna-sh": "#2ca02c",
            "optuna-hyperband": "#d62728", "asha": "#9467bd", "tune-asha": "#8c564b",
            "tune-hyperband": "#e377c2", "no-stop": "#7f7f7f"}
 PREDICTOR_COLOURS = {"last-value": "#7f7f7f", "parametric": "#ff7f0e", "regression": "#1f77b4"}
@@ -249,6 +250,7 @@ def markdown(data) -> str:
     lines += [markdown_table(["study", "ours", "rival", "budget", "ours wins / ties / losses",
                               "mean gain [95 % CI]", "gain, val. examples",
                               "what the CI supports"], rows)]
+    lines += ablation_section(data)
     lines += tune_section(data)
     summary = exp.cluster_summary(data)
     lines += ["## The study inside a shared cluster", "",
@@ -302,6 +304,39 @@ def _ci(m: tuple[float, float, float], digits: int = 4) -> str:
     return f"{m[0]:+.{digits}f} [{m[1]:+.{digits}f}, {m[2]:+.{digits}f}]"
 
 
+def paired_rows(data, pairs) -> list[list]:
+    """Per curve set and pair (a, b): a - b paired by trial order, in final regret and spent
+    share (mean [95 % CI]), and what the regret CI supports."""
+    rows = []
+    for study in data["settings"]["studies"]:
+        res = exp.accuracy_resolution(exp._curves(study))
+        for a, b in pairs:
+            d = exp.paired(data, study, a, b)
+            # verdict reads (rival - ours) > 0 as ours better: here a - b > 0 is b better
+            rows.append([study, a, b, _ci(d["regret"]), _ci(d["spent"], 3),
+                         exp.verdict(d["regret"][1], d["regret"][2], res, b, a)])
+    return rows
+
+
+def ablation_section(data) -> list[str]:
+    """What ranking by the predicted final buys: each controller of ``exp.ABLATIONS`` minus
+    its ablation, paired by trial order (empty when the run has neither)."""
+    s = data["settings"]
+    pairs = [(a, b) for a, b in exp.ABLATIONS if a in s["policies"] and b in s["policies"]]
+    if not pairs:
+        return []
+    lines = ["## Ranking by the predicted final against ranking by the current value", "",
+             "`automl-thesis-rank-value` is `automl-thesis-rank` with one change: its rungs "
+             "rank the trials by their current value, as successive halving does, instead of "
+             "their predicted final (the same rungs, quota, poor rule and allocation). Paired "
+             "by trial order, the controller minus its ablation (< 0: ranking by the "
+             "prediction lower), mean [95 % CI over the seeds].", ""]
+    return lines + [markdown_table(["curve set", "controller", "ablation",
+                                    "final regret difference", "spent difference",
+                                    "what the regret CI supports"],
+                                   paired_rows(data, pairs))]
+
+
 def tune_section(data) -> list[str]:
     """The section on Ray Tune's schedulers (empty when the run has none of them)."""
     s = data["settings"]
@@ -337,15 +372,7 @@ def tune_section(data) -> list[str]:
     lines += ["Paired by trial order: Tune's scheduler minus the other implementation (< 0: "
               "Tune's lower). `what the CI supports` reads the regret difference as the tables "
               "above do.", ""]
-    rows = []
-    for study in s["studies"]:
-        res = exp.accuracy_resolution(exp._curves(study))
-        for a, b in pairs:
-            d = exp.paired(data, study, a, b)
-            low, high = d["regret"][1], d["regret"][2]
-            # verdict reads (rival - ours) > 0 as ours better: here a - b > 0 is b better
-            rows.append([study, a, b, _ci(d["regret"]), _ci(d["spent"], 3),
-                         exp.verdict(low, high, res, b, a)])
+    rows = paired_rows(data, pairs)
     lines += [markdown_table(["curve set", "Tune", "against", "final regret difference",
                               "spent difference", "what the regret CI supports"], rows)]
     return lines
