@@ -25,8 +25,9 @@ the task's validation split)``}``, all null for a job that did not complete; ``m
 ``{"planned": E_i N_i M_i, "real": done}``; ``minibatches_per_chunk`` (M_i); ``checkpoint_s``
 and ``restart_s`` (sums over its slots); ``restarts`` (``[{"slot", "cause"}]``, one per failed
 attempt); ``slots``: per slot it ran, ``slot``, ``workers``, ``ps``, ``servers``
-(``[{"server", "role", "count"}]``: the containers that held the job, each on the server it
-reported), ``assigned`` (containers assigned to it at the slot's start, 0 when it kept its
+(``[{"server", "role", "count", "node"}]``: the containers that held the job, each on the server
+it reported, and the id of the Ray node they ran on, ``node``: absent from reports written before
+it), ``assigned`` (containers assigned to it at the slot's start, 0 when it kept its
 containers), ``planned_worker_slots`` (its workers in the schedule), ``planned_minibatches`` /
 ``real_minibatches`` (gradients its PSs averaged), ``planned_iterations`` / ``iterations`` (steps
 its PSs acknowledged), ``gradients`` (per acknowledged iteration, the gradients its PSs averaged:
