@@ -225,14 +225,16 @@ def cluster(tmp_path_factory):
         c.stop()
 
 
-def run_driver(cluster, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+def run_driver(cluster, args: list[str], cwd: Path, env: dict | None = None,
+               ok: bool = True) -> subprocess.CompletedProcess:
     """``python -m oasis_opt ARGS --address HEAD`` in ``cwd``: the user's command, in a process of
-    its own, with the cluster's token in its environment (``RAY_AUTH_MODE=token``: Ray sends
-    its token to an address given explicitly only when told to)."""
-    env = {**cluster.env, "MPLBACKEND": "Agg", "JAX_PLATFORMS": "cpu"}
+    its own, by default with the cluster's token and ``RAY_AUTH_MODE=token`` in its environment
+    (Ray sends its token to an address given explicitly only when told to); ``ok``: it must
+    succeed."""
+    env = {**(cluster.env if env is None else env), "MPLBACKEND": "Agg", "JAX_PLATFORMS": "cpu"}
     res = subprocess.run([sys.executable, "-m", "oasis_opt", *args, "--address", cluster.address],
                          cwd=cwd, env=env, capture_output=True, text=True, timeout=DRIVER_GUARD_S)
-    assert res.returncode == 0, f"{args}\n{res.stdout[-2000:]}\n{res.stderr[-4000:]}"
+    assert res.returncode == 0 or not ok, f"{args}\n{res.stdout[-2000:]}\n{res.stderr[-4000:]}"
     return res
 
 
@@ -286,3 +288,18 @@ def test_reproduce_quick_sweep_runs_on_both_nodes(cluster, tmp_path):
     # every run ran on a node of the cluster; with one CPU a node and several runs in flight,
     # on both of them
     assert {r["env"]["ray_node"] for r in records} == set(cluster.servers.values())
+
+
+def test_a_driver_without_the_token_mode_is_told_what_to_set(cluster, tmp_path):
+    """Bug caught: ``--address`` to a cluster with token authentication from an environment
+    without ``RAY_AUTH_MODE=token`` (the cluster refuses the driver) ending in an "internal
+    error" instead of a failure that says what to set."""
+    env = {k: v for k, v in cluster.env.items() if k != "RAY_AUTH_MODE"}
+    res = run_driver(cluster, ["reproduce", "testbed", "--quick", "--results", "results",
+                               "--out", "figs"], tmp_path, env=env, ok=False)
+    assert res.returncode == 3, res.stderr[-3000:]
+    last = res.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"oasis-opt: failure: --address: could not join the Ray cluster at "
+                           f"{cluster.address}"), last
+    assert "RAY_AUTH_MODE=token" in last and "internal error" not in last
+    assert not (tmp_path / "results").exists()  # nothing ran

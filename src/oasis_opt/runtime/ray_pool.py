@@ -12,7 +12,9 @@ CPU and runs with single-threaded BLAS/OpenMP, so N tasks do not fight over N co
 
 ``init_ray`` is the one place that calls ``ray.init`` (the pool and the executor): a local start
 that fails with Ray's start-up timeout is retried by ``retry_startup`` (``RAY_START_ATTEMPTS``
-in all, each after ``ray.shutdown()``, logged).
+in all, each after ``ray.shutdown()``, logged); a cluster that cannot be joined raises
+``RayJoinError``, which says what to check (``RAY_AUTH_MODE=token`` for a cluster with Ray's token
+authentication: Ray sends no token to an address it is given unless told to).
 """
 from __future__ import annotations
 
@@ -116,6 +118,25 @@ def quiet_ray_warnings() -> None:
         logging.getLogger(name).setLevel(logging.ERROR)
 
 
+# Ray's token authentication: a driver or node given an address sends the cluster's token only
+# when this is "token" (ray.init never turns it on for an explicit address)
+RAY_AUTH_MODE_ENV = "RAY_AUTH_MODE"
+
+
+class RayJoinError(ConnectionError):
+    """The Ray cluster at ``address`` could not be joined (not running there, or it refused this
+    driver); the message says what to check, token authentication included."""
+
+    def __init__(self, address: str, cause: BaseException):
+        hint = ("" if os.environ.get(RAY_AUTH_MODE_ENV) == "token" else
+                f"; a cluster with Ray's token authentication (its default) needs "
+                f"{RAY_AUTH_MODE_ENV}=token in this environment, with its token in "
+                "~/.ray/auth_token or RAY_AUTH_TOKEN")
+        super().__init__(f"could not join the Ray cluster at {address} "
+                         f"({type(cause).__name__}: {cause}){hint}")
+        self.address = address
+
+
 def init_ray(address: str | None, *, num_cpus: int | None = None,
              resources: dict[str, float] | None = None,
              system_config: dict[str, Any] | None = None) -> None:
@@ -128,7 +149,10 @@ def init_ray(address: str | None, *, num_cpus: int | None = None,
     kwargs: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False,
                                   logging_level="WARNING")
     if address:
-        ray.init(address=address, **kwargs)
+        try:
+            ray.init(address=address, **kwargs)
+        except (ConnectionError, ray.exceptions.AuthenticationError) as e:
+            raise RayJoinError(address, e) from e
         return
     config = {"worker_niceness": RAY_WORKER_NICENESS, **(system_config or {})}
     retry_startup(lambda: ray.init(address="local", num_cpus=num_cpus or os.cpu_count() or 1,
