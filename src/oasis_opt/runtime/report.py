@@ -7,7 +7,7 @@ Top level:
 | ``instance_sha256`` | the instance's fingerprint (as in results) |
 | ``policy`` | the schedule's policy |
 | ``slot_seconds`` | S, the wall-clock length of a slot |
-| ``ray`` | ``{"address": "local" or the cluster's, "nodes": n}`` |
+| ``ray`` | ``{"address": "local" or the cluster's, "nodes": its nodes alive at the end}`` |
 | ``startup_s`` | seconds to create and warm the containers before slot 1 |
 | ``wall_s`` | seconds from the start of slot 1 to the end of the last slot |
 | ``total_utility`` | ``{"planned": schedule's total, "real": sum of the real utilities}`` |
@@ -220,7 +220,8 @@ def build_report(executor, schedule=None, *, policy: str | None = None) -> "Exec
            "policy": policy or (schedule.policy if schedule is not None else None),
            "slot_seconds": S,
            "ray": {"address": executor.address or "local",
-                   "nodes": len(ray.nodes()) if ray.is_initialized() else None},
+                   "nodes": (sum(n["Alive"] for n in ray.nodes()) if ray.is_initialized()
+                             else None)},
            "startup_s": executor.startup_s,
            "wall_s": executor.slots[-1]["end_s"] if executor.slots else 0.0,
            "total_utility": {"planned": schedule.total_utility if schedule is not None else None,
