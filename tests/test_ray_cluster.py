@@ -33,6 +33,7 @@ import pytest
 
 from oasis_opt.model import PS, WORKER, Instance, Job, ScheduleBuilder, Server, Utility, validate
 from oasis_opt.model.io import save_instance, save_result
+from oasis_opt.runtime.ray_pool import descendants
 
 pytestmark = pytest.mark.ray
 
@@ -40,10 +41,12 @@ RAY = Path(sys.executable).parent / "ray"
 HEAD_SERVERS = ("w0", "w1")  # worker servers: resources of the head node
 OTHER_SERVERS = ("p0",)  # the PS server: a resource of the second node only
 UNITS = 16  # containers each node may hold per server (the schedule needs at most 2)
-# hang guards (seconds), never speed checks: a node's start, a driver's run, a node's stop
+# hang guards (seconds), never speed checks: a node's start, a driver's run
 JOIN_GUARD_S = 300
 DRIVER_GUARD_S = 900
-STOP_GUARD_S = 60
+# seconds the nodes get to stop their Ray processes after SIGTERM before the rest of their groups
+# is killed (a graceful stop takes half a minute on a busy machine and buys this test nothing)
+STOP_GRACE_S = 10
 START_ATTEMPTS = 4  # a node that fails to start is started again (fresh ports), at most this often
 STARTED = "This command will now block forever"  # what ``ray start --block`` says once it is up
 
@@ -112,7 +115,7 @@ def node_flags(servers, temp_dir: str) -> list[str]:
 class Cluster:
     """A head node and a second node, ``ray start --block`` children of this process, each in
     its own process group; ``stop()`` ends both by their pids (SIGTERM to the group, SIGKILL
-    after ``STOP_GUARD_S``)."""
+    after ``STOP_GRACE_S``)."""
 
     def __init__(self, root: Path):
         self.temp_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # Ray's sockets: short paths
@@ -187,7 +190,7 @@ class Cluster:
         """Both nodes (``_stop``), then Ray's files."""
         for node in self.nodes:
             _signal_group(node.pid, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_GUARD_S
+        deadline = time.monotonic() + STOP_GRACE_S
         for node in self.nodes:
             _stop(node, deadline - time.monotonic())
         shutil.rmtree(self.temp_dir, ignore_errors=True)
@@ -195,14 +198,22 @@ class Cluster:
 
 def _stop(node: subprocess.Popen, grace_s: float) -> None:
     """End a node by its pid: SIGTERM to its process group (``ray start`` then stops its Ray
-    processes), SIGKILL to the group once ``ray start`` ended or after ``grace_s`` (what is left),
-    then reap it. Until then its pid, the group's id, cannot be reused."""
+    processes), and once ``ray start`` ended or after ``grace_s`` SIGKILL to what is left: the
+    group and the node's descendants (Ray's workers, the containers, run in process groups of
+    their own under the node's raylet); then reap it. Until then its pid, the group's id, cannot
+    be reused."""
     _signal_group(node.pid, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
     while (time.monotonic() < deadline
            and os.waitid(os.P_PID, node.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None):
         time.sleep(0.2)
+    left = descendants({node.pid}) - {node.pid}
     _signal_group(node.pid, signal.SIGKILL)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:  # ended meanwhile
+            pass
     node.wait()
 
 

@@ -74,10 +74,9 @@ def child_pids(pid: int | str = "self") -> set[int]:
     return out
 
 
-def kill_tree(pids: set[int]) -> None:
-    """SIGKILL every process in ``pids`` and all their descendants (children first listed)."""
-    import signal
-
+def descendants(pids: set[int]) -> set[int]:
+    """``pids`` and every process under them now: children, their children, ... (Linux
+    ``/proc``; only ``pids`` elsewhere)."""
     todo, seen = list(pids), set()
     while todo:
         pid = todo.pop()
@@ -85,7 +84,14 @@ def kill_tree(pids: set[int]) -> None:
             continue
         seen.add(pid)
         todo.extend(child_pids(pid))
-    for pid in seen:
+    return seen
+
+
+def kill_tree(pids: set[int]) -> None:
+    """SIGKILL every process in ``pids`` and all their descendants (children first listed)."""
+    import signal
+
+    for pid in descendants(pids):
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:  # already gone
