@@ -114,8 +114,7 @@ def node_flags(servers, temp_dir: str) -> list[str]:
 
 class Cluster:
     """A head node and a second node, ``ray start --block`` children of this process, each in
-    its own process group; ``stop()`` ends both by their pids (SIGTERM to the group, SIGKILL
-    after ``STOP_GRACE_S``)."""
+    its own process group; ``stop()`` ends both by their pids (``_stop``)."""
 
     def __init__(self, root: Path):
         self.temp_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # Ray's sockets: short paths
@@ -142,7 +141,7 @@ class Cluster:
     def _start(self, name: str, args, servers) -> None:
         """Start a node (``args()`` its own flags), again when it fails to start: Ray's start-up
         has fixed waits that a loaded machine can exceed (``runtime.ray_pool``), a node then
-        exits; what it left running is killed by its group."""
+        exits; what it left running is killed (``_stop``)."""
         for attempt in range(1, START_ATTEMPTS + 1):
             path = self.root / f"{name}-{attempt}.log"
             with open(path, "w") as log:
