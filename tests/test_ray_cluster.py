@@ -35,7 +35,9 @@ from oasis_opt.model import PS, WORKER, Instance, Job, ScheduleBuilder, Server, 
 from oasis_opt.model.io import save_instance, save_result
 from oasis_opt.runtime.ray_pool import descendants
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray,
+              pytest.mark.skipif(not os.path.isdir("/proc/self/task") or not hasattr(os, "waitid"),
+                                 reason="stops the nodes' processes via Linux /proc and waitid")]
 
 RAY = Path(sys.executable).parent / "ray"
 HEAD_SERVERS = ("w0", "w1")  # worker servers: resources of the head node
@@ -107,6 +109,7 @@ def node_flags(servers, temp_dir: str) -> list[str]:
     names = ("--node-manager-port", "--object-manager-port", "--dashboard-agent-listen-port",
              "--dashboard-agent-grpc-port", "--metrics-export-port", "--runtime-env-agent-port")
     return ["--num-cpus", "1", "--object-store-memory", str(100 * 2**20),
+            "--min-worker-port", "0", "--max-worker-port", "0",  # workers: ports the OS gives
             "--resources", json.dumps({f"server:{s}": UNITS for s in servers}),
             "--temp-dir", temp_dir, "--disable-usage-stats",
             *[x for name, port in zip(names, ports) for x in (name, str(port))], "--block"]
