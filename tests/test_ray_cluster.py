@@ -43,9 +43,11 @@ RAY = Path(sys.executable).parent / "ray"
 HEAD_SERVERS = ("w0", "w1")  # worker servers: resources of the head node
 OTHER_SERVERS = ("p0",)  # the PS server: a resource of the second node only
 UNITS = 16  # containers each node may hold per server (the schedule needs at most 2)
-# hang guards (seconds), never speed checks: a node's start, a driver's run
+# hang guards (seconds), never speed checks: a node's start, a driver's run, a driver that must
+# fail before it joins anything (the bug it catches is a hang of many minutes)
 JOIN_GUARD_S = 300
 DRIVER_GUARD_S = 900
+REFUSED_GUARD_S = 300
 # seconds the nodes get to stop their Ray processes after SIGTERM before the rest of their groups
 # is killed (a graceful stop takes half a minute on a busy machine and buys this test nothing)
 STOP_GRACE_S = 10
@@ -316,3 +318,18 @@ def test_a_driver_without_the_token_mode_is_told_what_to_set(cluster, tmp_path):
                            f"{cluster.address}"), last
     assert "RAY_AUTH_MODE=token" in last and "internal error" not in last
     assert not (tmp_path / "results").exists()  # nothing ran
+
+
+def test_an_address_where_nothing_listens_fails_at_once(tmp_path):
+    """Bug caught: ``--address`` naming no running cluster (a typo, a head that is down) left to
+    ``ray.init``, which retries for many minutes, instead of failing in one line."""
+    address = f"127.0.0.1:{free_ports(1)[0]}"  # free: nothing listens there
+    res = subprocess.run([sys.executable, "-m", "oasis_opt", "reproduce", "testbed", "--quick",
+                          "--results", "results", "--out", "figs", "--address", address],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=REFUSED_GUARD_S)
+    assert res.returncode == 3, res.stderr[-3000:]
+    assert res.stderr.strip().splitlines()[-1] == (
+        f"oasis-opt: failure: --address: could not join the Ray cluster at {address} "
+        "(ConnectionRefusedError: [Errno 111] Connection refused): nothing accepts connections "
+        "there (is the head node running?)")
+    assert not (tmp_path / "results").exists()
