@@ -33,7 +33,8 @@ def pytest_addoption(parser):
 # the marks) refuses a Ray-marked test outside them.
 RAY_UNIT = "ray"
 RAY_FILES = ("test_case_study.py", "test_closed_loop.py", "test_experiments_runner.py",
-             "test_runtime_executor.py", "test_runtime_degrade.py", "test_service_ray.py",
+             "test_runtime_executor.py", "test_runtime_degrade.py", "test_ray_cluster.py",
+             "test_service_ray.py",
              "test_service_ray_kill.py")
 # files whose tests each run on their own (a README block in a fresh directory): only their
 # Ray-marked tests join the Ray unit (``separable_ray_tests``)

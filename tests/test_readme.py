@@ -27,6 +27,23 @@ SKIP = {
     "make docs": "the Makefile itself (CI runs make docs)",
     "oasis-opt reproduce fig3 fig6": "documented as full size (hours)",
     "oasis-opt reproduce all --address HOST:PORT": "needs a running Ray cluster at HOST:PORT",
+    # the two-machine recipe: tests/test_ray_cluster.py starts the same two nodes on this machine
+    # (with their own ports and token) and runs execute and reproduce --quick through --address
+    "ray get-auth-token --generate": "writes the user's ~/.ray/auth_token; the cluster test "
+                                     "gives its nodes a token of their own",
+    "export RAY_AUTH_MODE=token": "sets the shell's environment; tests/test_ray_cluster.py sets "
+                                  "it for its nodes and drivers",
+    'ray start --head --port 6379 --resources {"server:w-00": 64, "server:w-01": 64}':
+        "a Ray node on fixed ports, shared by every user of the machine; "
+        "tests/test_ray_cluster.py starts its head on free ports",
+    'ray start --address HEAD:6379 --resources {"server:ps-00": 64}':
+        "needs the head above; tests/test_ray_cluster.py starts its second node",
+    "oasis-opt execute inst.json drf.json --slot-s 2 --address HEAD:6379 --out drf-cluster.json":
+        "needs the cluster above; tests/test_ray_cluster.py runs execute --address on its "
+        "two-node cluster",
+    "oasis-opt reproduce testbed --quick --address HEAD:6379":
+        "needs the cluster above; tests/test_ray_cluster.py runs this sweep on its two-node "
+        "cluster",
     "oasis-opt automl curves --task digits-mlp --trials 250 --epochs 40 --seed 0 --progress "
     "--out curves.csv": "documented as 7 minutes of training (the shipped digits-mlp set); "
                         "tests/test_automl_tasks.py runs the same command on a small study",

@@ -16,7 +16,7 @@ import time
 from typing import Any, NoReturn, Sequence
 
 from .._extras import MissingExtra
-from .common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, PROG, CliError, one_line
+from .common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, PROG, CliError, failure, one_line
 
 _C = "oasis_opt.cli."
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -198,11 +198,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from ..model.io import FormatError  # the model loads here, not for --help
+    from ..runtime.ray_pool import RayJoinError
 
     try:
         return int(args.func(args))
     except FormatError as e:
         return _bad_input(e)
+    except RayJoinError as e:  # --address: a cluster that is not there or refuses this driver
+        return failure(f"--address: {e}")
 
 
 def _bad_input(err: Exception) -> int:

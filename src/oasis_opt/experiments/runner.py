@@ -97,9 +97,20 @@ def compute_run(spec: RunSpec) -> dict:
         # wall times, and the CPU time of the whole run (what a loaded machine does not inflate)
         "timing": {"generate_s": t1 - t0, "solve_s": t2 - t1, "validate_s": t3 - t2,
                    "metrics_s": t4 - t3, "total_s": t4 - t0, "cpu_s": time.process_time() - c0},
-        "env": {"versions": versions(), "host": socket.gethostname(),
+        "env": {"versions": versions(), "host": socket.gethostname(), "ray_node": ray_node(),
                 "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")},
     }
+
+
+def ray_node() -> str | None:
+    """The id of the Ray node this process runs on (a run's record says where it ran: on a
+    cluster, which machine); None without Ray. Ray is not imported here."""
+    import sys
+
+    ray = sys.modules.get("ray")
+    if ray is None or not ray.is_initialized():
+        return None
+    return ray.get_runtime_context().get_node_id()
 
 
 def execute_run(spec_doc: dict) -> dict:

@@ -14,8 +14,9 @@ its compiled kernels stay warm, the training state does not (it comes from the j
   optimiser step (element-wise, so a shard steps as the whole vector would); returns the new
   shard and an acknowledgement, the number of gradients it averaged.
 
-``assign_worker`` and ``assign_ps`` return the id of the logical server the container holds (the
-``server:<id>`` resource Ray assigned it), so the executor reports where its containers really ran.
+``assign_worker`` and ``assign_ps`` return ``(server, node)``: the id of the logical server the
+container holds (the ``server:<id>`` resource Ray assigned it) and the id of the Ray node it runs
+on, so the executor reports where its containers really ran (on a cluster, which machine).
 
 The jitted kernels live at module level in ``oasis_opt.training.tasks``, so a process compiles each
 architecture and shard size once, whatever the jobs it serves.
@@ -86,6 +87,16 @@ class Container:
         ids = [name.split(":", 1)[1] for name in held if name.startswith("server:")]
         return ids[0] if len(ids) == 1 else None
 
+    def where(self) -> tuple[str | None, str | None]:
+        """``(server(), the id of the Ray node this container runs on)``; None outside Ray."""
+        try:
+            import ray
+
+            node = ray.get_runtime_context().get_node_id()
+        except Exception:  # noqa: BLE001 - not inside a Ray actor
+            node = None
+        return self.server(), node
+
     def _data(self, spec) -> _JobData:
         key = _key(spec)
         if key not in self._jobs:
@@ -116,13 +127,13 @@ class Container:
         return time.perf_counter() - t0
 
     # ---- worker ----------------------------------------------------------------------------
-    def assign_worker(self, spec: dict) -> str | None:
+    def assign_worker(self, spec: dict) -> tuple[str | None, str | None]:
         from ..training.shards import shard_bounds
 
         self.role, self.job = "worker", self._data(spec)
         self.bounds = shard_bounds(self.job.size, spec["ps"])
         self.shard = self.state = None
-        return self.server()
+        return self.where()
 
     def gradient(self, n: int, *shards: np.ndarray):
         """Gradient shards of mini-batch ``n`` at the parameters ``concat(shards)``."""
@@ -136,14 +147,15 @@ class Container:
         return parts if len(parts) > 1 else parts[0]
 
     # ---- PS --------------------------------------------------------------------------------
-    def assign_ps(self, spec: dict, shard: np.ndarray, state: Any) -> str | None:
+    def assign_ps(self, spec: dict, shard: np.ndarray,
+                  state: Any) -> tuple[str | None, str | None]:
         import jax.numpy as jnp
 
         self.role, self.job = "ps", self._data(spec)
         self.shard = jnp.asarray(shard)
         self.state = state
         self.steps = 0
-        return self.server()
+        return self.where()
 
     def step(self, *grads: np.ndarray):
         """Average the workers' gradient shards, one optimiser step: (new shard, the number of

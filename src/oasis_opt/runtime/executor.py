@@ -21,7 +21,8 @@ is the whole interface, so a service can drive it with allocations decided as jo
 
 **What ran.** A slot's record reports what the containers did, not what the allocation asked:
 ``workers``, ``ps`` and ``servers`` count the containers that held the job, each on the server it
-reported when it was assigned (the ``server:<id>`` resource Ray gave it); ``assigned`` the
+reported when it was assigned (the ``server:<id>`` resource Ray gave it) and on the Ray node it
+reported (``servers``' ``node``: on a cluster, the machine); ``assigned`` the
 containers assigned to it at the slot's start (0 when it kept its containers); ``iterations`` the
 optimiser steps its PSs acknowledged, ``gradients`` the gradients they averaged in each of them
 (the workers that took part) and ``real_minibatches`` their sum.
@@ -144,7 +145,7 @@ class _Job:
     alloc: Allocation | None = None
     workers: list = field(default_factory=list)  # (server, actor)
     pss: list = field(default_factory=list)
-    placed: list = field(default_factory=list)  # (server id, role) the containers reported
+    placed: list = field(default_factory=list)  # (server id, role, node id) containers reported
     slots: list = field(default_factory=list)  # per-slot records (dicts)
     restarts: list = field(default_factory=list)
     completion_slot: int | None = None
@@ -539,9 +540,9 @@ class Executor:
                 failed[j] = _cause(err, "restarting its containers")
                 continue
             job = pending[j][0]
-            where = ray.get(assign[j])  # the server each container holds
-            job.placed = ([(w, "worker") for w in where[:len(job.workers)]]
-                          + [(w, "ps") for w in where[len(job.workers):]])
+            where = ray.get(assign[j])  # (the server it holds, its node) of each container
+            job.placed = ([(w, "worker", n) for w, n in where[:len(job.workers)]]
+                          + [(w, "ps", n) for w, n in where[len(job.workers):]])
             records[j]["assigned"] = len(where)
         # 2. the slot's iterations, all jobs at once
         runs = {}
@@ -557,10 +558,10 @@ class Executor:
             if j not in failed:
                 rec = records[j]
                 placed = collections.Counter(run.job.placed)
-                rec["workers"] = sum(c for (_, role), c in placed.items() if role == "worker")
-                rec["ps"] = sum(c for (_, role), c in placed.items() if role == "ps")
-                rec["servers"] = [{"server": server, "role": role, "count": c}
-                                  for (server, role), c in placed.items()]
+                rec["workers"] = sum(c for (_, role, _), c in placed.items() if role == "worker")
+                rec["ps"] = sum(c for (_, role, _), c in placed.items() if role == "ps")
+                rec["servers"] = [{"server": server, "role": role, "count": c, "node": node}
+                                  for (server, role, node), c in placed.items()]
                 rec["iterations"] = len(run.gradients)
                 rec["gradients"] = list(run.gradients)
                 rec["real_minibatches"] = sum(run.gradients)

@@ -12,7 +12,10 @@ CPU and runs with single-threaded BLAS/OpenMP, so N tasks do not fight over N co
 
 ``init_ray`` is the one place that calls ``ray.init`` (the pool and the executor): a local start
 that fails with Ray's start-up timeout is retried by ``retry_startup`` (``RAY_START_ATTEMPTS``
-in all, each after ``ray.shutdown()``, logged).
+in all, each after ``ray.shutdown()``, logged); a cluster that cannot be joined raises
+``RayJoinError``, which says what to check: an address where nothing accepts connections at once
+(``check_reachable``; Ray would retry for many minutes), ``RAY_AUTH_MODE=token`` for a cluster
+with Ray's token authentication (Ray sends no token to an address it is given unless told to).
 """
 from __future__ import annotations
 
@@ -72,10 +75,9 @@ def child_pids(pid: int | str = "self") -> set[int]:
     return out
 
 
-def kill_tree(pids: set[int]) -> None:
-    """SIGKILL every process in ``pids`` and all their descendants (children first listed)."""
-    import signal
-
+def descendants(pids: set[int]) -> set[int]:
+    """``pids`` and every process under them now: children, their children, ... (Linux
+    ``/proc``; only ``pids`` elsewhere)."""
     todo, seen = list(pids), set()
     while todo:
         pid = todo.pop()
@@ -83,7 +85,14 @@ def kill_tree(pids: set[int]) -> None:
             continue
         seen.add(pid)
         todo.extend(child_pids(pid))
-    for pid in seen:
+    return seen
+
+
+def kill_tree(pids: set[int]) -> None:
+    """SIGKILL every process in ``pids`` and all their descendants (children first listed)."""
+    import signal
+
+    for pid in descendants(pids):
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:  # already gone
@@ -116,6 +125,47 @@ def quiet_ray_warnings() -> None:
         logging.getLogger(name).setLevel(logging.ERROR)
 
 
+# Ray's token authentication: a driver or node given an address sends the cluster's token only
+# when this is "token" (ray.init never turns it on for an explicit address)
+RAY_AUTH_MODE_ENV = "RAY_AUTH_MODE"
+
+
+class RayJoinError(ConnectionError):
+    """The Ray cluster at ``address`` could not be joined (not running there, or it refused this
+    driver); the message says what to check, token authentication included."""
+
+    def __init__(self, address: str, cause: BaseException, *, reached: bool = True):
+        if not reached:
+            hint = ": nothing accepts connections there (is the head node running?)"
+        elif os.environ.get(RAY_AUTH_MODE_ENV) == "token":
+            hint = ""
+        else:
+            hint = (f"; a cluster with Ray's token authentication (its default) needs "
+                    f"{RAY_AUTH_MODE_ENV}=token in this environment, with its token in "
+                    "~/.ray/auth_token or RAY_AUTH_TOKEN")
+        super().__init__(f"could not join the Ray cluster at {address} "
+                         f"({type(cause).__name__}: {cause}){hint}")
+        self.address = address
+
+
+JOIN_PROBE_S = 10.0  # seconds a cluster's address gets to accept a TCP connection
+
+
+def check_reachable(address: str) -> None:
+    """``RayJoinError`` at once when nothing accepts a TCP connection at ``HOST:PORT`` within
+    ``JOIN_PROBE_S`` (``ray.init`` would retry for many minutes); other forms of address
+    (``auto``, ``ray://...``) are left to Ray."""
+    import socket
+
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "://" in address:
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=JOIN_PROBE_S).close()
+    except OSError as e:
+        raise RayJoinError(address, e, reached=False) from None
+
+
 def init_ray(address: str | None, *, num_cpus: int | None = None,
              resources: dict[str, float] | None = None,
              system_config: dict[str, Any] | None = None) -> None:
@@ -128,7 +178,13 @@ def init_ray(address: str | None, *, num_cpus: int | None = None,
     kwargs: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False,
                                   logging_level="WARNING")
     if address:
-        ray.init(address=address, **kwargs)
+        # AuthenticationError: a token mode without a token (Ray >= 2.5x; absent before)
+        refused = (ConnectionError, getattr(ray.exceptions, "AuthenticationError", ConnectionError))
+        check_reachable(address)
+        try:
+            ray.init(address=address, **kwargs)
+        except refused as e:
+            raise RayJoinError(address, e) from e
         return
     config = {"worker_niceness": RAY_WORKER_NICENESS, **(system_config or {})}
     retry_startup(lambda: ray.init(address="local", num_cpus=num_cpus or os.cpu_count() or 1,

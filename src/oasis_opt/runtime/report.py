@@ -7,7 +7,7 @@ Top level:
 | ``instance_sha256`` | the instance's fingerprint (as in results) |
 | ``policy`` | the schedule's policy |
 | ``slot_seconds`` | S, the wall-clock length of a slot |
-| ``ray`` | ``{"address": "local" or the cluster's, "nodes": n}`` |
+| ``ray`` | ``{"address": "local" or the cluster's, "nodes": its nodes alive at the end}`` |
 | ``startup_s`` | seconds to create and warm the containers before slot 1 |
 | ``wall_s`` | seconds from the start of slot 1 to the end of the last slot |
 | ``total_utility`` | ``{"planned": schedule's total, "real": sum of the real utilities}`` |
@@ -25,8 +25,9 @@ the task's validation split)``}``, all null for a job that did not complete; ``m
 ``{"planned": E_i N_i M_i, "real": done}``; ``minibatches_per_chunk`` (M_i); ``checkpoint_s``
 and ``restart_s`` (sums over its slots); ``restarts`` (``[{"slot", "cause"}]``, one per failed
 attempt); ``slots``: per slot it ran, ``slot``, ``workers``, ``ps``, ``servers``
-(``[{"server", "role", "count"}]``: the containers that held the job, each on the server it
-reported), ``assigned`` (containers assigned to it at the slot's start, 0 when it kept its
+(``[{"server", "role", "count", "node"}]``: the containers that held the job, each on the server
+it reported, and the id of the Ray node they ran on, ``node``: absent from reports written before
+it), ``assigned`` (containers assigned to it at the slot's start, 0 when it kept its
 containers), ``planned_worker_slots`` (its workers in the schedule), ``planned_minibatches`` /
 ``real_minibatches`` (gradients its PSs averaged), ``planned_iterations`` / ``iterations`` (steps
 its PSs acknowledged), ``gradients`` (per acknowledged iteration, the gradients its PSs averaged:
@@ -219,7 +220,8 @@ def build_report(executor, schedule=None, *, policy: str | None = None) -> "Exec
            "policy": policy or (schedule.policy if schedule is not None else None),
            "slot_seconds": S,
            "ray": {"address": executor.address or "local",
-                   "nodes": len(ray.nodes()) if ray.is_initialized() else None},
+                   "nodes": (sum(n["Alive"] for n in ray.nodes()) if ray.is_initialized()
+                             else None)},
            "startup_s": executor.startup_s,
            "wall_s": executor.slots[-1]["end_s"] if executor.slots else 0.0,
            "total_utility": {"planned": schedule.total_utility if schedule is not None else None,
