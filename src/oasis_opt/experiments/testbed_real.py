@@ -258,8 +258,8 @@ def compute(quick: bool = False, results: Path = Path("results"), workers=None, 
                         write_json_atomic(folder / _run_name(load, *k),
                                           {"instance_sha256": inst.fingerprint, "row": row})
                         _say(progress, f"[{len(rows) + 1}/{total}] {load} {mode} loop {policy} "
-                             f"rep {rep}: real / sim utility {_f(row['utility_ratio'])}, "
-                             f"median |JCT error| {_f(row['median_abs_jct_error'])}, overruns "
+                             f"rep {rep}: real / sim utility {fmt(row['utility_ratio'])}, "
+                             f"median |JCT error| {fmt(row['median_abs_jct_error'])}, overruns "
                              f"{row['overruns']}/{row['slots']}, load "
                              f"{row['load']['median']:.1f}")
                     rows.append(row)
@@ -272,8 +272,9 @@ def compute(quick: bool = False, results: Path = Path("results"), workers=None, 
             "wall_s": time.perf_counter() - t0, "folder": folder}
 
 
-def _f(x) -> str:
-    return "–" if x is None else f"{x:.2f}"
+def fmt(x, spec: str = ".2f") -> str:
+    """``x`` formatted with ``spec``, or "–" for a value not measured (None)."""
+    return "–" if x is None else format(x, spec)
 
 
 def _run_name(load: str, rep: int, mode: str, policy: str, prefix: str = "run") -> str:

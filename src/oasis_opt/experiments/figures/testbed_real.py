@@ -11,7 +11,7 @@ from statistics import median
 
 import numpy as np
 
-from ..testbed_real import (BUSY, LOADS, MODES, POLICIES, TARGETS, compute, group,
+from ..testbed_real import (BUSY, LOADS, MODES, POLICIES, TARGETS, compute, fmt, group,
                             target_checks)
 from .common import COLOURS, Figure, display, markdown_table, new_figure, save, write_markdown
 
@@ -19,10 +19,6 @@ COST_MODELS = (("chunk-time", "plan's chunk times"), ("profile", "profile, own c
                ("profile-shared", "profile, slot's counts"), ("contention", "contention model"),
                ("contention-online", "contention, refitted online"))
 MARKERS = dict(zip(POLICIES, "osD^v"))
-
-
-def fmt(x, spec: str = ".2f") -> str:
-    return "–" if x is None else format(x, spec)
 
 
 def spread(values) -> str:
