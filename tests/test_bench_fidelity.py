@@ -14,6 +14,7 @@ import pytest
 
 from oasis_opt.experiments import testbed_real as study
 from oasis_opt.experiments.figures import testbed_real as page
+from oasis_opt.runtime.calibrate import Calibration
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,9 +63,16 @@ def test_targets_are_checked_on_the_measured_rows():
     assert checks["quiet", "closed", "drf"]["ratio"] == 0.96  # median of 0.96, 0.2, 0.97
     assert checks["quiet", "closed", "drf"]["load_max"] == 13.0
     data = {"settings": study.FULL, "rows": rows, "cores": 2, "wall_s": 60.0,
-            "instance": SimpleNamespace(I=3, horizon=8), "profiles": [],
-            "calibration": SimpleNamespace(chosen=0.1)}
+            "profiles": [],
+            "plans": {load: {"instance": SimpleNamespace(I=3, horizon=8),
+                             "pricing": SimpleNamespace(calibration=SimpleNamespace(chosen=0.1)),
+                             "speed": Calibration(c, 0.9, (1.0, c, 3.0), (1.0, 2.0), 9.0),
+                             "sim": {"drf": 12.5}}
+                      for load, c in (("quiet", 1.25), ("busy", 2.5))}}
     text = page.markdown(data, quick=False)
+    # the plans' table: each load's slowdown and its ratios, the plan's simulated utility
+    assert "| quiet | 1.25 | 1.25 [1.00, 3.00] | 3 | 1.0 / 2.0 | 0.1 | DRF 12.5 |" in text
+    assert "| busy | 2.50 | 2.50 [1.00, 3.00] | 3 |" in text
     assert "- ✅ quiet, closed loop, DRF: real / sim utility 0.96" in text
     assert "- ✅ quiet, closed loop, DRF: median |JCT error| in slots 8.0 %" in text
     assert "- ❌ quiet, closed loop, FIFO: real / sim utility 0.94" in text

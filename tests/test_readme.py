@@ -116,8 +116,8 @@ BLOCK_GUARD_S = 7200
 
 
 # commands that start a local Ray (their blocks join the suite's Ray unit, tests/conftest.py)
-RAY_COMMANDS = ("oasis-opt execute", "oasis-opt profile", "oasis-opt case-study",
-                "oasis-opt serve", "oasis-opt reproduce testbed-real")
+RAY_COMMANDS = ("oasis-opt execute", "oasis-opt profile", "oasis-opt calibrate",
+                "oasis-opt case-study", "oasis-opt serve", "oasis-opt reproduce testbed-real")
 
 
 def starts_ray(code: str) -> bool:

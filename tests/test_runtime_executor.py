@@ -435,7 +435,7 @@ def test_profile_times_real_iterations_and_fits_them(ray_local, tmp_path):
 # profile, 2 jobs in 4 slots of half a second (seed 2: every policy completes a job), quiet only
 TINY_TESTBED_REAL = {"seed": 2, "jobs": 2, "horizon": 4, "slot_s": 0.5, "tasks": ("digits-mlp",),
                      "iterations": 2, "repeats": 1, "history": (1000,), "reps": 1,
-                     "loads": ("quiet",)}
+                     "loads": ("quiet",), "quantile": 0.9}
 
 
 @pytest.mark.ray
@@ -470,8 +470,20 @@ def test_reproduce_testbed_real_quick_runs_end_to_end_and_resumes(ray_local, tmp
     paths = written["testbed-real"]
     assert sorted(p.suffix for p in paths) == [".md", ".pdf", ".png"]
     page = next(p for p in paths if p.suffix == ".md").read_text()
-    inst = load_instance(folder / "instance.json")
-    _, _, planned = study.plan(TINY_TESTBED_REAL, [synthetic_profile()])
+    inst = load_instance(folder / "instance-quiet.json")
+    # the plan's speed was calibrated by a real run under the load: its slowdown is the 0.9
+    # quantile of that run's busy / predicted ratios, and the instance's chunk times are the
+    # uncalibrated ones times it (the same jobs, planned slower or faster)
+    from oasis_opt.runtime.calibrate import Calibration
+    speed = Calibration.from_json(json.loads((folder / "calibration-quiet.json").read_text()))
+    assert len(speed.ratios) >= 4 and speed.slowdown == pytest.approx(
+        float(np.quantile(speed.ratios, 0.9)))
+    bare, _, planned = study.plan(TINY_TESTBED_REAL, [synthetic_profile()], speed.slowdown)
+    assert bare.fingerprint == inst.fingerprint
+    uncalibrated = study.plan(TINY_TESTBED_REAL, [synthetic_profile()])[0]
+    assert [j.chunk_time for j in inst.jobs] == pytest.approx(
+        [speed.slowdown * j.chunk_time for j in uncalibrated.jobs])
+    assert [j.epochs for j in inst.jobs] == [j.epochs for j in uncalibrated.jobs]
     for mode in study.MODES:
         for policy in study.POLICIES:
             sched = load_result(inst, folder / f"result-quiet-{mode}-{policy}-0.json")
@@ -519,6 +531,32 @@ def test_reproduce_testbed_real_quick_runs_end_to_end_and_resumes(ray_local, tmp
     again = reproduce(["testbed-real"], quick=True, results=results, out=tmp_path / "again",
                       progress=False)["testbed-real"]
     assert next(p for p in again if p.suffix == ".md").read_text() == page
+
+
+@pytest.mark.ray
+def test_calibration_measures_a_profile_that_is_too_fast(ray_local, pool, tmp_path, capsys):
+    """Two real calibrations on the same machine: one with a profile, one with that profile
+    claiming every iteration takes a quarter of its time (θ / 4). The second plans 4x the
+    mini-batches per slot, which really take about 4x the predicted time, so its slowdown must
+    come out well above the first's (here: more than twice it; about 4x without noise). Bug
+    caught: a calibration that does not measure (a constant, the profile's own fit error, or
+    ratios taken from the prediction rather than the real busy time)."""
+    from oasis_opt.costmodel.profile import save_profile
+    from oasis_opt.runtime.calibrate import Calibration, calibrate
+    from test_costmodel_profile import profile as synthetic_profile
+
+    base = synthetic_profile()
+    fast = synthetic_profile({k: v / 4 for k, v in base.theta.items()})
+    # the first through the command line, as a user runs it
+    save_profile(base, tmp_path / "p.json")
+    assert main(["calibrate", "--profile", str(tmp_path / "p.json"), "--slot-s", "0.5",
+                 "--out", str(tmp_path / "cal.json")]) == 0
+    honest = Calibration.from_json(json.loads((tmp_path / "cal.json").read_text()))
+    assert f"plan with: --slowdown {honest.slowdown:.3g}" in capsys.readouterr().out
+    hopeful = calibrate([fast], slot_s=0.5, pool=pool)
+    assert len(honest.ratios) >= 4 and len(hopeful.ratios) >= 4
+    assert hopeful.slowdown > 2 * honest.slowdown, (honest, hopeful)
+    assert honest.meta["instance_sha256"] != hopeful.meta["instance_sha256"]
 
 
 def display_name(policy: str) -> str:

@@ -113,6 +113,26 @@ def existing_file(text: str) -> str:
     return text
 
 
+def slowdown(text: str) -> float:
+    """``--slowdown``: a number > 0, or a calibration JSON (``oasis-opt calibrate --out``),
+    whose ``slowdown`` it is."""
+    try:
+        return positive_number(text)
+    except argparse.ArgumentTypeError as e:
+        if not Path(text).is_file():
+            raise argparse.ArgumentTypeError(f"expected a number > 0 or a calibration JSON "
+                                             f"(oasis-opt calibrate --out), got {text!r}") from e
+    import json
+
+    from ..runtime.calibrate import Calibration
+
+    try:
+        return Calibration.from_json(json.loads(Path(text).read_text())).slowdown
+    except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a calibration JSON "
+                                         f"(oasis-opt calibrate --out): {e}") from None
+
+
 def quantile(text: str) -> float:
     """``--quantile``: a number in [0, 1]."""
     try:

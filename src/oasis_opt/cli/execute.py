@@ -1,5 +1,5 @@
-"""``execute`` (a schedule run for real on Ray) and ``profile`` (a task's measured speed
-model)."""
+"""``execute`` (a schedule run for real on Ray), ``profile`` (a task's measured speed model)
+and ``calibrate`` (the slowdown to plan with on the machine as it is now)."""
 from __future__ import annotations
 
 import argparse
@@ -8,8 +8,8 @@ from typing import Any
 
 from .args import (PROGRESS, TASK, adder, arg, json_object, non_negative_int,
                    positive_int, positive_int_list, positive_seconds)
-from .common import (EXIT_OK, PROG, CliError, failure, load_instance, load_result, located,
-                     look_up, show_progress, write)
+from .common import (EXIT_OK, PROG, CliError, failure, load_instance, load_profile, load_result,
+                     located, look_up, show_progress, write)
 
 add_execute = adder(
     arg("instance", metavar="INSTANCE", help="instance JSON (every job the schedule runs "
@@ -45,6 +45,16 @@ add_profile = adder(
     arg("--address", metavar="ADDR", help="join this running Ray cluster"),
     PROGRESS,
     arg("--out", required=True, metavar="PROFILE", help="profile JSON to write"))
+add_calibrate = adder(
+    arg("--profile", action="append", required=True, metavar="PROFILE",
+        help="speed profile (oasis-opt profile) the plan will be generated with (repeatable)"),
+    arg("--slot-s", type=positive_seconds, required=True, metavar="S",
+        help="wall-clock seconds per slot, as the plan's"),
+    arg("--quantile", type=float, default=None, metavar="Q",
+        help="plan with this quantile of the measured busy / predicted ratios (default 0.9, "
+             "oasis_opt.runtime.calibrate)"),
+    arg("--address", metavar="ADDR", help="join this running Ray cluster"),
+    arg("--out", metavar="FILE", help="also write the calibration as JSON"))
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -210,4 +220,36 @@ def profile(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"execute": (add_execute, execute), "profile": (add_profile, profile)}
+def calibrate(args: argparse.Namespace) -> int:
+    from statistics import median
+
+    from ..model.io import write_json_atomic
+    from ..runtime.calibrate import QUANTILE, calibrate as run_calibration, slowdown_of
+    from ..runtime.executor import ExecutionError
+
+    quantile = QUANTILE if args.quantile is None else args.quantile
+    try:
+        slowdown_of([1.0], quantile)
+    except ValueError as e:
+        raise CliError("--quantile", str(e).split(": ", 1)[1]) from None
+    profiles = [load_profile(path) for path in args.profile]
+    print(f"{PROG}: a short real run (4 jobs, 5 slots of {args.slot_s:g} s, DRF) ...",
+          file=sys.stderr, flush=True)
+    try:
+        cal = run_calibration(profiles, slot_s=args.slot_s, quantile=quantile,
+                              address=args.address)
+    except ExecutionError as e:
+        return failure(e)
+    if args.out:
+        write_json_atomic(args.out, cal.to_json())
+    r = sorted(cal.ratios)
+    print(f"busy / predicted over {len(r)} job-slots: median {median(r):.2f}, min {r[0]:.2f}, "
+          f"max {r[-1]:.2f} (1-minute load {cal.load[0]:.1f} -> {cal.load[1]:.1f}, "
+          f"{cal.wall_s:.0f} s)")
+    print(f"plan with: --slowdown {cal.slowdown:.3g}   (the {quantile:g} quantile)"
+          + (f" -> {args.out}" if args.out else ""))
+    return EXIT_OK
+
+
+COMMANDS = {"execute": (add_execute, execute), "profile": (add_profile, profile),
+            "calibrate": (add_calibrate, calibrate)}

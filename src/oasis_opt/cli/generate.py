@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ..workloads.trace_registry import TRACES, trace_loader
 from .args import (MAX_WORK, adder, arg, blame, existing_file, non_negative_int, positive_int,
-                   positive_number, positive_seconds)
+                   positive_seconds, slowdown)
 from .common import EXIT_OK, CliError, check_size, load_profile, write
 
 if TYPE_CHECKING:
@@ -45,9 +45,10 @@ add_generate = adder(
     arg("--profile", action="append", default=[], metavar="PROFILE",
         help="speed profile (oasis-opt profile) whose measured speed sets the chunk times "
              "(presets with real training tasks, e.g. testbed-real; repeatable)"),
-    arg("--slowdown", type=positive_number, metavar="C",
-        help="multiply the profiles' iteration times in chunk times by C (the correction "
-             "an execution report suggests; testbed-real)"),
+    arg("--slowdown", type=slowdown, metavar="C|CALIBRATION",
+        help="multiply the profiles' iteration times in chunk times by C, or by the slowdown "
+             "of a calibration JSON (oasis-opt calibrate --out: the machine's speed now; "
+             "testbed-real)"),
     arg("--speed", choices=("contention", "own"),
         help="testbed-real: the profile's speed model for chunk times: contention (default; "
              "the slot's jobs share the machine's cores) or own (the job alone)"),

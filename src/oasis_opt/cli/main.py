@@ -51,6 +51,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "profile": (_C + "execute", "time real synchronous PS training of a task at several worker "
                 "and PS counts and fit the Optimus speed model (a profile for `generate "
                 "--profile`)"),
+    "calibrate": (_C + "execute", "measure with a short real run how much slower than its "
+                  "profile the machine trains now: the slowdown to plan with (`generate "
+                  "--slowdown`)"),
     "serve": (_C + "service", "run the online scheduling service: jobs submitted over HTTP are "
               "decided slot by slot in wall-clock time by an online policy and run on Ray "
               "(dashboard at /)"),

@@ -5,11 +5,14 @@ machine; ``benchmarks/bench_fidelity.py`` runs the same study):
 
 1. profiles the workload's task (``runtime.profile``: real PS iterations at (w, p) in
    {1, 2, 4} x {1, 2}; the Optimus model and the contention model fitted on them);
-2. generates the ``testbed-real`` instance with that profile (chunk times from the contention
-   model at a full slot, the preset's default) and prices OASiS with ``estimate_pricing``'s
-   default rule on history instances of the same workload (other seeds);
-3. for each load (*quiet*: nothing started beside the runs; *busy*: ``BUSY`` busy-looping
-   processes started before and stopped after, by their pids), each repetition, each mode (*open*
+2. for each load (*quiet*: nothing started beside the runs; *busy*: ``BUSY`` busy-looping
+   processes started before and stopped after, by their pids), calibrates the plan's speed
+   (``runtime.calibrate``: a short real run under that load; the ``quantile`` of its busy /
+   predicted ratios is the slowdown), generates the ``testbed-real`` instance with the profile
+   (chunk times from the contention model at a full slot, the preset's default, times that
+   slowdown) and prices OASiS with ``estimate_pricing``'s default rule on history instances of
+   the same workload (other seeds, the same slowdown);
+3. for each load, each repetition, each mode (*open*
    loop: the policy's schedule executed as it is, ``runtime.executor.execute``; *closed* loop:
    the policy re-run slot by slot on the measured progress, ``runtime.closed_loop``) and each
    policy (OASiS, DRF, FIFO, Dorm, greedy), trains the run for real while sampling the machine's
@@ -19,7 +22,7 @@ machine; ``benchmarks/bench_fidelity.py`` runs the same study):
    and checkpoint time, and per job-slot the cost models' error.
 
 One Ray and one warm container pool serve every run. Every run is stored under
-``results/testbed-real[-quick]/`` (the profile, the instance, one ``run-*.json`` per run with
+``results/testbed-real[-quick]/`` (the profile, each load's calibration and instance, one ``run-*.json`` per run with
 its execution report ``execution-*.json`` and the schedule it ran ``result-*.json``); a rerun reuses a stored run of the same instance, so a killed study resumes
 and a finished one redraws without Ray. Drawn by ``oasis_opt.experiments.figures.testbed_real``.
 """
@@ -33,16 +36,18 @@ import time
 from pathlib import Path
 from statistics import median
 
+from ..runtime.calibrate import QUANTILE
+
 POLICIES = ("oasis", "drf", "fifo", "dorm", "greedy")
 MODES = ("open", "closed")
 LOADS = ("quiet", "busy")
 BUSY = 2  # busy-looping processes beside the busy runs (the issue's "two busy processes")
 FULL = {"seed": 1, "jobs": 3, "horizon": 8, "slot_s": 2.0, "tasks": ("digits-mlp",),
         "iterations": 10, "repeats": 1, "history": tuple(range(1000, 1005)), "reps": 3,
-        "loads": LOADS}
+        "loads": LOADS, "quantile": QUANTILE}
 QUICK = {"seed": 0, "jobs": 2, "horizon": 4, "slot_s": 1.0, "tasks": ("digits-mlp",),
          "iterations": 5, "repeats": 1, "history": (1000, 1001), "reps": 1,
-         "loads": ("quiet",)}
+         "loads": ("quiet",), "quantile": QUANTILE}
 # the targets of the fidelity study (issue 30, part 3): (load, mode) -> (lowest real / simulated
 # utility, highest median |JCT error| counted in slots); the busy open loop is shown, not checked
 TARGETS = {("quiet", "closed"): (0.95, 0.10), ("quiet", "open"): (0.95, 0.10),
@@ -99,15 +104,18 @@ def stop_busy(procs: list[subprocess.Popen]) -> None:
         p.wait()
 
 
-def plan(s: dict, profiles) -> tuple:
-    """The instance of settings ``s`` (generated with ``profiles``), OASiS's pricing (the
-    default rule of ``estimate_pricing`` on the history seeds of ``s``) and every policy's
-    validated open-loop schedule: ``(instance, pricing, {policy: schedule})``. Needs no Ray."""
+def plan(s: dict, profiles, slowdown: float = 1.0) -> tuple:
+    """The instance of settings ``s`` (generated with ``profiles``, chunk times multiplied by
+    ``slowdown``: ``runtime.calibrate``), OASiS's pricing (the default rule of
+    ``estimate_pricing`` on the history seeds of ``s``, planned with the same slowdown) and
+    every policy's validated open-loop schedule: ``(instance, pricing, {policy: schedule})``.
+    Needs no Ray."""
     from .. import solve, validate
     from ..online.estimate import estimate_pricing
     from ..workloads.testbed_real import testbed_real
 
-    kw = dict(profiles=profiles, jobs=s["jobs"], horizon=s["horizon"], slot_s=s["slot_s"])
+    kw = dict(profiles=profiles, jobs=s["jobs"], horizon=s["horizon"], slot_s=s["slot_s"],
+              slowdown=slowdown)
     inst = testbed_real(s["seed"], **kw)
     pricing = estimate_pricing([testbed_real(h, **kw) for h in s["history"]])
     schedules = {}
@@ -210,6 +218,7 @@ def compute(quick: bool = False, results: Path = Path("results"), workers=None, 
     runs share the machine one at a time: their timing is what is measured)."""
     from ..costmodel.profile import load_profile, save_profile
     from ..model.io import save_instance, save_result, write_json_atomic
+    from ..runtime.calibrate import calibrate
     from ..runtime.profile import DEFAULT_CONFIGS, profile_task
     from ..runtime.report import save_report
 
@@ -234,15 +243,30 @@ def compute(quick: bool = False, results: Path = Path("results"), workers=None, 
                                     address=address, pool=session.pool())
                 save_profile(prof, path)
             profiles.append(load_profile(path))
-        inst, pricing, schedules = plan(s, profiles)
-        save_instance(inst, folder / "instance.json")
         total = len(s["loads"]) * s["reps"] * len(MODES) * len(POLICIES)
+        plans: dict[str, dict] = {}
         for load in s["loads"]:
-            keys = [(rep, mode, policy) for rep in range(s["reps"]) for mode in MODES
-                    for policy in POLICIES]
-            stored = {k: _stored_row(folder / _run_name(load, *k), inst) for k in keys}
             busy: list[subprocess.Popen] = []
             try:
+                speed = _stored_calibration(folder / f"calibration-{load}.json", profiles, s)
+                if speed is None:
+                    pool = session.pool()  # Ray up before the busy load starts
+                    if load == "busy":
+                        busy = start_busy(BUSY)
+                    _say(progress, f"{load}: calibrating the plan's speed ...")
+                    speed = calibrate(profiles, slot_s=s["slot_s"], quantile=s["quantile"],
+                                      pool=pool, address=address)
+                    write_json_atomic(folder / f"calibration-{load}.json", speed.to_json())
+                    _say(progress, f"{load}: plan with slowdown {speed.slowdown:.2f} (the "
+                         f"{s['quantile']:g} quantile of {len(speed.ratios)} job-slots' busy / "
+                         f"predicted; median {median(speed.ratios):.2f})")
+                inst, pricing, schedules = plan(s, profiles, speed.slowdown)
+                save_instance(inst, folder / f"instance-{load}.json")
+                plans[load] = {"instance": inst, "pricing": pricing, "speed": speed,
+                               "sim": {k: float(v.total_utility) for k, v in schedules.items()}}
+                keys = [(rep, mode, policy) for rep in range(s["reps"]) for mode in MODES
+                        for policy in POLICIES]
+                stored = {k: _stored_row(folder / _run_name(load, *k), inst) for k in keys}
                 for k in keys:
                     row = stored[k]
                     if row is None:
@@ -267,9 +291,8 @@ def compute(quick: bool = False, results: Path = Path("results"), workers=None, 
                 stop_busy(busy)
     finally:
         session.close()
-    return {"settings": s, "profiles": profiles, "instance": inst,
-            "calibration": pricing.calibration, "rows": rows, "cores": os.cpu_count() or 1,
-            "wall_s": time.perf_counter() - t0, "folder": folder}
+    return {"settings": s, "profiles": profiles, "plans": plans, "rows": rows,
+            "cores": os.cpu_count() or 1, "wall_s": time.perf_counter() - t0, "folder": folder}
 
 
 def fmt(x, spec: str = ".2f") -> str:
@@ -279,6 +302,22 @@ def fmt(x, spec: str = ".2f") -> str:
 
 def _run_name(load: str, rep: int, mode: str, policy: str, prefix: str = "run") -> str:
     return f"{prefix}-{load}-{mode}-{policy}-{rep}.json"
+
+
+def _stored_calibration(path: Path, profiles, s: dict):
+    """The speed calibration stored at ``path`` when it was measured for these profiles, slot
+    length and quantile, else None (calibrate again)."""
+    from ..model.io import FormatError, read_json
+    from ..runtime.calibrate import Calibration, calibration_instance
+
+    try:
+        cal = Calibration.from_json(read_json(path))
+    except (FormatError, OSError, ValueError, KeyError, TypeError):
+        return None
+    want = calibration_instance(profiles, slot_s=s["slot_s"]).fingerprint
+    if cal.meta.get("instance_sha256") != want or cal.quantile != s["quantile"]:
+        return None
+    return cal
 
 
 def _stored_row(path: Path, inst) -> dict | None:

@@ -26,8 +26,11 @@ by the executor in slots of a few seconds and its real progress compared with th
   max(1, round(D_i k_i / (N_i x_i))) epochs.
 - Utilities as in the paper's simulations (class mix, gamma1 ~ U[1, 100], gamma3 ~ U[1, 15]).
 - ``slowdown`` c (default 1): the correction an execution suggests (``ExecutionReport.slowdown``,
-  the median real / predicted busy time): chunk times become c x_i with everything else as
-  drawn (the same jobs, planned at the speed they really ran at).
+  the median real / predicted busy time) or a calibration measures on the machine as it is now
+  (``runtime.calibrate``, ``oasis-opt calibrate``: a high quantile of real / predicted over a
+  short real run, so that the plan's slots hold their work under the load of the moment):
+  chunk times become c x_i with everything else as drawn (the same jobs, planned at the speed
+  they really run at).
 
 **Slots long against their overheads** (measured with ``ExecutionReport.overhead_shares``:
 the restart, i.e. loading a job into new containers, plus the per-slot checkpoint, summed over

@@ -166,6 +166,22 @@ def overheads(rows: list[dict], S: float) -> dict:
             "startup_max": max((r["startup_s"] for r in rows), default=0.0)}
 
 
+def speed_table(plans: dict) -> str:
+    """Per load: the calibrated slowdown, the ratios it came from, the load while measuring,
+    and what the plan made with it promises (jobs completed and utility in the simulation)."""
+    lines = ["| load | slowdown planned with | busy / predicted: median [min, max] | "
+             "job-slots | 1-min load before / after | chosen L | simulated utility per policy |",
+             "|---|---|---|---|---|---|---|"]
+    for load, p in plans.items():
+        sp = p["speed"]
+        r = sorted(sp.ratios)
+        sims = ", ".join(f"{display(k)} {p['sim'][k]:.1f}" for k in POLICIES if k in p["sim"])
+        lines.append(f"| {load} | {sp.slowdown:.2f} | {median(r):.2f} [{r[0]:.2f}, {r[-1]:.2f}] "
+                     f"| {len(r)} | {sp.load[0]:.1f} / {sp.load[1]:.1f} | "
+                     f"{p['pricing'].calibration.chosen:.2g} | {sims or '–'} |")
+    return "\n".join(lines) + "\n"
+
+
 def measured_minutes(data: dict) -> float:
     """Minutes spent profiling and running, from the stored profile and runs (so a redraw from
     stored runs reports the study that made them)."""
@@ -174,7 +190,8 @@ def measured_minutes(data: dict) -> float:
 
 
 def markdown(data: dict, quick: bool) -> str:
-    s, rows, inst = data["settings"], data["rows"], data["instance"]
+    s, rows = data["settings"], data["rows"]
+    inst = next(iter(data["plans"].values()))["instance"]
     q = " --quick" if quick else ""
     checks = target_checks(rows)
     lines = [f"# Testbed, for real: the simulator's fidelity{' — quick' if quick else ''}", "",
@@ -209,11 +226,20 @@ def markdown(data: dict, quick: bool) -> str:
              "```", "",
              f"Instance: `testbed-real`, seed {s['seed']}: {inst.I} jobs ({', '.join(s['tasks'])})"
              f" on 2 worker + 1 PS servers, {inst.horizon} slots of {s['slot_s']:g} s, chunk "
-             "times from the contention model at a full slot (the preset's default); OASiS "
+             "times from the contention model at a full slot (the preset's default) times the "
+             "slowdown calibrated for the load (below); OASiS "
              f"priced by `estimate_pricing`'s default rule on {len(s['history'])} history "
-             f"instances (seeds {s['history'][0]}…{s['history'][-1]}; chosen L = "
-             f"{data['calibration'].chosen:.2g}). {s['reps']} repetition(s) per row: median "
+             f"instances (seeds {s['history'][0]}…{s['history'][-1]}, planned with the same "
+             f"slowdown). {s['reps']} repetition(s) per row: median "
              "[min, max] over them, and counts per repetition separated by /.", "",
+             "## Plans at the machine's speed", "",
+             "Before each load's runs (the busy processes already started), a short real run "
+             "(`oasis_opt.runtime.calibrate`: 4 jobs, 5 slots, DRF, open loop) measures the "
+             "real busy time / the chunk-time model's prediction per job-slot; the plan's "
+             f"chunk times are multiplied by their {s['quantile']:g} quantile, so a slot is "
+             "given the time its work takes now (work done early waits for the next slot; "
+             "work done late moves the job's completion).", "",
+             speed_table(data["plans"]),
              "JCT error per job: real JCT / simulated JCT − 1, the JCT from the start of the "
              "arrival slot. *In slots*: the real completion's slot of the wall-clock grid "
              "against the simulated completion slot (the simulator's own unit, the one the "
