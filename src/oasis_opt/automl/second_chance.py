@@ -106,17 +106,12 @@ class SecondChanceController(ThesisController):
     # ---- step 1: ASHA ------------------------------------------------------------------------
     def observe(self, trial, epoch, value, seconds, now) -> str:
         self.spent += seconds
-        self.values[trial].append(value)
-        self.seconds[trial].append(seconds)
-        info = self.trials[trial]
-        if epoch == info.epochs:
-            self.best = value if self.best is None else max(self.best, value)
-            self.completed.setdefault(epoch, []).append(trial)
-            if trial in self.resumed:
-                self.counts["resumed_completed"] += 1
+        completed = self.record(trial, epoch, value, seconds)
+        if completed and trial in self.resumed:
+            self.counts["resumed_completed"] += 1
         if self.phase == ASHA:
             return self.asha.observe(trial, epoch, value, seconds, now)
-        if epoch == info.epochs or epoch not in self.asha.rungs[trial]:
+        if completed or epoch not in self.asha.rungs[trial]:
             return CONTINUE
         p = self.judge(trial, epoch)
         if self.best is not None and p_above(p.mean, p.std, self.best) < self.threshold:
