@@ -1,4 +1,5 @@
-"""automl-thesis-second-chance: ASHA exactly, then paused trials resumed within extra x its spend."""
+"""automl-thesis-second-chance: ASHA exactly, then paused trials resumed within extra x ASHA's
+spend; the guarantee against ASHA."""
 from __future__ import annotations
 
 import pytest

@@ -22,8 +22,9 @@ meets both targets by construction, and spends its prediction only where it can 
    share back). A candidate whose calibrated P(final > best completed) is below ``threshold``
    is dropped (the best only rises, so it never comes back); a resumed trial is judged again
    at each of ASHA's rungs it reaches and stops when its P(final > best) falls below
-   ``threshold``. Epoch times vary within a trial (by 30-90 % on the shipped curve sets), so the
-   prediction of the remaining seconds cannot hold the spend; the cap does
+   ``threshold``. Epoch times vary within a trial (coefficient of variation 0.3-0.9 on the
+   shipped curve sets), so the prediction of the remaining seconds cannot hold the spend; the
+   cap does
    (``Controller.spend_cap`` = (1 + ``extra``) x S): the replay cuts any epoch that would cross
    it and the study ends there.
 
@@ -36,12 +37,13 @@ answers, so the two replays pass through the same events at the same GPU-seconds
 times: the same epochs run, the same trials complete, the same trajectory points are recorded.
 A's replay ends at that moment, with spend S (no epoch is in flight, none was cut); C's has
 spent the same S. Everything C does afterwards runs further epochs, so it can only add trials
-to the completed set, whose maximum is the best: the best cannot fall, which is (ii), and every
-later trajectory point lies at a spend of at least S, which is (iii). From then on the engine holds C
-under its cap: every epoch that would cross (1 + ``extra``) x S is cut there and the study
-ends, which is (i). The proof uses neither the predictor nor ``threshold``: they decide only
-how much of the extra buys a better best. Outside the replay (``automl.cluster``), which does
-not read ``spend_cap``, (i) holds only as far as the remaining-seconds prediction does.
+to the completed set, whose maximum is the best: the best cannot fall, which is (ii), and
+every later trajectory point lies at a spend of at least S, which is (iii). From then on the
+engine holds C under its cap: every epoch that would cross (1 + ``extra``) x S is cut there
+and the study ends, which is (i). The proof uses neither the predictor nor ``threshold``: they
+decide only how much of the extra buys a better best. Outside the replay (``automl.cluster``,
+which does not read ``spend_cap``), (i) holds only as far as the remaining-seconds prediction
+does.
 
 ``rank_by`` and ``threshold`` were chosen on digits-mlp and digits-cnn with seeds 0 and 1
 only, before any run on another curve set or seed, as ``automl-thesis-rank``'s values were:
@@ -123,7 +125,7 @@ class SecondChanceController(ThesisController):
     def plan(self, running: Mapping[int, int], capacity: int, now: float):
         if self.phase == ASHA:
             starts, units = self.asha.plan(running, capacity, now)
-            if starts or running:
+            if starts or running or capacity <= 0:  # no room (in a cluster) is not "done"
                 return starts, units
             self.begin_second_chance()
         return self.second_chance(running, capacity)
