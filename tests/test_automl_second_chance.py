@@ -9,7 +9,7 @@ from test_automl_replay import studies
 
 from oasis_opt.automl.controllers import get_controller
 from oasis_opt.automl.pruners import AshaController
-from oasis_opt.automl.replay import COMPLETED, CUT, PAUSED, replay, study_order
+from oasis_opt.automl.replay import COMPLETED, CUT, PAUSED, TrialInfo, replay, study_order
 from oasis_opt.automl.second_chance import SecondChanceController
 from oasis_opt.training.curves import Curve
 
@@ -140,3 +140,16 @@ def test_the_guarantee_against_asha_holds_on_random_studies(curves, workers, see
     done = {t["trial"]: t["stopped_at_epoch"] for t in a.trials if t["status"] == COMPLETED}
     assert {t["trial"]: t["stopped_at_epoch"] for t in c.trials
             if t["trial"] in done and t["status"] == COMPLETED} == done
+
+
+def test_no_room_is_not_the_end_of_asha():
+    """Bug caught: in a cluster a plan may be asked with no room (capacity 0) before any trial
+    started; taking ASHA's empty answer then for "ASHA is done" would fix ASHA's spend at 0 and
+    cap the study there."""
+    curves, _ = hand_study()
+    c = second_hand()
+    c.reset([TrialInfo(x.trial, x.config, x.epochs) for x in curves], 1, SEED)
+    assert c.plan({}, 0, 0.0) == ([], {})
+    assert c.spend_cap() is None
+    starts, units = c.plan({}, 1, 0.0)
+    assert len(starts) == 1 and units == {starts[0]: 1}
