@@ -24,6 +24,10 @@ _REGISTRY: dict[str, tuple[str, str]] = {
     "automl-thesis-rank-value": ("oasis_opt.automl.rank:rank_by_value",
                                  "automl-thesis-rank with its rungs ranked by the current value "
                                  "(the ablation of the predicted-final ranking)"),
+    "automl-thesis-second-chance": ("oasis_opt.automl.second_chance:second_chance",
+                                    "asha exactly, then the paused trials ranked by the "
+                                    "predicted final resumed within 0.2 x ASHA's spend: spend "
+                                    "<= 1.2x and final regret <= ASHA's by construction"),
     "automl-thesis-elastic": ("oasis_opt.automl.elastic:ElasticThesisController",
                               "automl-thesis whose classes set the workers: promising trials "
                               "grow (up to 4), uncertain ones shrink to 1, poor ones stop"),

@@ -17,6 +17,9 @@ study's order), and at each such event
 
 ``budget`` caps the GPU-seconds spent (summed over units): when it runs out in the middle of
 epochs the study ends there (the unfinished epochs are lost), so the spend never exceeds it.
+A controller may set a cap of its own the same way (``spend_cap``, read after every plan; the
+lower of the two binds): it cannot know an epoch's seconds before the epoch ends, so only the
+engine can stop a study exactly at a number of GPU-seconds.
 Controllers never see the curves: only the configurations and epoch counts up front, then each
 epoch's value and seconds as it ends. Everything is deterministic for a seed.
 
@@ -97,6 +100,12 @@ class Controller:
             starts.append(t)
             free -= 1
         return starts, {t: 1 for t in [*running, *starts]}
+
+    def spend_cap(self) -> float | None:
+        """The most GPU-seconds the controller lets the study spend, read after every plan;
+        epochs that would cross it are cut there and the study ends, as with ``budget``
+        (None: no cap of its own)."""
+        return None
 
     def close(self) -> None:
         """Called once after the study."""
@@ -222,19 +231,26 @@ def replay(curves: Sequence[Curve], controller: Controller, *, workers: int = 4,
                                   f"cap is {workers}")
         running.update(units)
 
+    def limit() -> float | None:
+        """The binding cap on the spend: the budget or the controller's, the lower."""
+        own = controller.spend_cap()
+        return own if budget is None else budget if own is None else min(budget, own)
+
     apply(controller.plan(dict(running), workers, now))
-    cut = False
+    cut = capped = False
     while running:
         # next end of an epoch: trial t needs (s - into) GPU-seconds at running[t] per second
         left = {t: (by_id[t].seconds[done[t]] - into[t]) / u for t, u in running.items()}
         dt = max(min(left.values()), 0.0)
         rate = sum(running.values())
-        if budget is not None and spent + dt * rate > budget * (1 + _TIME_RTOL):
-            dt = max((budget - spent) / rate, 0.0)
+        cap = limit()
+        if cap is not None and spent + dt * rate > cap * (1 + _TIME_RTOL):
+            dt = max((cap - spent) / rate, 0.0)
             for t, u in running.items():
                 into[t] += dt * u
-            spent, now = budget, now + dt
-            cut = True
+            spent, now = max(cap, spent), now + dt
+            cut = budget is not None and cap >= budget
+            capped = not cut
             break
         now += dt
         spent += dt * rate
@@ -269,4 +285,6 @@ def replay(curves: Sequence[Curve], controller: Controller, *, workers: int = 4,
                "stopped_at_epoch": done[t], "status": status[t]} for t in sorted(by_id)]
     return ReplayResult(controller.name, curves[0].study, seed, workers, budget, best,
                         best_trial, spent, now, float(sum(math.fsum(c.seconds) for c in curves)),
-                        trials, trajectory, {"budget_exhausted": cut, **controller.stats()})
+                        trials, trajectory, {"budget_exhausted": cut,
+                                             **({"spend_cap_reached": True} if capped else {}),
+                                             **controller.stats()})

@@ -109,14 +109,20 @@ class ThesisController(Controller):
             self.conformal[(epochs, k)] = (len(done), q)
         return q
 
-    def observe(self, trial, epoch, value, seconds, now) -> str:
+    def record(self, trial: int, epoch: int, value: float, seconds: float) -> bool:
+        """Keep the epoch's value and seconds; at the last epoch count the trial completed
+        (the best, the regression's training set). Whether it completed."""
         self.values[trial].append(value)
         self.seconds[trial].append(seconds)
-        info = self.trials[trial]
-        if epoch == info.epochs:
-            self.best = value if self.best is None else max(self.best, value)
-            self.completed.setdefault(epoch, []).append(trial)
-            self.cls.pop(trial, None)
+        if epoch < self.trials[trial].epochs:
+            return False
+        self.best = value if self.best is None else max(self.best, value)
+        self.completed.setdefault(epoch, []).append(trial)
+        self.cls.pop(trial, None)
+        return True
+
+    def observe(self, trial, epoch, value, seconds, now) -> str:
+        if self.record(trial, epoch, value, seconds):
             return CONTINUE
         if epoch not in self.rung_of[trial]:
             return CONTINUE

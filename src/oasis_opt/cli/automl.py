@@ -25,7 +25,8 @@ add_replay = adder(
         help="curves CSV (one study, or name it with --study), or the name of a shipped "
              "curve set: digits-mlp, breast-cancer-mlp, digits-cnn, wine-mlp, digits-linear"),
     arg("--policy", required=True, metavar="NAME",
-        help="automl-thesis, automl-thesis-lean, automl-thesis-rank, optuna-median, "
+        help="automl-thesis, automl-thesis-lean, automl-thesis-rank, "
+             "automl-thesis-second-chance, optuna-median, "
              "optuna-sh, optuna-hyperband, asha or no-stop"),
     arg("--budget", type=non_negative_seconds, metavar="SECONDS",
         help="GPU-seconds the study may spend (recorded epoch seconds summed over "

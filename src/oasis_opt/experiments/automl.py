@@ -37,9 +37,10 @@ from ..model.io import jsonable, read_json, write_json_atomic
 from ..model.numerics import NOISE_RTOL
 
 POLICIES = ("automl-thesis", "automl-thesis-lean", "automl-thesis-rank",
-            "automl-thesis-rank-value", "optuna-median", "optuna-sh", "optuna-hyperband", "asha",
-            "tune-asha", "tune-hyperband", "no-stop")
-OURS = ("automl-thesis", "automl-thesis-lean", "automl-thesis-rank")
+            "automl-thesis-rank-value", "automl-thesis-second-chance", "optuna-median",
+            "optuna-sh", "optuna-hyperband", "asha", "tune-asha", "tune-hyperband", "no-stop")
+OURS = ("automl-thesis", "automl-thesis-lean", "automl-thesis-rank",
+        "automl-thesis-second-chance")
 RIVALS = ("optuna-median", "optuna-sh", "optuna-hyperband", "asha", "tune-asha",
           "tune-hyperband")
 # a controller and its ablation: the same rules but one (automl-thesis-rank's rungs ranked by
