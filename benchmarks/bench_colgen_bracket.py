@@ -186,7 +186,7 @@ def write_markdown(store: dict) -> str:
 
 def moved(rows: list[dict]) -> list[str]:
     """Which end of the bracket moved: each unlabelled row against the rows of the same size and
-    seed kept under a label (an earlier code or split), lower and upper in percent of theirs."""
+    seed kept under a label (an earlier code, or another split), lower and upper in percent of theirs."""
     out = []
     for r in rows:
         for old in rows:
@@ -194,13 +194,13 @@ def moved(rows: list[dict]) -> list[str]:
                     r["jobs"], r["seed"]):
                 continue
             if not out:
-                out = ["", "## Which end moved (this row against a labelled earlier one)", "",
+                out = ["", "## Which end moved (the unlabelled row against each labelled row of its instance)", "",
                        "Rows labelled \"before\" ran the code before ``could_complete`` (the "
                        "screen that spares ruin-and-recreate the DP of every job the room "
                        "cannot hold) with the split 0.35 / 0.4 / 0.85; the unlabelled rows run "
                        "the screen with the split 0.3 / 0.7 / 0.95. The lower end moves with "
                        "ruin-and-recreate's rounds, the upper end only where the pooled phase "
-                       "had not converged before.", "",
+                       "had not converged before. The rows labelled with a split ran this code with that split.", "",
                        "| jobs | seed | against | lower | upper | gap | LNS rounds |",
                        "|---|---|---|---|---|---|---|"]
             out.append(
