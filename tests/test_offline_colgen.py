@@ -6,13 +6,15 @@ import math
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from oasis_opt.model import DEFAULT_RESOURCES, Instance, Server, validate
 from oasis_opt.model.io import dumps, result_to_dict
 from oasis_opt.offline.colgen import (SEED_POLICIES, ColgenOptions, ColumnPool, CGState,
                                       LnsOptions, RestrictedMaster, bracket, column_generation,
-                                      columns_of, fill_residual, fits_greedily, lagrangian_bound,
-                                      policy_schedules, price_jobs)
+                                      columns_of, could_complete, fill_residual, fits_greedily,
+                                      lagrangian_bound, policy_schedules, price_jobs,
+                                      ruin_and_recreate, schedule_of)
 from oasis_opt.offline.exact import OfflinePolicy, lp_bound
 from oasis_opt.online.estimate import history_u, pricing_document
 from oasis_opt.policies import get_policy, solve
@@ -79,8 +81,6 @@ def test_fill_residual_is_feasible_and_keeps_what_it_was_given(inst):
     """Filled from OASiS's columns (and from nothing), at zero and at random prices: one column
     per job, the given ones kept, the schedule valid, and the independent capacity check of
     ``fits_greedily`` accepts every column in the same order."""
-    from oasis_opt.model.schedule import ScheduleBuilder
-
     pool = ColumnPool(inst)
     seed = pool.add(columns_of(inst, get_policy("oasis").solve(inst)))
     rng = np.random.default_rng(inst.I)
@@ -91,11 +91,7 @@ def test_fill_residual_is_feasible_and_keeps_what_it_was_given(inst):
             jobs = [pool.columns[n].job for n in filled]
             assert len(set(jobs)) == len(jobs)
             assert fits_greedily(pool, filled) == filled
-            b = ScheduleBuilder(inst)
-            for n in filled:
-                b.admit(pool.columns[n].job)
-                b.add_array(pool.columns[n].rows)
-            assert validate(inst, b.build("fill", {})).ok
+            assert validate(inst, schedule_of(pool, filled, "fill")).ok
 
 
 def test_seeds_are_checked():
@@ -230,8 +226,6 @@ def test_policy_and_empty_instance():
 @settings(max_examples=40, deadline=None)
 @given(tiny)
 def test_ruin_and_recreate_never_loses_and_stays_feasible(inst):
-    from oasis_opt.offline.colgen import ruin_and_recreate
-
     pool = ColumnPool(inst)
     start = pool.add(columns_of(inst, get_policy("fifo").solve(inst)))
     score = np.arange(inst.I, dtype=float)
@@ -241,6 +235,7 @@ def test_ruin_and_recreate_never_loses_and_stays_feasible(inst):
     worth = lambda cols: sum(pool.columns[n].utility for n in cols)  # noqa: E731
     assert worth(best) >= worth(start) - 1e-9
     assert fits_greedily(pool, best) == best  # within capacities, one column per job
+    assert validate(inst, schedule_of(pool, best, "lns")).ok  # the validator is the judge
     again, _ = ruin_and_recreate(pool, start, [np.zeros(pool.shape)], score, LnsOptions(rounds=5))
     assert again == best  # seeded: deterministic
 
@@ -255,3 +250,54 @@ def test_lns_and_seed_with_options():
     assert s.stats["lower"] <= opt + TOL <= s.stats["upper"] + 2 * TOL
     with pytest.raises(ValueError, match="lns_rounds"):
         bracket(inst, ColgenOptions(lns_rounds=-1))
+
+
+@settings(max_examples=100, deadline=None)
+@given(tiny, st.integers(0, 2**32 - 1))
+def test_could_complete_never_rejects_a_job_the_dual_subroutine_can_plan(inst, seed):
+    """``fill_residual`` skips the DP when ``could_complete`` says no. A screen stricter than
+    the DP (PSs counted without ceil(k b_i / B_i), N_i applied per server instead of per slot,
+    a fit without ``FIT_EPS``) would silently drop jobs that fit from every fill and every
+    ruin-and-recreate round. Rooms: the full capacity, random shares of it, and none."""
+    from oasis_opt.online.dual import Market, best_schedule
+
+    rng = np.random.default_rng(seed)
+    pool = ColumnPool(inst)
+    full = pool.cap.reshape(pool.shape)
+    zero = np.zeros(pool.shape)
+    H = inst.H
+    for room in (full, full * rng.choice([0.0, 0.5, 1.0], size=full.shape),
+                 full * rng.uniform(0, 1, size=full.shape), zero):
+        market = Market(zero[:, :H], zero[:, H:], room[:, :H], room[:, H:])
+        for i in range(inst.I):
+            planned = best_schedule(inst, i, market).completion is not None
+            assert could_complete(inst, i, room) or not planned, (i, room)
+            if not room.any():
+                assert not could_complete(inst, i, room) or inst.work[i] == 0
+
+
+def test_could_complete_on_a_hand_checked_room():
+    """One job, N = 2, W = 4 worker-slots, arriving at slot 1 of T = 4, one PS per worker
+    (b = B); two worker servers w0, w1 and one PS server. Room for 1 worker (on w0) and 1 PS a
+    slot in slots 1-3: 3 < 4 worker-slots, no plan; in slots 1-4: 4, a plan. Room for 2
+    workers on w0 but 1 PS a slot in slots 1-3: the PS rule caps each slot at 1, no plan (a
+    screen without the PS rule says yes). Room for 2 workers on each of w0, w1 and 5 PSs in
+    slot 1 only: N = 2 caps the slot at 2, no plan (a screen capping per server says yes)."""
+    from oasis_opt.model import Job, Utility
+
+    unit = {"cpu": 1.0, "bw": 1.0}
+    job = Job("j", 1, 1, 2, 2.0, unit, unit, Utility.constant(1.0))
+    inst = Instance(4, DEFAULT_RESOURCES, (Server("w0", unit), Server("w1", unit)),
+                    (Server("p", unit),), (job,))
+    assert inst.work[0] == 4 and inst.ps_needed(0, 2) == 2
+    room = np.zeros((5, 3, len(DEFAULT_RESOURCES)))
+    room[1:4, [0, 2]] = 1.0
+    assert not could_complete(inst, 0, room)
+    room[4, [0, 2]] = 1.0
+    assert could_complete(inst, 0, room)
+    room[4] = 0.0
+    room[1:4, 0] = 2.0
+    assert not could_complete(inst, 0, room)
+    room[:] = 0.0
+    room[1, :2], room[1, 2] = 2.0, 5.0
+    assert not could_complete(inst, 0, room)
