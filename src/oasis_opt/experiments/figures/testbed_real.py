@@ -261,7 +261,9 @@ def markdown(data: dict, quick: bool) -> str:
               f"% of a slot (median over runs; at most {100 * ov['share_max']:.1f} %); start-up "
               f"before slot 1 (Ray, containers, compilation) median {ov['startup_median']:.1f} s "
               f"(at most {ov['startup_max']:.1f} s: one Ray and one warm container pool serve "
-              "every run, so only the first run pays for them).", "",
+              "every run, so only the first execution pays for them: the first load's "
+              f"calibration run, {next(iter(data['plans'].values()))['speed'].wall_s:.0f} s "
+              "with them).", "",
               "## Targets, checked on the runs above", ""]
     missed = []
     for c in checks:
