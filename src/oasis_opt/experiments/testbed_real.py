@@ -160,8 +160,7 @@ def cost_ratios(report) -> dict[str, list[float]]:
     """Real busy time / prediction of every executed job-slot, per cost model of the report."""
     from ..runtime.report import COSTMODELS
 
-    return {model: [s["busy_s"] / s[key] for j in report.jobs for s in j["slots"]
-                    if s["iterations"] and s.get(key)] for model, key in COSTMODELS.items()}
+    return {model: report.ratios(model) for model in COSTMODELS}
 
 
 def run_one(inst, planned, policy: str, mode: str, S: float, pool, pricing,

@@ -36,6 +36,7 @@ given is reused (its containers stay warm for the runs that follow).
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -101,8 +102,6 @@ def calibrate(profiles, *, slot_s: float, quantile: float = QUANTILE, pool=None,
               address: str | None = None) -> Calibration:
     """Measure the slowdown to plan the ``testbed-real`` preset with now (module docstring):
     a real run of ``calibration_instance`` under DRF; ``pool``/``address`` as ``execute``'s."""
-    import time
-
     from .. import solve
     from .executor import execute
 
@@ -113,8 +112,7 @@ def calibrate(profiles, *, slot_s: float, quantile: float = QUANTILE, pool=None,
     t0 = time.perf_counter()
     report = execute(inst, schedule, slot_seconds=slot_s, pool=pool, address=address)
     wall = time.perf_counter() - t0
-    ratios = [s["busy_s"] / s["predicted_s"] for j in report.jobs for s in j["slots"]
-              if s["iterations"] and s.get("predicted_s")]
+    ratios = report.ratios("chunk-time")
     return Calibration(slowdown_of(ratios, quantile), float(quantile), tuple(ratios),
                        (before, os.getloadavg()[0]), wall,
                        {"instance_sha256": inst.fingerprint, "policy": CALIBRATION_POLICY,

@@ -270,6 +270,12 @@ class ExecutionReport:
         stats = self.doc["costmodel"].get(model)
         return None if stats is None else stats["median_ratio"]
 
+    def ratios(self, model: str = "chunk-time") -> list[float]:
+        """Real busy time / ``model``'s prediction of every executed job-slot that has one."""
+        key = COSTMODELS[model]
+        return [s["busy_s"] / s[key] for j in self.jobs for s in j["slots"]
+                if s["iterations"] and s.get(key)]
+
     def job(self, job_id: str) -> dict:
         for j in self.jobs:
             if j["id"] == job_id:
