@@ -48,6 +48,9 @@ containers do not fit (other resources than GPUs, on instances other than Gavel'
 """
 from __future__ import annotations
 
+import math
+import random
+
 import numpy as np
 
 from ..model.numerics import FIT_EPS, VALUE_EPS, workers_alone
@@ -58,6 +61,7 @@ from ..sim.placement import apply
 
 ALLOCATIONS = ("las", "ftf", "makespan", "las-agnostic", "fifo", "fifo-gavel")
 RECOMPUTE_S = 1920.0  # Gavel's minimum time between two allocation computations
+MAX_FAILURES = 5  # Gavel drops a job after this many failed micro-tasks
 ROUND_S = 360.0  # slot length assumed for an instance whose meta has no slot_s (Gavel's round)
 SOLUTIONS = ("central", "vertex")  # which optimal LP point (offline.gavel_lp)
 
@@ -87,6 +91,7 @@ class GavelPolicy(OnlinePolicy):
     def start(self, instance, state) -> None:
         self.instance = inst = instance
         self.rng = np.random.default_rng(self.seed)
+        self.draws = random.Random(self.seed)  # fifo-gavel: Gavel's FIFOPolicy draws (Python's)
         self.slot_s = float((inst.meta or {}).get("slot_s", ROUND_S))
         G = len(inst.types)
         self.k = np.array([workers_alone(inst, j) for j in range(inst.I)], dtype=np.int64)
@@ -115,6 +120,15 @@ class GavelPolicy(OnlinePolicy):
         self.computations = self.lps = 0
         self.servers_of = [np.flatnonzero(inst.type_mask[g]) for g in range(G)]
         self.ps_of = [int(inst.ps_needed(j, int(self.k[j]))) for j in range(inst.I)]
+        # fifo-gavel on a Gavel import: Gavel's own step count (_steps_left) and the jobs done
+        # here but not yet in Gavel (_ghosts; _steps docstring)
+        provs = [job.provenance or {} for job in inst.jobs]
+        self.gavel_steps = self.allocation == "fifo-gavel" and all(
+            "total_steps" in p and "throughput" in p for p in provs)
+        self.steps_left = [int(p.get("total_steps", 0)) for p in provs]
+        self.failures = [0] * inst.I
+        self.ghosts: set[int] = set()
+        self.ghost_ended = False
 
     def on_arrival(self, job, t, state):
         self.changed = True
@@ -122,21 +136,33 @@ class GavelPolicy(OnlinePolicy):
         return True
 
     def on_slot_end(self, t, state, completed) -> None:
-        if len(completed):
-            self.changed = True
-            for j in completed.tolist():
-                self.lease.pop(j, None)
+        for j in completed.tolist():
+            self.lease.pop(j, None)
+            if self.gavel_steps and self.steps_left[j] > 0 and self.failures[j] < MAX_FAILURES:
+                self.ghosts.add(j)  # done here, not yet in Gavel
+            else:
+                self.changed = True
+        if self.ghost_ended:
+            self.changed, self.ghost_ended = True, False
 
     # ---- allocation ----------------------------------------------------------------------------
     def _recompute(self, t: int, state) -> None:
         now = (t - 1) * self.slot_s
         active = state.active()
+        if self.ghosts:
+            active = np.array(sorted(set(active.tolist()) | self.ghosts), dtype=np.int64)
         active = active[self.k[active] > 0]
-        # jobs whose usable types have no room for their GPUs at all cannot get time
-        room = ((self.D[active] <= self.n[None, :] + FIT_EPS) & (self.T[active] > 0)).any(axis=1)
-        active = active[room]
-        if self.last_s is not None:  # Gavel's _reset_time_run_so_far, with the old X
-            self.deficit += self.X * (now - self.last_s) - (self.ran - self.credit)
+        # jobs whose usable types have no room for their GPUs at all cannot get time (Gavel's
+        # FIFO keeps them in its queue, where the first one stops the queue)
+        if self.allocation != "fifo-gavel":
+            room = ((self.D[active] <= self.n[None, :] + FIT_EPS)
+                    & (self.T[active] > 0)).any(axis=1)
+            active = active[room]
+        if self.last_s is not None:  # Gavel's _reset_time_run_so_far, with the old X, over
+            # the jobs it knows (arrived: r_j > 0 since their arrival or the last computation)
+            known = self.ran.sum(axis=1) > 0
+            self.deficit[known] += self.X[known] * (now - self.last_s) \
+                - (self.ran[known] - self.credit)
         self.ran[:] = 0.0
         self.ran[active] = self.credit
         self.type_ran = self.ran.sum(axis=0)
@@ -211,11 +237,15 @@ class GavelPolicy(OnlinePolicy):
         return X
 
     def _fifo_gavel(self, jobs: np.ndarray) -> np.ndarray:
-        """Gavel's FIFO (module docstring): a kept assignment job -> type; a finished job's type
-        goes to the head of the queue if it fits there (else the head waits for the next
-        computation); then jobs in arrival order take the last open type (alphabetical), even
-        without room, while some open type has room for them; a type whose free GPUs reach
-        exactly 0 closes a random open type with room (the drawn one) instead of itself."""
+        """Gavel's FIFO, as its ``scheduler/policies/fifo.py`` (``FIFOPolicy``, mode ``base``)
+        computes it: a kept assignment job -> type; a finished job's type goes to the head of
+        the queue if its GPUs fit in what that type has left (counting only the jobs visited so
+        far, in id order) and it can use the type (else the head waits); then, while the queue
+        and the list of open types (free GPUs > 0, alphabetical) are not empty, the head is
+        popped, ``randrange`` draws an index among the open types with room for it (none: stop),
+        and the job gets the *last* open type, with room for it or not (the loop variable left
+        over from scanning the open types), if it can use it; when that type's free GPUs reach
+        exactly 0 the drawn type is closed (popped from the open list), not the filled one."""
         types = self.instance.types
         active = set(jobs.tolist())
         left = self.n.copy()
@@ -227,8 +257,9 @@ class GavelPolicy(OnlinePolicy):
                 continue
             del self.fifo_type[j]  # finished: its type goes to the head of the queue
             if queue:
-                head = queue.pop(0)
-                if self.D[head, g] <= left[g]:
+                head = queue[0]
+                if self.D[head, g] <= left[g] and self.T[head, g] > 0:
+                    queue.pop(0)
                     self.fifo_type[head] = g
                     left[g] -= self.D[head, g]
         open_ = sorted((g for g in range(len(types)) if left[g] > 0), key=lambda g: str(types[g]))
@@ -237,12 +268,13 @@ class GavelPolicy(OnlinePolicy):
             room = [i for i, g in enumerate(open_) if left[g] >= self.D[j, g]]
             if not room:
                 break
-            drawn = int(self.rng.integers(len(room)))  # Gavel's intended choice ...
-            g = open_[-1]  # ... and the type it actually gives
-            self.fifo_type[j] = g
-            left[g] -= self.D[j, g]
-            if left[g] == 0:
-                open_.pop(room[drawn])
+            drawn = self.draws.randrange(len(room))  # drawn, then used only to close a type
+            last = open_[-1]  # the loop variable left over from scanning the open types
+            if self.T[j, last] > 0:
+                self.fifo_type[j] = last
+                left[last] -= self.D[j, last]
+                if left[last] == 0:
+                    open_.pop(room[drawn])
         X = np.zeros((len(jobs), len(self.n)))
         for row, j in enumerate(jobs.tolist()):
             if j in self.fifo_type:
@@ -257,6 +289,8 @@ class GavelPolicy(OnlinePolicy):
                              or now - self.last_s >= self.recompute_s - VALUE_EPS):
             self._recompute(t, state)
         jobs = [j for j in state.active().tolist() if self.in_alloc[j]]
+        if self.ghosts:
+            jobs = sorted(jobs + [j for j in self.ghosts if self.in_alloc[j]])
         if not jobs:
             self.lease.clear()
             return []
@@ -280,14 +314,38 @@ class GavelPolicy(OnlinePolicy):
                 if self.D[j, g] <= left[g] + FIT_EPS:
                     left[g] -= self.D[j, g]
                     taken[j] = g
+        ghosts = {j: taken.pop(j) for j in list(taken) if j in self.ghosts}
         out = self._place(taken, state.free.copy())
-        for j, (g, rows) in out.items():  # time run: the slot, or the part the job needs
-            rate = float(self.k[j] * inst.type_speed[j, g])
-            spent = min(1.0, state.remaining[j] / rate) * self.slot_s
+        runs = [(j, g) for j, (g, rows) in out.items()] + list(ghosts.items())
+        for j, g in runs:  # time run: the slot, or the part the job needs
+            if self.gavel_steps:
+                spent = self._steps(j, g)
+            else:
+                rate = float(self.k[j] * inst.type_speed[j, g])
+                spent = min(1.0, state.remaining[j] / rate) * self.slot_s
             self.ran[j, g] += spent
             self.type_ran[g] += spent
         self.lease = out
         return [(j, s, role, c) for j, (g, rows) in out.items() for s, role, c in rows]
+
+    def _steps(self, j: int, g: int) -> float:
+        """Gavel's micro-task (``scheduler.py``): min(int(T_g L), steps left) steps at T_g
+        steps/s, the seconds returned; split over the k_j workers with integer division, it
+        fails (no step counted) when a worker gets none, and the 5th failure drops the job
+        (Gavel's MAX_FAILED_ATTEMPTS). Our work units end a job up to one slot before Gavel's
+        steps do (Gavel runs int(T_g L) steps a round, so a few steps are left for one more
+        round): such a job stays here as a *ghost* that keeps its type in the FIFO and takes its
+        GPUs in the rounds (idle here, nearly so in Gavel) until Gavel would end or drop it."""
+        thr = float(self.instance.jobs[j].provenance["throughput"][str(self.instance.types[g])])
+        steps = min(int(thr * self.slot_s), self.steps_left[j])
+        if j in self.ghosts and steps // int(self.k[j]) == 0:
+            self.failures[j] += 1
+            steps = 0
+        self.steps_left[j] -= steps
+        if j in self.ghosts and (self.steps_left[j] <= 0 or self.failures[j] >= MAX_FAILURES):
+            self.ghosts.discard(j)
+            self.ghost_ended = True
+        return steps / thr
 
     def _place(self, taken: dict[int, int], free: np.ndarray) -> dict[int, tuple[int, list]]:
         """Leases first (a job on the same type as last slot keeps its servers if they have
