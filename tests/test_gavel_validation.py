@@ -3,8 +3,7 @@
 Gavel's numbers (``data/traces/gavel/validation``) come from its unmodified simulator on traces
 its generator made (sizes 120-200 jobs, three cluster mixes). Each LP policy of ours must land
 within 5 % of Gavel's average JCT and makespan on every trace, and its per-job JCTs must track
-Gavel's (Pearson r). Gavel's FIFO is held on its average JCT only: its makespan rides on the random
-type it closes (the last test).
+Gavel's (Pearson r). Gavel's FIFO (the last test) is held on both too, and per job.
 """
 from __future__ import annotations
 
@@ -73,15 +72,28 @@ def test_policy_within_five_percent_of_gavel(instances, trace, policy):
 
 
 @pytest.mark.parametrize("trace", TRACES, ids=[str(t["name"]) for t in TRACES])
-def test_gavel_fifo_average_jct_within_five_percent_of_gavel(instances, trace):
-    """Gavel's FIFO (``variant=gavel``) on its average JCT, the part its random type closings
-    leave pinned (-4.7 % to -0.5 % here); its makespan is not held: on v120-v100heavy it is one
-    job (102, ResNet-18, 1 GPU) that Gavel's draws left to K80 alone, 144,000 s there, ending
-    118 % after every other job (``paper_figs/gavel.md``). The textbook FIFO
-    (``variant=textbook``, strict head-of-line on the fastest type) lands 23 % and 10 % below
-    Gavel on v120-v100heavy and v200-121212: the over-commit and the type rule are held."""
+def test_gavel_fifo_within_five_percent_of_gavel(instances, trace):
+    """Gavel's FIFO (``variant=gavel``) on average JCT *and* makespan, and per job. Its makespan
+    rides on the random type it closes when a type fills up: with another generator's draws
+    (numpy's, the earlier version) it was off by 27-67 % on v120-888, v120-v100heavy,
+    v120-k80heavy and v200-121212, and with Gavel's generator but seed 0 instead of its 11 by
+    67 % on v200-121212. Gavel's steps matter too: a job that needs one more, nearly empty
+    round there than our work units say must keep its type and GPUs for it (without that the
+    makespan is 25-74 % off on three traces even with Gavel's draws), and so do its deficits,
+    summed over the jobs it knows (a late job starting with the credits of the computations
+    before its arrival: 14 % and 47 % off on v120-k80heavy and v120-888). The textbook FIFO (``variant=textbook``,
+    strict head-of-line on the fastest type) lands 23 % and 10 % below Gavel on
+    v120-v100heavy and v200-121212 average JCT: the over-commit and the type rule are held."""
     inst = instances[trace["name"]]
     sched = solve(inst, "gavel-fifo", variant="gavel")
     assert validate(inst, sched).ok
-    ref, _ = _gavel(trace, "fifo")
-    assert jct_metrics(inst, sched)["avg_jct_s"] == pytest.approx(ref["avg_jct_s"], rel=TOLERANCE)
+    ref, jcts = _gavel(trace, "fifo")
+    m = jct_metrics(inst, sched)
+    assert m["avg_jct_s"] == pytest.approx(ref["avg_jct_s"], rel=TOLERANCE)
+    assert m["makespan_s"] == pytest.approx(ref["makespan_s"], rel=TOLERANCE)
+    ours = job_jcts(inst, sched)
+    both = sorted(jcts)
+    diff = np.abs(ours[both] - np.array([jcts[j] for j in both]))
+    # per job within 2 rounds (a job that Gavel ends in one more, nearly empty round ends
+    # here at the end of the slot before), and most within a round
+    assert diff.max() <= 2 * 360 + 10 and np.median(diff) <= 360

@@ -34,11 +34,16 @@ Allocations (``GavelPolicy.allocation``, one per registered subclass): ``las`` (
 * ``fifo`` (textbook): jobs in arrival order, strict head-of-line; the head takes the fastest
   type it can use with room for its k_j GPUs and keeps it until it ends; recomputed at every
   event (no cadence), so the round mechanism runs every allocated job;
-* ``fifo-gavel``: Gavel's FIFO as its simulator runs it (its trace README): at each
-  recomputation jobs in arrival order get X_jg = 1 on the *last* open type of the alphabetical
-  list (V100 while it is open), and when a type's GPUs run out a *random* open type is closed
-  (Gavel draws an index and uses it only there), so V100 can be over-committed, its jobs taking
-  turns by priority, while other types stay empty.
+* ``fifo-gavel``: Gavel's FIFO as its simulator runs it (``scheduler/policies/fifo.py``, mode
+  ``base``): at each recomputation jobs in arrival order get X_jg = 1 on the *last* open type of
+  the alphabetical list (V100 while it is open), and when a type's GPUs run out a *random* open
+  type is closed (Gavel draws an index with ``random.Random(seed).randrange`` and uses it only
+  there), so V100 can be over-committed, its jobs taking turns by priority, while other types
+  stay empty. The draws are Gavel's own (same generator, seed and calls: ``GavelFifo``). On a
+  Gavel import the rounds also count Gavel's steps (``_steps``): a job runs int(T_g L) steps a
+  round there, so it often needs one more, nearly empty round than our work units do, and a
+  multi-GPU job left with fewer steps than GPUs fails 5 rounds and is dropped; until then the
+  job keeps its type and its GPUs in the rounds here too (idle), as in Gavel.
 
 Throughputs in the LPs: T_jg = k_j s_jg, the job's work units per slot on type g; type
 capacities n_g and job sizes D_jg = k_j w_jg in GPUs (the ``gpu`` resource; on a cluster without
@@ -61,6 +66,7 @@ from ..sim.placement import apply
 
 ALLOCATIONS = ("las", "ftf", "makespan", "las-agnostic", "fifo", "fifo-gavel")
 RECOMPUTE_S = 1920.0  # Gavel's minimum time between two allocation computations
+GAVEL_SEED = 11  # --seed of Gavel's reference runs (its FIFO's draws)
 MAX_FAILURES = 5  # Gavel drops a job after this many failed micro-tasks
 ROUND_S = 360.0  # slot length assumed for an instance whose meta has no slot_s (Gavel's round)
 SOLUTIONS = ("central", "vertex")  # which optimal LP point (offline.gavel_lp)
@@ -158,9 +164,10 @@ class GavelPolicy(OnlinePolicy):
             room = ((self.D[active] <= self.n[None, :] + FIT_EPS)
                     & (self.T[active] > 0)).any(axis=1)
             active = active[room]
-        if self.last_s is not None:  # Gavel's _reset_time_run_so_far, with the old X, over
-            # the jobs it knows (arrived: r_j > 0 since their arrival or the last computation)
-            known = self.ran.sum(axis=1) > 0
+        if self.last_s is not None:  # Gavel's _reset_time_run_so_far, with the old X; Gavel
+            # sums over the jobs it knows (fifo-gavel: those with r_j > 0, arrived since or
+            # active at the last computation; the others keep adding the credit, issue #34)
+            known = self.ran.sum(axis=1) > 0 if self.allocation == "fifo-gavel" else slice(None)
             self.deficit[known] += self.X[known] * (now - self.last_s) \
                 - (self.ran[known] - self.credit)
         self.ran[:] = 0.0
@@ -422,11 +429,17 @@ class MaxMinFairness(GavelPolicy):
 
 class GavelFifo(GavelPolicy):
     """``gavel-fifo``: FIFO in Gavel's rounds, ``variant`` "textbook" or "gavel" (module
-    docstring)."""
+    docstring).
+
+    ``seed`` (variant "gavel"): seeds the ``random.Random`` whose ``randrange`` draws the type
+    Gavel's FIFO closes (Gavel's ``FIFOPolicy(seed=...)``, from its driver's ``--seed``); 11,
+    the seed of Gavel's reference runs (``data/traces/gavel``), by default. Gavel's driver
+    itself defaults to no seed (the draws then change from run to run). The textbook variant
+    draws nothing."""
 
     name = "gavel-fifo"
 
-    def __init__(self, *, variant: str = "textbook", seed: int = 0,
+    def __init__(self, *, variant: str = "textbook", seed: int = GAVEL_SEED,
                  recompute_s: float | None = None):
         if variant not in ("textbook", "gavel"):
             raise ValueError(f"variant: expected 'textbook' or 'gavel', got {variant!r}")
