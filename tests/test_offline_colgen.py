@@ -252,6 +252,27 @@ def test_lns_and_seed_with_options():
         bracket(inst, ColgenOptions(lns_rounds=-1))
 
 
+def test_lns_window_reaches_the_search(monkeypatch):
+    """``lns_window`` is the window ruin-and-recreate re-plans (a bracket that dropped it would
+    search with ``LnsOptions``' default): a spy on the module's ``ruin_and_recreate`` records
+    the options each bracket hands it; the schedule stays valid at either window."""
+    import oasis_opt.offline.colgen as colgen
+
+    seen = []
+    real = colgen.ruin_and_recreate
+
+    def spy(pool, start, prices, score, search, **kw):
+        seen.append(search.window)
+        return real(pool, start, prices, score, search, **kw)
+
+    monkeypatch.setattr(colgen, "ruin_and_recreate", spy)
+    inst = _fig5(servers=6, seed=1)
+    for window in (0.3, colgen.LNS_WINDOW):
+        s = solve(inst, "offline-colgen", lns_rounds=2, lns_window=window, max_iterations=2)
+        assert validate(inst, s).ok and s.stats["lns_rounds"] == 2
+    assert seen == [0.3, colgen.LNS_WINDOW]
+
+
 @settings(max_examples=100, deadline=None)
 @given(tiny, st.integers(0, 2**32 - 1))
 def test_could_complete_never_rejects_a_job_the_dual_subroutine_can_plan(inst, seed):

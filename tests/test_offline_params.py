@@ -77,6 +77,7 @@ BAD = [
     (ColgenOptions, {"cg_gap": -0.1}, "cg_gap"),
     (ColgenOptions, {"lns_rounds": -1}, "lns_rounds"),
     (ColgenOptions, {"lns_rounds": True}, "lns_rounds"),
+    (ColgenOptions, {"lns_window": 0.0}, "lns_window"),
     (ColgenOptions, {"lp_solver": "barrier"}, "lp_solver"),
     (ColgenOptions, {"seed": -1}, "seed"),
     (ColgenOptions, {"seed": 1.5}, "seed"),
@@ -159,11 +160,12 @@ def test_defaults_are_the_old_keyword_defaults():
                                    lim.deterministic_time))
     old = {"seed_policy": "oasis", "backend": "numpy", "max_iterations": None,
            "node_limit": None, "cg_share": 0.7, "pooled_share": 0.4, "smoothing": 0.5,
-           "cg_gap": 1e-7, "lns_rounds": None, "lns_share": 0.5, "lp_solver": "ipm", "seed": 0}
+           "cg_gap": 1e-7, "lns_rounds": None, "lns_share": 0.5, "lp_solver": "ipm", "seed": 0,
+           "lns_window": 0.05}  # lns_window: new (issue #29), LnsOptions' window default
     assert ColgenOptions() == ColgenOptions(**old)
     assert (CG_SHARE, POOLED_SHARE, SMOOTHING, CG_GAP, LNS_SHARE) == (0.7, 0.4, 0.5, 1e-7, 0.5)
     lns = LnsOptions(rounds=1)
-    assert (lns.window, lns.noise, lns.seed) == (LNS_WINDOW, LNS_NOISE, 0) == (0.1, 0.5, 0)
+    assert (lns.window, lns.noise, lns.seed) == (LNS_WINDOW, LNS_NOISE, 0) == (0.05, 0.5, 0)
     assert LNS_ROUNDS == 20
     sig = inspect.signature(bracket).parameters
     assert sig["time_limit"].default == 600.0 and sig["seeds"].default is None
@@ -175,10 +177,11 @@ def test_defaults_are_the_old_keyword_defaults():
 
 
 def test_the_policy_keeps_its_option_names_defaults_and_errors():
-    """The registry reads ``ColgenPolicy``'s signature: the same twelve options, in the same
-    order, with the same defaults; a bad value is an ``OptionError`` on that option."""
+    """The registry reads ``ColgenPolicy``'s signature: the same options (the twelve old ones and
+    ``lns_window``), in the same order, with the same defaults; a bad value is an
+    ``OptionError`` on that option."""
     old = ["seed_policy", "backend", "max_iterations", "node_limit", "cg_share", "pooled_share",
-           "smoothing", "cg_gap", "lns_rounds", "lp_solver", "seed", "seed_with"]
+           "smoothing", "cg_gap", "lns_rounds", "lns_window", "lp_solver", "seed", "seed_with"]
     params = inspect.signature(policy_factory("offline-colgen")).parameters
     assert list(params) == old == [*POLICY_OPTIONS, "seed_with"]
     defaults = ColgenOptions()
@@ -191,6 +194,7 @@ def test_the_policy_keeps_its_option_names_defaults_and_errors():
     assert policy.options == ColgenOptions(node_limit=2, max_iterations=3)
     assert policy.seed_with == ("drf",) and run == {"time_limit": 5.0}
     for option, value in (("cg_share", 2), ("node_limit", -1), ("lns_rounds", -1),
+                          ("lns_window", 0.0), ("lns_window", 1.5),
                           ("lp_solver", "barrier"), ("backend", "cuda"), ("smoothing", 1)):
         with pytest.raises(OptionError) as err:
             build("offline-colgen", {option: value})
