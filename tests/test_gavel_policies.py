@@ -101,6 +101,28 @@ def test_a_late_job_waits_for_the_next_computation():
     assert min(t for (j, t) in ran if j == 2) == 2 + 5
 
 
+@pytest.mark.parametrize("policy", ["gavel-las", "gavel-ftf", "max-min-fairness"])
+def test_a_job_arriving_later_starts_with_no_deficit(policy):
+    """Gavel sums the deficits over the jobs it knows: a job gets none before its arrival.
+    By hand (one V100, 100-s slots, credit 50 s, a computation at every arrival): computations
+    in slots 1 (job 0), 2 (job 2 arrives) and 4 (job 1 arrives); job 1 is unknown at the first
+    two and has run nothing when the third counts it (r = its credit, X = 0), so its deficit is
+    0, where the old sum over every job gave it the credit at slot 2's computation (50 s)."""
+    from oasis_opt.policies import build
+    from oasis_opt.sim.core import simulate
+
+    inst = cluster({"v100": [1]}, [{"work": 100}, {"work": 100, "arrival": 4},
+                                   {"work": 100, "arrival": 2}], horizon=6)
+    pol = build(policy, {"recompute_s": 100.0})[0]
+    sched = simulate(inst, pol)
+    assert validate(inst, sched).ok and not any(sched.completion)  # nothing ends: 3 computations
+    assert pol.credit == 50.0
+    assert pol.deficit[1].tolist() == [0.0]
+    # job 2: X = 1/2 of the GPU from slot 2's computation, one 100-s slot run by slot 4's:
+    # 0.5 x 200 - ((50 + 100) - 50) = 0 (the LP point within its solver tolerance)
+    assert pol.deficit[2].tolist() == [pytest.approx(0.0, abs=1e-3)]
+
+
 def test_leases_keep_servers_and_types():
     inst = cluster({"v100": [2, 2]}, [{"work": 10, "gpus": 2}, {"work": 5}, {"work": 5}])
     sched = solve(inst, "gavel-las", recompute_s=0.0)

@@ -165,9 +165,10 @@ class GavelPolicy(OnlinePolicy):
                     & (self.T[active] > 0)).any(axis=1)
             active = active[room]
         if self.last_s is not None:  # Gavel's _reset_time_run_so_far, with the old X; Gavel
-            # sums over the jobs it knows (fifo-gavel: those with r_j > 0, arrived since or
-            # active at the last computation; the others keep adding the credit, issue #34)
-            known = self.ran.sum(axis=1) > 0 if self.allocation == "fifo-gavel" else slice(None)
+            # sums over the jobs it knows (those with r_j > 0: active at the last computation or
+            # run since), so a job arriving later starts at 0 instead of gathering the credit at
+            # every computation before its arrival (issue #34; every allocation)
+            known = self.ran.sum(axis=1) > 0
             self.deficit[known] += self.X[known] * (now - self.last_s) \
                 - (self.ran[known] - self.credit)
         self.ran[:] = 0.0
