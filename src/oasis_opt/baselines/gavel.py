@@ -134,7 +134,6 @@ class GavelPolicy(OnlinePolicy):
         self.steps_left = [int(p.get("total_steps", 0)) for p in provs]
         self.failures = [0] * inst.I
         self.ghosts: set[int] = set()
-        self.ghost_ended = False
 
     def on_arrival(self, job, t, state):
         self.changed = True
@@ -148,15 +147,17 @@ class GavelPolicy(OnlinePolicy):
                 self.ghosts.add(j)  # done here, not yet in Gavel
             else:
                 self.changed = True
-        if self.ghost_ended:
-            self.changed, self.ghost_ended = True, False
+
+    def _with_ghosts(self, jobs: np.ndarray) -> np.ndarray:
+        """``jobs`` and the ghosts (``_steps``), in index order."""
+        if not self.ghosts:
+            return jobs
+        return np.array(sorted(set(jobs.tolist()) | self.ghosts), dtype=np.int64)
 
     # ---- allocation ----------------------------------------------------------------------------
     def _recompute(self, t: int, state) -> None:
         now = (t - 1) * self.slot_s
-        active = state.active()
-        if self.ghosts:
-            active = np.array(sorted(set(active.tolist()) | self.ghosts), dtype=np.int64)
+        active = self._with_ghosts(state.active())
         active = active[self.k[active] > 0]
         # jobs whose usable types have no room for their GPUs at all cannot get time (Gavel's
         # FIFO keeps them in its queue, where the first one stops the queue)
@@ -296,9 +297,7 @@ class GavelPolicy(OnlinePolicy):
         if self.changed and (self.last_s is None or self.last_s == 0
                              or now - self.last_s >= self.recompute_s - VALUE_EPS):
             self._recompute(t, state)
-        jobs = [j for j in state.active().tolist() if self.in_alloc[j]]
-        if self.ghosts:
-            jobs = sorted(jobs + [j for j in self.ghosts if self.in_alloc[j]])
+        jobs = [j for j in self._with_ghosts(state.active()).tolist() if self.in_alloc[j]]
         if not jobs:
             self.lease.clear()
             return []
@@ -352,7 +351,7 @@ class GavelPolicy(OnlinePolicy):
         self.steps_left[j] -= steps
         if j in self.ghosts and (self.steps_left[j] <= 0 or self.failures[j] >= MAX_FAILURES):
             self.ghosts.discard(j)
-            self.ghost_ended = True
+            self.changed = True  # Gavel ends or drops it now: recompute at the next round
         return steps / thr
 
     def _place(self, taken: dict[int, int], free: np.ndarray) -> dict[int, tuple[int, list]]:

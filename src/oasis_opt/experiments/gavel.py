@@ -168,9 +168,7 @@ def _fifo_paragraph(fifo: list[dict]) -> str:
         "reorders the over-committed V100 queue: 14 % and 47 % off on v120-k80heavy and "
         "v120-888). Per job, ours ends within two rounds of Gavel's (most within one: such a "
         "last, nearly empty round ends here at the slot before), and the jobs Gavel drops as "
-        "failed are finished and counted "
-        "here.\n")
-
+        "failed are finished and counted here.\n")
 
 
 def label(name: str, options: dict) -> str:
