@@ -61,7 +61,6 @@ import numpy as np
 from ..model.numerics import FIT_EPS, VALUE_EPS, workers_alone
 from ..model.policy import OnlinePolicy
 from ..offline import gavel_lp
-from ..offline._checks import is_whole
 from ..model.numerics import fill, fit_count
 from ..sim.placement import apply
 
@@ -90,7 +89,7 @@ class GavelPolicy(OnlinePolicy):
             raise ValueError(f"solution: expected one of {', '.join(SOLUTIONS)}, got {solution!r}")
         if recompute_s is not None and not recompute_s >= 0:
             raise ValueError(f"recompute_s: must be >= 0 seconds, got {recompute_s}")
-        if not is_whole(seed, 0):
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise ValueError(f"seed: must be an integer >= 0, got {seed!r}")
         self.central, self.solution, self.seed = solution == "central", solution, int(seed)
         self.recompute_s = (0.0 if self.allocation == "fifo" else RECOMPUTE_S) \

@@ -111,13 +111,17 @@ def plan(s: dict, profiles, slowdown: float = 1.0) -> tuple:
     every policy's validated open-loop schedule: ``(instance, pricing, {policy: schedule})``.
     Needs no Ray."""
     from .. import solve, validate
-    from ..online.estimate import estimate_pricing
+    from ..online.estimate import DEFAULT_FLOOR_GRID, estimate_pricing, history_u
     from ..workloads.testbed_real import testbed_real
 
     kw = dict(profiles=profiles, jobs=s["jobs"], horizon=s["horizon"], slot_s=s["slot_s"],
               slowdown=slowdown)
     inst = testbed_real(s["seed"], **kw)
-    pricing = estimate_pricing([testbed_real(h, **kw) for h in s["history"]])
+    history = [testbed_real(h, **kw) for h in s["history"]]
+    # the default grid's floors up to the history's smallest U: a large slowdown (a loaded
+    # machine) lengthens the chunk times and lowers U below the grid's top floors
+    top = min(v for key in ("U_worker", "U_ps") for v in history_u(history)[key].values())
+    pricing = estimate_pricing(history, [f for f in DEFAULT_FLOOR_GRID if f <= top])
     schedules = {}
     for policy in POLICIES:
         sched = solve(inst, policy, **policy_options(policy, pricing))
