@@ -39,7 +39,7 @@ def row(load, mode, policy, ratio, err, rep=0, overruns=0):
     """A run with median |JCT error| in slots ``err`` (the seconds error 9.0 is never checked)."""
     return {"load_kind": load, "mode": mode, "policy": policy, "rep": rep, "wall_s": 10.0,
             "utility_ratio": ratio, "median_abs_jct_error": 9.0, "median_abs_slot_error": err,
-            "jobs_sim_done": 3, "jobs_real_done": 3, "overruns": overruns, "slots": 8,
+            "jobs_sim_done": 3 - rep, "jobs_real_done": 3, "overruns": overruns, "slots": 8,
             "replans": 0 if mode == "closed" else None, "startup_s": 1.0 + rep,
             "checkpoint_s": 0.2, "restart_s": 0.0,
             "load": {"min": 9.0 + rep, "median": 10.0, "max": 11.0 + rep},
@@ -64,15 +64,21 @@ def test_targets_are_checked_on_the_measured_rows():
     assert checks["quiet", "closed", "drf"]["load_max"] == 13.0
     data = {"settings": study.FULL, "rows": rows, "cores": 2, "wall_s": 60.0,
             "profiles": [],
-            "plans": {load: {"instance": SimpleNamespace(I=3, horizon=8),
-                             "pricing": SimpleNamespace(calibration=SimpleNamespace(chosen=0.1)),
-                             "speed": Calibration(c, 0.9, (1.0, c, 3.0), (1.0, 2.0), 9.0),
-                             "sim": {"drf": 12.5}}
-                      for load, c in (("quiet", 1.25), ("busy", 2.5))}}
+            "plans": {(load, rep): {
+                "instance": SimpleNamespace(I=3, horizon=8),
+                "pricing": SimpleNamespace(calibration=SimpleNamespace(chosen=0.1)),
+                "speed": Calibration(c, 0.9, (1.0, c, 3.0), (1.0, 2.0), 9.0, {"runs": [
+                    {"policy": "drf", "ratios": [1.0, c], "job_slots": 2},
+                    {"policy": "fifo", "ratios": [3.0], "job_slots": 1}]}),
+                "sim": {"drf": 12.5}}
+                for load, rep, c in (("quiet", 0, 1.25), ("quiet", 1, 1.5), ("busy", 0, 2.5))}}
     text = page.markdown(data, quick=False)
-    # the plans' table: each load's slowdown and its ratios, the plan's simulated utility
-    assert "| quiet | 1.25 | 1.25 [1.00, 3.00] | 3 | 1.0 / 2.0 | 0.1 | DRF 12.5 |" in text
-    assert "| busy | 2.50 | 2.50 [1.00, 3.00] | 3 |" in text
+    # the plans' table: each load and repetition's slowdown and its ratios (pooled, then per
+    # calibration run: the median of DRF's 1.0 and c, FIFO's 3.0), the plan's simulated utility
+    assert ("| quiet | 0 | 1.25 | 1.25 [1.00, 3.00] | DRF 1.12 (2), FIFO 3.00 (1) | 3 | "
+            "1.0 / 2.0 | 0.1 | DRF 12.5 |") in text
+    assert "| quiet | 1 | 1.50 | 1.50 [1.00, 3.00] | DRF 1.25 (2), FIFO 3.00 (1) | 3 |" in text
+    assert "| busy | 0 | 2.50 | 2.50 [1.00, 3.00] |" in text
     assert "- ✅ quiet, closed loop, DRF: real / sim utility 0.96" in text
     assert "- ✅ quiet, closed loop, DRF: median |JCT error| in slots 8.0 %" in text
     assert "- ❌ quiet, closed loop, FIFO: real / sim utility 0.94" in text
@@ -88,8 +94,10 @@ def test_targets_are_checked_on_the_measured_rows():
         in missed
     assert "DRF" in missed and "busy" not in missed
     assert "70 min measured here" not in text and "1 min measured here" in text  # 7 x 10 s
-    # the repetitions' spread and counts in the run table
+    # the repetitions' spread and counts in the run table; each repetition is planned on its own
+    # calibration, so its simulated job count is its own (3, 2, 1 here), not the first's
     assert "| quiet | closed | DRF | 9.0-10.0-13.0 | 0.96 [0.20, 0.97] |" in text
+    assert "| 3/2/1 / 3/3/3 |" in text
 
 
 def test_overheads_are_a_share_of_the_slot():

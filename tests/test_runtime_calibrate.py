@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from oasis_opt.runtime.calibrate import Calibration, calibration_instance, slowdown_of
+from oasis_opt.runtime.calibrate import Calibration, calibration_instances, slowdown_of
 
 
 def test_the_slowdown_is_the_quantile_of_the_ratios():
@@ -42,9 +42,9 @@ def test_the_stored_calibration_round_trips_and_is_reused_only_for_its_instance(
 
     s = dict(study.QUICK)
     profiles = [synthetic_profile()]
-    inst = calibration_instance(profiles, slot_s=s["slot_s"])
+    runs = calibration_instances(profiles, slot_s=s["slot_s"])
     cal = Calibration(1.7, s["quantile"], (1.0, 1.5, 1.8), (0.5, 1.0), 12.0,
-                      {"instance_sha256": inst.fingerprint})
+                      {"instances_sha256": [inst.fingerprint for _, inst in runs]})
     assert Calibration.from_json(json.loads(json.dumps(cal.to_json()))) == cal
     path = tmp_path / "calibration-quiet.json"
     path.write_text(json.dumps(cal.to_json()))
@@ -52,25 +52,34 @@ def test_the_stored_calibration_round_trips_and_is_reused_only_for_its_instance(
     assert study._stored_calibration(path, profiles, {**s, "slot_s": 2 * s["slot_s"]}) is None
     assert study._stored_calibration(path, profiles, {**s, "quantile": 0.5}) is None
     assert study._stored_calibration(tmp_path / "missing.json", profiles, s) is None
+    # a calibration measured on the full slots alone (before the (4, 2)-alone run was added)
+    path.write_text(json.dumps(Calibration(
+        1.7, s["quantile"], (1.0,), (0.5, 1.0), 12.0,
+        {"instances_sha256": [runs[0][1].fingerprint]}).to_json()))
+    assert study._stored_calibration(path, profiles, s) is None
     path.write_text(json.dumps({**cal.to_json(), "format": "other"}))
     assert study._stored_calibration(path, profiles, s) is None
 
 
-def test_the_calibration_instance_fills_the_cluster():
-    """The calibration runs the preset's jobs on a full cluster, as the preset's chunk times
-    assume (W = 4, P = 2 in a full slot): under DRF, every slot holds all 4 worker and 2 PS
-    containers, 10 job-slots in all. Bug caught: a calibration instance too small to load the machine as the plans
-    do (its ratios would miss the slot's own contention)."""
+def test_the_calibration_runs_cover_the_full_slot_and_the_big_job_alone():
+    """The calibration runs the packings the policies give the preset's jobs: under DRF, two
+    jobs of 2 workers and 1 PS side by side fill every slot (4 worker and 2 PS containers, as
+    the preset's chunk times assume; 10 job-slots), and under FIFO one job of 4 workers and 2
+    PSs runs alone in every slot (4 job-slots). Bug caught: a calibration on full slots alone,
+    which planned the study's first jobs (alone on the cluster, the packing the contention
+    model predicts worst) too fast, so their completions moved a slot; or a calibration too
+    small to load the machine as the plans do."""
     from oasis_opt import solve
     from test_costmodel_profile import profile as synthetic_profile
 
-    inst = calibration_instance([synthetic_profile()], slot_s=1.0)
-    sched = solve(inst, "drf")
-    per_job = sched.allocations.workers_per_job_slot(inst.I, inst.horizon)
-    w = per_job.sum(axis=0)[1:]
-    p = sched.allocations.ps_per_job_slot(inst.I, inst.horizon).sum(axis=0)[1:]
-    assert list(zip(w.tolist(), p.tolist())) == [(4, 2)] * inst.horizon
-    assert int((per_job > 0).sum()) == 10
+    packings = []
+    for policy, inst in calibration_instances([synthetic_profile()], slot_s=1.0):
+        sched = solve(inst, policy)
+        w = sched.allocations.workers_per_job_slot(inst.I, inst.horizon)[:, 1:]
+        p = sched.allocations.ps_per_job_slot(inst.I, inst.horizon)[:, 1:]
+        packings.append((policy, [sorted((int(w[j, t]), int(p[j, t])) for j in range(inst.I)
+                                         if w[j, t]) for t in range(inst.horizon)]))
+    assert packings == [("drf", [[(2, 1), (2, 1)]] * 5), ("fifo", [[(4, 2)]] * 4)]
 
 
 def test_generate_plans_with_a_calibrations_slowdown(tmp_path):

@@ -470,12 +470,12 @@ def test_reproduce_testbed_real_quick_runs_end_to_end_and_resumes(ray_local, tmp
     paths = written["testbed-real"]
     assert sorted(p.suffix for p in paths) == [".md", ".pdf", ".png"]
     page = next(p for p in paths if p.suffix == ".md").read_text()
-    inst = load_instance(folder / "instance-quiet.json")
+    inst = load_instance(folder / "instance-quiet-0.json")
     # the plan's speed was calibrated by a real run under the load: its slowdown is the 0.9
     # quantile of that run's busy / predicted ratios, and the instance's chunk times are the
     # uncalibrated ones times it (the same jobs, planned slower or faster)
     from oasis_opt.runtime.calibrate import Calibration
-    speed = Calibration.from_json(json.loads((folder / "calibration-quiet.json").read_text()))
+    speed = Calibration.from_json(json.loads((folder / "calibration-quiet-0.json").read_text()))
     assert len(speed.ratios) >= 4 and speed.slowdown == pytest.approx(
         float(np.quantile(speed.ratios, 0.9)))
     bare, _, planned = study.plan(TINY_TESTBED_REAL, [synthetic_profile()], speed.slowdown)
@@ -534,6 +534,48 @@ def test_reproduce_testbed_real_quick_runs_end_to_end_and_resumes(ray_local, tmp
 
 
 @pytest.mark.ray
+def test_the_study_calibrates_before_each_repetition(ray_local, tmp_path, monkeypatch):
+    """The machine is shared and its speed drifts over the minutes a load's runs take, so the
+    study calibrates before each repetition and plans that repetition with its own slowdown.
+    Two repetitions of one run each (DRF, open loop, to keep it short): two calibrations really
+    measured, each repetition's instance the uncalibrated one times its own calibration's
+    slowdown, each run stored against its repetition's instance. Bug caught: the first
+    calibration reused for every repetition (the plan made minutes before the runs)."""
+    from oasis_opt.costmodel.profile import save_profile
+    from oasis_opt.experiments import testbed_real as study
+    from oasis_opt.model.io import load_instance
+    from oasis_opt.runtime.calibrate import Calibration
+    from test_costmodel_profile import profile as synthetic_profile
+
+    monkeypatch.setattr(study, "QUICK", {**TINY_TESTBED_REAL, "reps": 2})
+    monkeypatch.setattr(study, "POLICIES", ("drf",))
+    monkeypatch.setattr(study, "MODES", ("open",))
+    results = tmp_path / "results"
+    folder = results / "testbed-real-quick"
+    folder.mkdir(parents=True)
+    save_profile(synthetic_profile(), folder / "profile-digits-mlp.json")
+    data = study.compute(quick=True, results=results, progress=False)
+    uncalibrated = study.plan(TINY_TESTBED_REAL, [synthetic_profile()])[0]
+    assert sorted(data["plans"]) == [("quiet", 0), ("quiet", 1)]
+    assert [(r["rep"], r["policy"], r["mode"]) for r in data["rows"]] == \
+        [(0, "drf", "open"), (1, "drf", "open")]
+    walls = []
+    for rep in (0, 1):
+        speed = Calibration.from_json(
+            json.loads((folder / f"calibration-quiet-{rep}.json").read_text()))
+        inst = load_instance(folder / f"instance-quiet-{rep}.json")
+        assert data["plans"]["quiet", rep]["speed"] == speed
+        assert [j.chunk_time for j in inst.jobs] == pytest.approx(
+            [speed.slowdown * j.chunk_time for j in uncalibrated.jobs])
+        run = json.loads((folder / f"run-quiet-open-drf-{rep}.json").read_text())
+        assert run["instance_sha256"] == inst.fingerprint
+        walls.append(speed.wall_s)
+    assert all(w > 0 for w in walls)  # both measured (a reused one would be the same file)
+    assert (folder / "calibration-quiet-0.json").read_text() != \
+        (folder / "calibration-quiet-1.json").read_text()
+
+
+@pytest.mark.ray
 def test_calibration_measures_a_profile_that_is_too_fast(ray_local, pool, tmp_path, capsys):
     """Two real calibrations on the same machine: one with a profile, one with that profile
     claiming every iteration takes a quarter of its time (θ / 4). The second plans 4x the
@@ -556,7 +598,13 @@ def test_calibration_measures_a_profile_that_is_too_fast(ray_local, pool, tmp_pa
     hopeful = calibrate([fast], slot_s=0.5, pool=pool)
     assert len(honest.ratios) >= 4 and len(hopeful.ratios) >= 4
     assert hopeful.slowdown > 2 * honest.slowdown, (honest, hopeful)
-    assert honest.meta["instance_sha256"] != hopeful.meta["instance_sha256"]
+    assert honest.meta["instances_sha256"] != hopeful.meta["instances_sha256"]
+    # both calibration runs measured, the pooled ratios theirs: 10 full-slot job-slots of DRF
+    # and 4 of the (4, 2) job alone under FIFO (fewer only where a job ends before the slot)
+    for cal in (honest, hopeful):
+        assert [run["policy"] for run in cal.meta["runs"]] == ["drf", "fifo"]
+        assert sorted(cal.ratios) == sorted(r for run in cal.meta["runs"] for r in run["ratios"])
+        assert all(run["job_slots"] >= 1 for run in cal.meta["runs"])
 
 
 def display_name(policy: str) -> str:

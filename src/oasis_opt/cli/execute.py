@@ -224,7 +224,8 @@ def calibrate(args: argparse.Namespace) -> int:
     from statistics import median
 
     from ..model.io import write_json_atomic
-    from ..runtime.calibrate import QUANTILE, calibrate as run_calibration, slowdown_of
+    from ..runtime.calibrate import QUANTILE, describe_runs, slowdown_of
+    from ..runtime.calibrate import calibrate as run_calibration
     from ..runtime.executor import ExecutionError
 
     quantile = QUANTILE if args.quantile is None else args.quantile
@@ -233,7 +234,7 @@ def calibrate(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise CliError("--quantile", str(e).split(": ", 1)[1]) from None
     profiles = [load_profile(path) for path in args.profile]
-    print(f"{PROG}: a short real run (4 jobs, 5 slots of {args.slot_s:g} s, DRF) ...",
+    print(f"{PROG}: short real runs ({describe_runs()}; slots of {args.slot_s:g} s) ...",
           file=sys.stderr, flush=True)
     try:
         cal = run_calibration(profiles, slot_s=args.slot_s, quantile=quantile,

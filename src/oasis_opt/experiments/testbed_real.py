@@ -6,15 +6,16 @@ machine; ``benchmarks/bench_fidelity.py`` runs the same study):
 1. profiles the workload's task (``runtime.profile``: real PS iterations at (w, p) in
    {1, 2, 4} x {1, 2}; the Optimus model and the contention model fitted on them);
 2. for each load (*quiet*: nothing started beside the runs; *busy*: ``BUSY`` busy-looping
-   processes started before and stopped after, by their pids), calibrates the plan's speed
-   (``runtime.calibrate``: a short real run under that load; the ``quantile`` of its busy /
-   predicted ratios is the slowdown), generates the ``testbed-real`` instance with the profile
-   (chunk times from the contention model at a full slot, the preset's default, times that
-   slowdown) and prices OASiS with ``estimate_pricing``'s default rule on history instances of
+   processes started before and stopped after, by their pids) and, within it, before each
+   repetition (the machine is shared: its speed drifts over the minutes a load's runs take),
+   calibrates the plan's speed (``runtime.calibrate``: short real runs under that load; the
+   ``quantile`` of their busy / predicted ratios is the slowdown), generates the
+   ``testbed-real`` instance with the profile (chunk times from the contention model at a full
+   slot, the preset's default, times that slowdown) and prices OASiS with ``estimate_pricing``'s default rule on history instances of
    the same workload (other seeds, the same slowdown);
-3. for each load, each repetition, each mode (*open*
-   loop: the policy's schedule executed as it is, ``runtime.executor.execute``; *closed* loop:
-   the policy re-run slot by slot on the measured progress, ``runtime.closed_loop``) and each
+3. for each load, each repetition, each mode (*closed* loop first, nearest the calibration:
+   the policy re-run slot by slot on the measured progress, ``runtime.closed_loop``; then *open*
+   loop: the policy's schedule executed as it is, ``runtime.executor.execute``) and each
    policy (OASiS, DRF, FIFO, Dorm, greedy), trains the run for real while sampling the machine's
    1-minute load every half second;
 4. reports per job the simulated completion (slot t, seconds t S) beside the real one (the wall
@@ -22,9 +23,10 @@ machine; ``benchmarks/bench_fidelity.py`` runs the same study):
    and checkpoint time, and per job-slot the cost models' error.
 
 One Ray and one warm container pool serve every run. Every run is stored under
-``results/testbed-real[-quick]/`` (the profile, each load's calibration and instance, one ``run-*.json`` per run with
-its execution report ``execution-*.json`` and the schedule it ran ``result-*.json``); a rerun reuses a stored run of the same instance, so a killed study resumes
-and a finished one redraws without Ray. Drawn by ``oasis_opt.experiments.figures.testbed_real``.
+``results/testbed-real[-quick]/`` (the profile, each load and repetition's calibration and
+instance, one ``run-*.json`` per run with its execution report ``execution-*.json`` and the
+schedule it ran ``result-*.json``); a rerun reuses a stored run of the same instance, so a
+killed study resumes and a finished one redraws without Ray. Drawn by ``oasis_opt.experiments.figures.testbed_real``.
 """
 from __future__ import annotations
 
@@ -36,7 +38,7 @@ import time
 from pathlib import Path
 from statistics import median
 
-from ..runtime.calibrate import QUANTILE
+from ..runtime.calibrate import QUANTILE, describe_runs
 
 POLICIES = ("oasis", "drf", "fifo", "dorm", "greedy")
 MODES = ("open", "closed")
@@ -52,6 +54,11 @@ QUICK = {"seed": 0, "jobs": 2, "horizon": 4, "slot_s": 1.0, "tasks": ("digits-ml
 # utility, highest median |JCT error| counted in slots); the busy open loop is shown, not checked
 TARGETS = {("quiet", "closed"): (0.95, 0.10), ("quiet", "open"): (0.95, 0.10),
            ("busy", "closed"): (0.90, 0.15)}
+
+
+def calibration_runs() -> str:
+    """The calibration's runs in words (``runtime.calibrate.describe_runs``), for the page."""
+    return describe_runs()
 
 
 def settings(quick: bool) -> dict:
@@ -247,49 +254,59 @@ def compute(quick: bool = False, results: Path = Path("results"), workers=None, 
                 save_profile(prof, path)
             profiles.append(load_profile(path))
         total = len(s["loads"]) * s["reps"] * len(MODES) * len(POLICIES)
-        plans: dict[str, dict] = {}
+        plans: dict[tuple[str, int], dict] = {}
         for load in s["loads"]:
             busy: list[subprocess.Popen] = []
             try:
-                speed = _stored_calibration(folder / f"calibration-{load}.json", profiles, s)
-                if speed is None:
-                    pool = session.pool()  # Ray up before the busy load starts
-                    if load == "busy":
-                        busy = start_busy(BUSY)
-                    _say(progress, f"{load}: calibrating the plan's speed ...")
-                    speed = calibrate(profiles, slot_s=s["slot_s"], quantile=s["quantile"],
-                                      pool=pool, address=address)
-                    write_json_atomic(folder / f"calibration-{load}.json", speed.to_json())
-                    _say(progress, f"{load}: plan with slowdown {speed.slowdown:.2f} (the "
-                         f"{s['quantile']:g} quantile of {len(speed.ratios)} job-slots' busy / "
-                         f"predicted; median {median(speed.ratios):.2f})")
-                inst, pricing, schedules = plan(s, profiles, speed.slowdown)
-                save_instance(inst, folder / f"instance-{load}.json")
-                plans[load] = {"instance": inst, "pricing": pricing, "speed": speed,
-                               "sim": {k: float(v.total_utility) for k, v in schedules.items()}}
-                keys = [(rep, mode, policy) for rep in range(s["reps"]) for mode in MODES
-                        for policy in POLICIES]
-                stored = {k: _stored_row(folder / _run_name(load, *k), inst) for k in keys}
-                for k in keys:
-                    row = stored[k]
-                    if row is None:
+                for rep in range(s["reps"]):
+                    speed = _stored_calibration(folder / f"calibration-{load}-{rep}.json",
+                                                profiles, s)
+                    if speed is None:
                         pool = session.pool()  # Ray up before the busy load starts
                         if load == "busy" and not busy:
                             busy = start_busy(BUSY)
-                        rep, mode, policy = k
-                        row, report, ran = run_one(inst, schedules[policy], policy, mode,
-                                                   s["slot_s"], pool, pricing, address)
-                        row.update(load_kind=load, rep=rep)
-                        save_report(report, folder / _run_name(load, *k, prefix="execution"))
-                        save_result(inst, ran, folder / _run_name(load, *k, prefix="result"))
-                        write_json_atomic(folder / _run_name(load, *k),
-                                          {"instance_sha256": inst.fingerprint, "row": row})
-                        _say(progress, f"[{len(rows) + 1}/{total}] {load} {mode} loop {policy} "
-                             f"rep {rep}: real / sim utility {fmt(row['utility_ratio'])}, "
-                             f"median |JCT error| {fmt(row['median_abs_jct_error'])}, overruns "
-                             f"{row['overruns']}/{row['slots']}, load "
-                             f"{row['load']['median']:.1f}")
-                    rows.append(row)
+                        _say(progress, f"{load} rep {rep}: calibrating the plan's speed ...")
+                        speed = calibrate(profiles, slot_s=s["slot_s"], quantile=s["quantile"],
+                                          pool=pool, address=address)
+                        write_json_atomic(folder / f"calibration-{load}-{rep}.json",
+                                          speed.to_json())
+                        _say(progress, f"{load} rep {rep}: plan with slowdown "
+                             f"{speed.slowdown:.2f} (the {s['quantile']:g} quantile of "
+                             f"{len(speed.ratios)} job-slots' busy / predicted; median "
+                             f"{median(speed.ratios):.2f})")
+                    inst, pricing, schedules = plan(s, profiles, speed.slowdown)
+                    save_instance(inst, folder / f"instance-{load}-{rep}.json")
+                    plans[(load, rep)] = {"instance": inst, "pricing": pricing, "speed": speed,
+                                          "sim": {k: float(v.total_utility)
+                                                  for k, v in schedules.items()}}
+                    # the closed loop first: the runs the busy targets check run nearest
+                    # their calibration
+                    keys = [(rep, mode, policy) for mode in reversed(MODES)
+                            for policy in POLICIES]
+                    stored = {k: _stored_row(folder / _run_name(load, *k), inst) for k in keys}
+                    for k in keys:
+                        row = stored[k]
+                        if row is None:
+                            pool = session.pool()  # Ray up before the busy load starts
+                            if load == "busy" and not busy:
+                                busy = start_busy(BUSY)
+                            _, mode, policy = k
+                            row, report, ran = run_one(inst, schedules[policy], policy, mode,
+                                                       s["slot_s"], pool, pricing, address)
+                            row.update(load_kind=load, rep=rep)
+                            save_report(report,
+                                        folder / _run_name(load, *k, prefix="execution"))
+                            save_result(inst, ran,
+                                        folder / _run_name(load, *k, prefix="result"))
+                            write_json_atomic(folder / _run_name(load, *k),
+                                              {"instance_sha256": inst.fingerprint, "row": row})
+                            _say(progress, f"[{len(rows) + 1}/{total}] {load} {mode} loop "
+                                 f"{policy} rep {rep}: real / sim utility "
+                                 f"{fmt(row['utility_ratio'])}, median |JCT error| "
+                                 f"{fmt(row['median_abs_jct_error'])}, overruns "
+                                 f"{row['overruns']}/{row['slots']}, load "
+                                 f"{row['load']['median']:.1f}")
+                        rows.append(row)
             finally:
                 stop_busy(busy)
     finally:
@@ -308,17 +325,18 @@ def _run_name(load: str, rep: int, mode: str, policy: str, prefix: str = "run") 
 
 
 def _stored_calibration(path: Path, profiles, s: dict):
-    """The speed calibration stored at ``path`` when it was measured for these profiles, slot
-    length and quantile, else None (calibrate again)."""
+    """The speed calibration stored at ``path`` when it was measured on the calibration runs of
+    these profiles and slot length (``runtime.calibrate.CALIBRATION_RUNS``) with this quantile,
+    else None (calibrate again)."""
     from ..model.io import FormatError, read_json
-    from ..runtime.calibrate import Calibration, calibration_instance
+    from ..runtime.calibrate import Calibration, calibration_instances
 
     try:
         cal = Calibration.from_json(read_json(path))
     except (FormatError, OSError, ValueError, KeyError, TypeError):
         return None
-    want = calibration_instance(profiles, slot_s=s["slot_s"]).fingerprint
-    if cal.meta.get("instance_sha256") != want or cal.quantile != s["quantile"]:
+    want = [inst.fingerprint for _, inst in calibration_instances(profiles, slot_s=s["slot_s"])]
+    if cal.meta.get("instances_sha256") != want or cal.quantile != s["quantile"]:
         return None
     return cal
 

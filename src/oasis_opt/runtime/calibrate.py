@@ -11,12 +11,19 @@ than planned, and the closed loop earned 0-53 % of the plan).
 ``calibrate(profiles, slot_s=S)`` measures, just before planning, what the plan's chunk times
 miss now:
 
-1. a small instance of the ``testbed-real`` preset from the same profiles (``CALIBRATION``:
-   4 jobs, 5 slots, seed ``CALIBRATION_SEED``: DRF fills the cluster, 4 workers and 2 PSs, in
-   every slot, as the preset's chunk times assume; 10 job-slots) is scheduled by DRF and
-   trained for real, open loop (every planned mini-batch);
+1. small instances of the ``testbed-real`` preset from the same profiles (``CALIBRATION_RUNS``,
+   not the fidelity study's seed 1), each scheduled by its policy and trained for real, open
+   loop (every planned mini-batch), one after the other on the same pool. They cover the
+   packings the policies give the preset's jobs: DRF on 4 jobs and 5 slots fills the cluster
+   with two jobs of 2 workers and 1 PS side by side in every slot (10 job-slots, the full slot
+   the chunk times are derived at); FIFO on 2 jobs and 4 slots runs one job of 4 workers and 2
+   PSs alone in every slot (4 job-slots). The second packing is the one the model predicts
+   worst: in the fidelity study's quiet runs a (4, 2) job alone took a median 1.16x the model's
+   time (0.9 quantile 1.33) where a (2, 1) job in a full slot took 1.02x (1.19), so a
+   calibration on full slots alone planned the first jobs of most schedules (alone on the
+   cluster) too fast, and their completions moved a slot (``paper_figs/testbed-real.md``);
 2. per executed job-slot, the real busy time over the chunk-time model's prediction (the
-   report's ``chunk-time`` ratios, ``ExecutionReport``);
+   report's ``chunk-time`` ratios, ``ExecutionReport``), pooled over the runs;
 3. the slowdown to plan with is the ``quantile`` (default 0.9) of those ratios.
 
 Planning with chunk times multiplied by it (``testbed_real(slowdown=c)``, ``oasis-opt generate
@@ -30,7 +37,7 @@ mini-batches per slot, so the simulated utility is what the machine can deliver 
 broken promises. The external load enters as what it does to the chunk times, measured, not
 modelled: two busy loops, a noisy neighbour or a slower machine all show in the ratios.
 
-The run is short (its 5 slots plus the warm-up of a pool that is not warm yet); a ``pool``
+The runs are short (their 9 slots plus the warm-up of a pool that is not warm yet); a ``pool``
 given is reused (its containers stay warm for the runs that follow).
 """
 from __future__ import annotations
@@ -42,9 +49,9 @@ from typing import Sequence
 
 import numpy as np
 
-CALIBRATION = {"jobs": 4, "horizon": 5}
-CALIBRATION_SEED = 2  # not the fidelity study's seed (1); under DRF all 5 slots run full
-CALIBRATION_POLICY = "drf"
+# (policy, seed, jobs, horizon) of each calibration run (module docstring, step 1)
+CALIBRATION_RUNS = (("drf", 2, 4, 5),   # two (2, 1) jobs side by side in each of 5 slots
+                    ("fifo", 2, 2, 4))  # one (4, 2) job alone in each of 4 slots
 QUANTILE = 0.9
 
 
@@ -91,29 +98,46 @@ def slowdown_of(ratios: Sequence[float], quantile: float = QUANTILE) -> float:
     return float(np.quantile(r, quantile))
 
 
-def calibration_instance(profiles, *, slot_s: float):
-    """The instance ``calibrate`` runs (module docstring, step 1)."""
+def calibration_instances(profiles, *, slot_s: float) -> list[tuple[str, object]]:
+    """The ``(policy, instance)`` runs ``calibrate`` trains (module docstring, step 1)."""
     from ..workloads.testbed_real import testbed_real
 
-    return testbed_real(CALIBRATION_SEED, profiles=profiles, slot_s=slot_s, **CALIBRATION)
+    return [(policy, testbed_real(seed, profiles=profiles, slot_s=slot_s, jobs=jobs,
+                                  horizon=horizon))
+            for policy, seed, jobs, horizon in CALIBRATION_RUNS]
+
+
+def describe_runs() -> str:
+    """The calibration runs in words, for progress lines: "DRF 4 jobs x 5 slots, ..."."""
+    return ", ".join(f"{policy.upper()} {jobs} jobs x {horizon} slots"
+                     for policy, _, jobs, horizon in CALIBRATION_RUNS)
 
 
 def calibrate(profiles, *, slot_s: float, quantile: float = QUANTILE, pool=None,
               address: str | None = None) -> Calibration:
     """Measure the slowdown to plan the ``testbed-real`` preset with now (module docstring):
-    a real run of ``calibration_instance`` under DRF; ``pool``/``address`` as ``execute``'s."""
+    a real open-loop run of each of ``calibration_instances`` under its policy, the ratios
+    pooled; ``pool``/``address`` as ``execute``'s. ``meta["runs"]`` records per run its
+    policy, instance fingerprint and job-slots measured."""
     from .. import solve
     from .executor import execute
 
     slowdown_of([1.0], quantile)  # the quantile checked before anything runs
-    inst = calibration_instance(profiles, slot_s=slot_s)
-    schedule = solve(inst, CALIBRATION_POLICY)
+    runs = calibration_instances(profiles, slot_s=slot_s)
     before = os.getloadavg()[0]
     t0 = time.perf_counter()
-    report = execute(inst, schedule, slot_seconds=slot_s, pool=pool, address=address)
+    ratios: list[float] = []
+    done = []
+    for (policy, inst), (_, seed, jobs, horizon) in zip(runs, CALIBRATION_RUNS):
+        report = execute(inst, solve(inst, policy), slot_seconds=slot_s, pool=pool,
+                         address=address)
+        r = report.ratios("chunk-time")
+        ratios += r
+        done.append({"policy": policy, "seed": seed, "jobs": jobs, "horizon": horizon,
+                     "instance_sha256": inst.fingerprint, "job_slots": len(r),
+                     "ratios": list(r)})
     wall = time.perf_counter() - t0
-    ratios = report.ratios("chunk-time")
     return Calibration(slowdown_of(ratios, quantile), float(quantile), tuple(ratios),
                        (before, os.getloadavg()[0]), wall,
-                       {"instance_sha256": inst.fingerprint, "policy": CALIBRATION_POLICY,
-                        "slot_s": slot_s, **CALIBRATION, "seed": CALIBRATION_SEED})
+                       {"instances_sha256": [d["instance_sha256"] for d in done],
+                        "slot_s": slot_s, "runs": done})

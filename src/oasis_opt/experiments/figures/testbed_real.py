@@ -11,8 +11,8 @@ from statistics import median
 
 import numpy as np
 
-from ..testbed_real import (BUSY, LOADS, MODES, POLICIES, TARGETS, compute, fmt, group,
-                            target_checks)
+from ..testbed_real import (BUSY, LOADS, MODES, POLICIES, TARGETS, calibration_runs, compute,
+                            fmt, group, target_checks)
 from .common import COLOURS, Figure, display, markdown_table, new_figure, save, write_markdown
 
 COST_MODELS = (("chunk-time", "plan's chunk times"), ("profile", "profile, own counts"),
@@ -128,7 +128,7 @@ def run_table(rows: list[dict]) -> str:
                             spread([r["utility_ratio"] for r in rs]),
                             spread([r["median_abs_slot_error"] for r in rs]),
                             spread([r["median_abs_jct_error"] for r in rs]),
-                            f"{rs[0]['jobs_sim_done']} / "
+                            "/".join(str(r["jobs_sim_done"]) for r in rs) + " / "
                             + "/".join(str(r["jobs_real_done"]) for r in rs),
                             "/".join(str(r["overruns"]) for r in rs) + f" of {rs[0]['slots']}",
                             "/".join(fmt(r["replans"], "d") for r in rs),
@@ -167,17 +167,21 @@ def overheads(rows: list[dict], S: float) -> dict:
 
 
 def speed_table(plans: dict) -> str:
-    """Per load: the calibrated slowdown, the ratios it came from, the load while measuring,
-    and what the plan made with it promises (jobs completed and utility in the simulation)."""
-    lines = ["| load | slowdown planned with | busy / predicted: median [min, max] | "
-             "job-slots | 1-min load before / after | chosen L | simulated utility per policy |",
-             "|---|---|---|---|---|---|---|"]
-    for load, p in plans.items():
+    """Per load and repetition: the calibrated slowdown, the ratios it came from, the load
+    while measuring, and what the plan made with it promises (utility in the simulation)."""
+    lines = ["| load | rep | slowdown planned with | busy / predicted: median [min, max] | "
+             "per calibration run: median (job-slots) | job-slots | 1-min load before / after | "
+             "chosen L | simulated utility per policy |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for (load, rep), p in plans.items():
         sp = p["speed"]
         r = sorted(sp.ratios)
         sims = ", ".join(f"{display(k)} {p['sim'][k]:.1f}" for k in POLICIES if k in p["sim"])
-        lines.append(f"| {load} | {sp.slowdown:.2f} | {median(r):.2f} [{r[0]:.2f}, {r[-1]:.2f}] "
-                     f"| {len(r)} | {sp.load[0]:.1f} / {sp.load[1]:.1f} | "
+        per_run = ", ".join(f"{display(run['policy'])} {median(run['ratios']):.2f} "
+                            f"({run['job_slots']})" for run in sp.meta.get("runs", [])
+                            if run["ratios"]) or "–"
+        lines.append(f"| {load} | {rep} | {sp.slowdown:.2f} | {median(r):.2f} [{r[0]:.2f}, {r[-1]:.2f}] "
+                     f"| {per_run} | {len(r)} | {sp.load[0]:.1f} / {sp.load[1]:.1f} | "
                      f"{p['pricing'].calibration.chosen:.2g} | {sims or '–'} |")
     return "\n".join(lines) + "\n"
 
@@ -227,14 +231,17 @@ def markdown(data: dict, quick: bool) -> str:
              f"Instance: `testbed-real`, seed {s['seed']}: {inst.I} jobs ({', '.join(s['tasks'])})"
              f" on 2 worker + 1 PS servers, {inst.horizon} slots of {s['slot_s']:g} s, chunk "
              "times from the contention model at a full slot (the preset's default) times the "
-             "slowdown calibrated for the load (below); OASiS "
+             "slowdown calibrated for the load before each repetition (below); OASiS "
              f"priced by `estimate_pricing`'s default rule on {len(s['history'])} history "
              f"instances (seeds {s['history'][0]}…{s['history'][-1]}, planned with the same "
              f"slowdown). {s['reps']} repetition(s) per row: median "
              "[min, max] over them, and counts per repetition separated by /.", "",
              "## Plans at the machine's speed", "",
-             "Before each load's runs (the busy processes already started), a short real run "
-             "(`oasis_opt.runtime.calibrate`: 4 jobs, 5 slots, DRF, open loop) measures the "
+             "Before each repetition's runs (the busy processes already started: the machine "
+             "is shared, its speed drifts over the minutes a load's runs take), short real runs "
+             f"(`oasis_opt.runtime.calibrate`: {calibration_runs()}, open loop: two jobs of 2 "
+             "workers and 1 PS side by side, then one job of 4 workers and 2 PSs alone, the "
+             "packings the policies give the preset's jobs) measure the "
              "real busy time / the chunk-time model's prediction per job-slot; the plan's "
              f"chunk times are multiplied by their {s['quantile']:g} quantile, so a slot is "
              "given the time its work takes now (work done early waits for the next slot; "
@@ -261,7 +268,7 @@ def markdown(data: dict, quick: bool) -> str:
               f"% of a slot (median over runs; at most {100 * ov['share_max']:.1f} %); start-up "
               f"before slot 1 (Ray, containers, compilation) median {ov['startup_median']:.1f} s "
               f"(at most {ov['startup_max']:.1f} s: one Ray and one warm container pool serve "
-              "every run, so only the first execution pays for them: the first load's "
+              "every run, so only the first execution pays for them: the first "
               f"calibration run, {next(iter(data['plans'].values()))['speed'].wall_s:.0f} s "
               "with them).", "",
               "## Targets, checked on the runs above", ""]
