@@ -124,10 +124,12 @@ def rows_of(sched, job):
 # ---- for real, on Ray ----------------------------------------------------------------------------
 @pytest.mark.ray
 def test_a_job_slowed_for_real_is_replanned_and_the_replan_is_valid(tmp_path):
-    """Job a sleeps 0.1 s before each of its iterations (the executor's ``on_iteration`` hook:
-    real time, nothing mocked), so its planned slot of 2 workers (16 iterations) cannot fit in a
-    0.4 s slot; the time-boxed executor cuts it, the measured progress goes back to the loop and
-    OASiS re-plans a's remaining work. Bug caught: an executor that does not cut the slot (no
+    """Job a sleeps 0.05 s before each of its iterations (the executor's ``on_iteration`` hook:
+    real time, nothing mocked), so its planned slot of 2 workers (16 iterations, at least 0.8 s)
+    cannot fit in a 0.4 s slot whatever the machine's speed; the time-boxed executor cuts it, the
+    measured progress goes back to the loop and OASiS re-plans a's remaining work. 12 slots
+    leave room to finish both jobs on a loaded machine (with 8 slots and a 0.1 s sleep, job a
+    ran out of slots with both cores busy beside the suite). Bug caught: an executor that does not cut the slot (no
     shortfall to feed back), a loop that credits the model's progress (no re-plan), a re-plan
     the validator refuses, a report without the re-plans."""
     ray = pytest.importorskip("ray")
@@ -137,11 +139,11 @@ def test_a_job_slowed_for_real_is_replanned_and_the_replan_is_valid(tmp_path):
     if ray.is_initialized():
         ray.shutdown()
     start_ray(None, ["w0", "w1", "p0"])
-    inst = two_jobs()
+    inst = two_jobs(horizon=12)
 
     def slow_a(executor, job, slot, iteration):
         if job == 0:
-            time.sleep(0.1)
+            time.sleep(0.05)
 
     try:
         out = run_closed_loop(inst, get_policy("oasis"), slot_seconds=0.4, on_iteration=slow_a)

@@ -8,7 +8,8 @@
 
 Both are context managers whose ``imap_unordered(fn, items)`` yields ``(index, fn(item))`` as
 results arrive. Ray is imported lazily, only when a ``RayPool`` starts. Each Ray task takes one
-CPU and runs with single-threaded BLAS/OpenMP, so N tasks do not fight over N cores.
+CPU and runs with single-threaded BLAS/OpenMP, so N tasks do not fight over N cores; tasks are
+spread over the cluster's nodes (Ray's ``SPREAD`` strategy), at most twice the CPUs in flight.
 
 ``init_ray`` is the one place that calls ``ray.init`` (the pool and the executor): a local start
 that fails with Ray's start-up timeout is retried by ``retry_startup`` (``RAY_START_ATTEMPTS``
@@ -246,7 +247,11 @@ class RayPool:
         ray = self._ray
         if ray is None:
             raise RuntimeError("RayPool used outside its 'with' block")
-        remote = ray.remote(num_cpus=1)(fn).options(runtime_env={"env_vars": self.env_vars})
+        # SPREAD: on a cluster the runs go to every node with a free CPU, not first to the
+        # driver's node (Ray's default packs a node before spilling over: on a loaded machine a
+        # sweep of short runs then never reached the second node of a two-node cluster)
+        remote = ray.remote(num_cpus=1)(fn).options(runtime_env={"env_vars": self.env_vars},
+                                                     scheduling_strategy="SPREAD")
         pending: dict[Any, int] = {}
         queue = iter(enumerate(items))
         limit = 2 * self.workers
