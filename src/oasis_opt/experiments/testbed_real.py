@@ -11,8 +11,9 @@ machine; ``benchmarks/bench_fidelity.py`` runs the same study):
    calibrates the plan's speed (``runtime.calibrate``: short real runs under that load; the
    ``quantile`` of their busy / predicted ratios is the slowdown), generates the
    ``testbed-real`` instance with the profile (chunk times from the contention model at a full
-   slot, the preset's default, times that slowdown) and prices OASiS with ``estimate_pricing``'s default rule on history instances of
-   the same workload (other seeds, the same slowdown);
+   slot, the preset's default, times that slowdown) and prices OASiS with
+   ``estimate_pricing``'s default rule on history instances of the same workload (other seeds,
+   the same slowdown);
 3. for each load, each repetition, each mode (*closed* loop first, nearest the calibration:
    the policy re-run slot by slot on the measured progress, ``runtime.closed_loop``; then *open*
    loop: the policy's schedule executed as it is, ``runtime.executor.execute``) and each
@@ -26,7 +27,8 @@ One Ray and one warm container pool serve every run. Every run is stored under
 ``results/testbed-real[-quick]/`` (the profile, each load and repetition's calibration and
 instance, one ``run-*.json`` per run with its execution report ``execution-*.json`` and the
 schedule it ran ``result-*.json``); a rerun reuses a stored run of the same instance, so a
-killed study resumes and a finished one redraws without Ray. Drawn by ``oasis_opt.experiments.figures.testbed_real``.
+killed study resumes and a finished one redraws without Ray. Drawn by
+``oasis_opt.experiments.figures.testbed_real``.
 """
 from __future__ import annotations
 
@@ -54,11 +56,6 @@ QUICK = {"seed": 0, "jobs": 2, "horizon": 4, "slot_s": 1.0, "tasks": ("digits-ml
 # utility, highest median |JCT error| counted in slots); the busy open loop is shown, not checked
 TARGETS = {("quiet", "closed"): (0.95, 0.10), ("quiet", "open"): (0.95, 0.10),
            ("busy", "closed"): (0.90, 0.15)}
-
-
-def calibration_runs() -> str:
-    """The calibration's runs in words (``runtime.calibrate.describe_runs``), for the page."""
-    return describe_runs()
 
 
 def settings(quick: bool) -> dict:
@@ -262,9 +259,7 @@ def compute(quick: bool = False, results: Path = Path("results"), workers=None, 
                     speed = _stored_calibration(folder / f"calibration-{load}-{rep}.json",
                                                 profiles, s)
                     if speed is None:
-                        pool = session.pool()  # Ray up before the busy load starts
-                        if load == "busy" and not busy:
-                            busy = start_busy(BUSY)
+                        pool, busy = _ready(session, load, busy)
                         _say(progress, f"{load} rep {rep}: calibrating the plan's speed ...")
                         speed = calibrate(profiles, slot_s=s["slot_s"], quantile=s["quantile"],
                                           pool=pool, address=address)
@@ -287,9 +282,7 @@ def compute(quick: bool = False, results: Path = Path("results"), workers=None, 
                     for k in keys:
                         row = stored[k]
                         if row is None:
-                            pool = session.pool()  # Ray up before the busy load starts
-                            if load == "busy" and not busy:
-                                busy = start_busy(BUSY)
+                            pool, busy = _ready(session, load, busy)
                             _, mode, policy = k
                             row, report, ran = run_one(inst, schedules[policy], policy, mode,
                                                        s["slot_s"], pool, pricing, address)
@@ -313,6 +306,15 @@ def compute(quick: bool = False, results: Path = Path("results"), workers=None, 
         session.close()
     return {"settings": s, "profiles": profiles, "plans": plans, "rows": rows,
             "cores": os.cpu_count() or 1, "wall_s": time.perf_counter() - t0, "folder": folder}
+
+
+def _ready(session, load: str, busy: list) -> tuple:
+    """Before something runs for real: Ray and the pool up, then (``busy`` load) the busy
+    processes started once; returns ``(pool, busy processes)``."""
+    pool = session.pool()  # Ray up before the busy load starts
+    if load == "busy" and not busy:
+        busy = start_busy(BUSY)
+    return pool, busy
 
 
 def fmt(x, spec: str = ".2f") -> str:

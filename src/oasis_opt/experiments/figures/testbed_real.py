@@ -11,8 +11,8 @@ from statistics import median
 
 import numpy as np
 
-from ..testbed_real import (BUSY, LOADS, MODES, POLICIES, TARGETS, calibration_runs, compute,
-                            fmt, group, target_checks)
+from ..testbed_real import (BUSY, LOADS, MODES, POLICIES, TARGETS, compute, describe_runs, fmt,
+                            group, target_checks)
 from .common import COLOURS, Figure, display, markdown_table, new_figure, save, write_markdown
 
 COST_MODELS = (("chunk-time", "plan's chunk times"), ("profile", "profile, own counts"),
@@ -180,8 +180,9 @@ def speed_table(plans: dict) -> str:
         per_run = ", ".join(f"{display(run['policy'])} {median(run['ratios']):.2f} "
                             f"({run['job_slots']})" for run in sp.meta.get("runs", [])
                             if run["ratios"]) or "–"
-        lines.append(f"| {load} | {rep} | {sp.slowdown:.2f} | {median(r):.2f} [{r[0]:.2f}, {r[-1]:.2f}] "
-                     f"| {per_run} | {len(r)} | {sp.load[0]:.1f} / {sp.load[1]:.1f} | "
+        lines.append(f"| {load} | {rep} | {sp.slowdown:.2f} | "
+                     f"{median(r):.2f} [{r[0]:.2f}, {r[-1]:.2f}] | {per_run} | {len(r)} | "
+                     f"{sp.load[0]:.1f} / {sp.load[1]:.1f} | "
                      f"{p['pricing'].calibration.chosen:.2g} | {sims or '–'} |")
     return "\n".join(lines) + "\n"
 
@@ -239,7 +240,7 @@ def markdown(data: dict, quick: bool) -> str:
              "## Plans at the machine's speed", "",
              "Before each repetition's runs (the busy processes already started: the machine "
              "is shared, its speed drifts over the minutes a load's runs take), short real runs "
-             f"(`oasis_opt.runtime.calibrate`: {calibration_runs()}, open loop: two jobs of 2 "
+             f"(`oasis_opt.runtime.calibrate`: {describe_runs()}, open loop: two jobs of 2 "
              "workers and 1 PS side by side, then one job of 4 workers and 2 PSs alone, the "
              "packings the policies give the preset's jobs) measure the "
              "real busy time / the chunk-time model's prediction per job-slot; the plan's "
