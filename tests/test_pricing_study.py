@@ -70,13 +70,15 @@ def test_tiny_study_is_drawn_and_its_numbers_are_the_direct_solves(tiny, tmp_pat
     assert clipped == []
 
     values = _values(results)
+    specs, records, _ = _sweeps(results)
     for w in TINY["workloads"]:
         gen = paper_sim if w.generator == "paper_sim" else paper_fig5
         history = [gen(**w.params, seed=s) for s in history_seeds(True, w.small)]
         inst = gen(**w.params, seed=500)
         searched = OasisPolicy(pricing=estimate_pricing(history)).solve(inst)
         plugin = OasisPolicy(pricing=plugin_pricing(history)).solve(inst)
-        adaptive = AdaptiveOasisPolicy(pricing=estimate_pricing(history)).solve(inst)
+        est = estimate_pricing(history)
+        adaptive = AdaptiveOasisPolicy(pricing=dict(est), prior=est.calibration).solve(inst)
         by_floor = [OasisPolicy(pricing=pricing_document(history_u(history), L)).solve(
             inst).total_utility for L in DEFAULT_FLOOR_GRID]
         hindsight = max(by_floor)
@@ -98,6 +100,13 @@ def test_tiny_study_is_drawn_and_its_numbers_are_the_direct_solves(tiny, tmp_pat
                                                                       abs=1e-9)
         assert values[(w.name, pricing.ADAPTIVE)][500] == pytest.approx(
             adaptive.total_utility, abs=1e-9)
+        # the study's adaptive run has the history's calibration as its prior (catches the
+        # prior dropped on the way, which on some instances earns the same)
+        (spec,) = [sp for sp in specs if sp.tags == {"workload": w.name, "seed": 500,
+                                                     "series": pricing.ADAPTIVE}]
+        prior = records[spec.key]["stats"]["adaptive"]["prior"]
+        assert prior is not None and prior["mean_utility"] == list(est.calibration.mean)
+        assert prior["history_jobs"] == pytest.approx(sum(h.I for h in history) / len(history))
         # the hindsight floor: the best plain OASiS run over the grid, on the instance itself
         assert values[(w.name, pricing.HINDSIGHT)][500] == pytest.approx(hindsight, abs=1e-9)
         assert values[(w.name, "rrh")][500] == pytest.approx(

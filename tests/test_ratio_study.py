@@ -112,8 +112,8 @@ def test_reproduce_ratio_quick(tmp_path):
 
 def _rules_are_fresh_runs(stored, s) -> None:
     """Each stored row's other rules (``rules``) are what a fresh run of OASiS under the
-    group's searched floor, and of ``oasis-adaptive`` started from it, earns on the row's
-    instance; and the rule's ratio is OPT over that utility (catches a rule run on another
+    group's searched floor, and of ``oasis-adaptive`` started from it (its calibration table
+    the prior), earns on the row's instance; and the rule's ratio is OPT over that utility (catches a rule run on another
     instance or pricing, or a ratio taken against the plug-in's utility)."""
     from oasis_opt.online.adaptive import AdaptiveOasisPolicy
 
@@ -123,7 +123,8 @@ def _rules_are_fresh_runs(stored, s) -> None:
                           jobs=row["jobs"], horizon=s["horizon"])
         searched = study.group_searched(row["jobs"], s["servers"], s["horizon"], True)
         for rule, policy in (("searched", OasisPolicy(pricing=searched)),
-                             ("adaptive", AdaptiveOasisPolicy(pricing=searched))):
+                             ("adaptive", AdaptiveOasisPolicy(pricing=dict(searched),
+                                                              prior=searched.calibration))):
             res = policy.solve(inst)
             assert validate(inst, res).ok
             assert row["rules"][rule]["utility"] == pytest.approx(res.total_utility, rel=1e-12)
@@ -131,6 +132,8 @@ def _rules_are_fresh_runs(stored, s) -> None:
             ratio = study.exact_ratio(study.rule_row(row, rule))
             if row["opt"]["method"] == "milp" and res.total_utility > 0:
                 assert ratio == pytest.approx(row["opt"]["lower"] / res.total_utility)
+        # the adaptive floor ran with the history's prior, at the policy's default weight
+        assert row["rules"]["adaptive"]["prior_weight"] == 1.0
 
 
 def test_stored_rows_gain_the_rules_without_a_new_opt(tmp_path):
@@ -147,6 +150,25 @@ def test_stored_rows_gain_the_rules_without_a_new_opt(tmp_path):
     assert again[0]["opt"]["lower"] == 12345.0
     assert again[0]["rules"] == rows[0]["rules"]
     assert read_json(path)["rules"] == rows[0]["rules"]
+
+
+def test_rows_of_an_older_rules_version_are_rerun(tmp_path):
+    """A row whose rules ran before the adaptive floor had its prior (no ``rules_version``)
+    gets them run again, its OPT kept (catches stale adaptive results reused from an earlier
+    sweep's results folder)."""
+    s = {**study.QUICK, "sizes": (4,), "small": (), "seeds": (0,)}
+    rows = study.sweep_rows(s, True, tmp_path, progress=False)
+    assert rows[0]["rules_version"] == study.RULES_VERSION
+    path = next((tmp_path / "ratio-study").glob("paper-fig5-*.json"))
+    row = read_json(path)
+    del row["rules_version"]
+    row["rules"]["adaptive"]["utility"] = -1.0  # marks the stale rule
+    row["opt"]["lower"] = row["opt"]["upper"] = 12345.0  # marks the stored OPT
+    path.write_text(json.dumps(row))
+    again = study.sweep_rows(s, True, tmp_path, progress=False)
+    assert again[0]["opt"]["lower"] == 12345.0
+    assert again[0]["rules"] == rows[0]["rules"]
+    assert read_json(path)["rules_version"] == study.RULES_VERSION
 
 
 def test_constants_against_the_oracle():

@@ -14,7 +14,8 @@ add_reproduce = adder(
              "figures); by name only: automl (early stopping on real learning curves), "
              "testbed-real (trains for real for minutes), preemption (priority preemption "
              "with degradation), hetero (Gavel's policies), ratio (OPT / OASiS vs size, "
-             "load and 2 alpha; worst-case search)"),
+             "load and 2 alpha; worst-case search), pricing (OASiS's pricing rules against "
+             "the baselines on ten workloads)"),
     arg("--quick", action="store_true",
         help="small variant of each figure (all of them in a minute or two)"),
     arg("--workers", type=positive_int, metavar="N",

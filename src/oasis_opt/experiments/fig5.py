@@ -28,7 +28,8 @@ other run, and both schedules pass the validator; :func:`rows` rebuilds the rows
 pricings, each a series: the plug-in estimate (series :data:`PLUGIN`), the searched floor (series
 "oasis", the claims' headline as in the other figures) and the oracle (series ``ORACLE``); and
 as ``oasis-adaptive`` (series :data:`ADAPTIVE`, ``online.adaptive``), whose floor starts at the
-searched floor and follows, job by job, the best of plain OASiS runs over the grid.
+searched floor and follows, job by job, the best of plain OASiS runs over the grid, with the
+history's calibration table as its prior (``figures.common.adaptive_options``).
 """
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from .calibration import FloorEstimate, history_seeds
-from .figures.common import estimated_pricing, oasis_runs, series
+from .figures.common import adaptive_options, oasis_runs, series
 from .spec import RunSpec
 
 SERVERS = (3, 6, 9, 12)
@@ -268,9 +269,8 @@ def runs(quick: bool, estimated=None) -> list[RunSpec]:
                         out.append(RunSpec("paper_fig5", params, "oasis",
                                            {"pricing": plugin_document(n, pr, quick)},
                                            tags={**tags, "series": PLUGIN}))
-                        searched = estimated_pricing(estimated, estimate(n, pr, quick))
                         out.append(RunSpec("paper_fig5", params, "oasis-adaptive",
-                                           {"pricing": dict(searched)},
+                                           adaptive_options(estimated, estimate(n, pr, quick)),
                                            tags={**tags, "series": ADAPTIVE}))
                     else:
                         out.append(RunSpec("paper_fig5", params, policy, tags=tags))

@@ -14,8 +14,10 @@ one) of its exponential prices (eq. 22). Three rules give them:
   which OASiS earned most on the history (``online.estimate``, ``estimate-pricing --method
   search``);
 * **adaptive floor**: the searched floor's U and, as its start, its L; then L follows the best
-  of plain OASiS runs at every floor of the grid on the jobs decided so far
-  (``online.adaptive``, policy ``oasis-adaptive``). Its best shadow at the end is the grid's
+  of plain OASiS runs at every floor of the grid on the jobs decided so far, plus the history's
+  expectation for the jobs still to come (the searched floor's calibration table as the prior,
+  fading over the history's job count: ``figures.common.adaptive_options``), (``online.adaptive``,
+  policy ``oasis-adaptive``). Its best shadow at the end is the grid's
   best floor in hindsight on the evaluated instance (series ``oasis-hindsight``: no rule could
   know it, it says how much a better floor alone would give).
 
@@ -39,7 +41,7 @@ from functools import lru_cache
 from typing import Any, Mapping
 
 from .calibration import FloorEstimate, history_seeds
-from .figures.common import ORACLE, estimated_pricing
+from .figures.common import ORACLE, adaptive_options, estimated_pricing
 from .spec import RunSpec, canonical_json, resolve_generator
 
 EVAL_SEEDS: tuple[int, ...] = tuple(range(500, 510))
@@ -147,7 +149,8 @@ def runs(quick: bool, estimated=None) -> list[RunSpec]:
             policies = (("offline",) if w.opt else ()) + ("dorm", "drf", "optimus", "tiresias",
                                                           "rrh", "fifo")
             out += [RunSpec(w.generator, params, p, tags=tags) for p in policies]
-            out += [RunSpec(w.generator, params, "oasis-adaptive", {"pricing": dict(searched)},
+            out += [RunSpec(w.generator, params, "oasis-adaptive",
+                            adaptive_options(estimated, w.estimate(quick)),
                             tags={**tags, "series": ADAPTIVE}),
                     RunSpec(w.generator, params, "oasis", {"pricing": dict(searched)}, tags=tags),
                     RunSpec(w.generator, params, "oasis", {"pricing": plugin},

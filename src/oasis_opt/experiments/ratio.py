@@ -55,7 +55,8 @@ small=True)`` (1000-1009; evaluated seeds are below 1000): fixed before any eval
 seen (``fig5.group_pricings``). Beside it every size/load row runs OASiS under the other rules
 of :data:`RULES`, fixed in the same way (``rules`` in the row, :func:`rule_runs`): the searched
 floor (``estimate-pricing``'s default, on the same history) and the adaptive floor
-(``oasis-adaptive`` started from it); :func:`summarize` gives their ratios per size against the
+(``oasis-adaptive`` started from it, the history's calibration table as its prior);
+:func:`summarize` gives their ratios per size against the
 same OPT (``summary["rules"]``). For the worst cases, the ratio under the oracle constants of the
 found instance itself (for which Theorem 4's 2 alpha is stated) is reported beside.
 
@@ -72,12 +73,15 @@ import dataclasses
 import math
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from ..model.load import largest_container, load_factor
 from .fig5 import performance_ratio
+
+if TYPE_CHECKING:
+    from ..online.estimate import EstimatedPricing
 
 RATIO_FORMAT = "oasis-opt/ratio@1"
 OPT_METHODS = ("auto", "milp", "bracket")
@@ -296,37 +300,45 @@ def _reusable(row: dict, time_limit: float | None) -> bool:
 
 # the other pricing rules run on every study row beside the plug-in headline (module docstring)
 RULES = ("searched", "adaptive")
+# the rules' runs of a stored row are redone when its ``rules_version`` differs (2: the adaptive
+# floor has the history's prior; rows of version 1 ran it without)
+RULES_VERSION = 2
 
 
-def group_searched(jobs: int, servers: int, horizon: int, quick: bool) -> dict:
-    """The searched-floor pricing document of one (jobs, servers, horizon) group: the default
-    ``estimate-pricing`` rule (``online.estimate.estimate_pricing``) on the same history as
-    :func:`group_pricing`."""
-    from .fig5 import group_pricings
+def group_searched(jobs: int, servers: int, horizon: int, quick: bool) -> EstimatedPricing:
+    """The searched-floor pricing document of one (jobs, servers, horizon) group, with the
+    calibration table that chose it: the default ``estimate-pricing`` rule
+    (``online.estimate.estimate_pricing``) on the same history as :func:`group_pricing`."""
+    from ..online.estimate import estimate_pricing
+    from .fig5 import group_history
 
-    return group_pricings(servers, PRIORITY, quick, ("searched",), jobs=jobs,
-                          horizon=horizon)["searched"]["pricing"]
+    return estimate_pricing(group_history(servers, PRIORITY, quick, jobs=jobs, horizon=horizon))
 
 
-def rule_runs(instance: Any, searched: dict) -> dict[str, dict]:
+def rule_runs(instance: Any, searched: EstimatedPricing) -> dict[str, dict]:
     """OASiS on ``instance`` under each rule of :data:`RULES`: the searched floor ``searched``
-    (``oasis``) and the adaptive floor started from it (``oasis-adaptive``); each schedule
-    validated. ``{rule: {"utility", "admitted", "floor", "switches"}}``; ``floor`` is the floor
-    the run ended on (the searched floor itself; the adaptive rule's last leader), ``switches``
-    how often the adaptive floor changed (0 for the searched floor)."""
+    (``oasis``) and the adaptive floor started from it (``oasis-adaptive``, its calibration
+    table as the prior, as in the pricing study); each schedule validated. ``{rule:
+    {"utility", "admitted", "floor", "switches"}}``, the adaptive rule's also with
+    ``prior_weight``; ``floor`` is the floor the run ended on (the searched floor itself; the
+    adaptive rule's last leader), ``switches`` how often the adaptive floor changed (0 for the
+    searched floor)."""
     from ..model.validate import assert_valid
     from ..online.adaptive import AdaptiveOasisPolicy, floor_of
     from ..online.oasis import OasisPolicy
 
     out = {}
     for rule, policy in (("searched", OasisPolicy(pricing=searched)),
-                         ("adaptive", AdaptiveOasisPolicy(pricing=searched))):
+                         ("adaptive", AdaptiveOasisPolicy(pricing=dict(searched),
+                                                          prior=searched.calibration))):
         res = policy.solve(instance)
         assert_valid(instance, res)
         ada = res.stats.get("adaptive", {})
         out[rule] = {"utility": float(res.total_utility), "admitted": int(sum(res.admitted)),
                      "floor": float(ada.get("final_floor", floor_of(searched))),
                      "switches": int(ada.get("switches", 0))}
+        if rule == "adaptive":  # provenance: the prior's weight (None: run without a prior)
+            out[rule]["prior_weight"] = (ada.get("prior") or {}).get("weight")
     return out
 
 
@@ -367,7 +379,7 @@ def sweep_rows(s: dict, quick: bool, results: Path | None, progress: bool) -> li
         path = None if store is None else store / f"{key}.json"
         row = read_json(path) if path is not None and path.is_file() else None
         fresh = row is None or not _reusable(row, s["time_limit"])
-        if fresh or "rules" not in row:
+        if fresh or "rules" not in row or row.get("rules_version") != RULES_VERSION:
             inst = paper_fig5(seed, servers=s["servers"], priority=PRIORITY, jobs=jobs,
                               horizon=s["horizon"])
             if jobs not in searched:
@@ -378,7 +390,7 @@ def sweep_rows(s: dict, quick: bool, results: Path | None, progress: bool) -> li
                 row = {**ratio_row(inst, pricing[jobs], time_limit=s["time_limit"], opt="milp",
                                    name=key), "seed": seed, "servers": s["servers"],
                        "time_limit": s["time_limit"]}
-            row = {**row, "rules": rule_runs(inst, searched[jobs])}
+            row = {**row, "rules": rule_runs(inst, searched[jobs]), "rules_version": RULES_VERSION}
             if path is not None:
                 write_json_atomic(path, row)
         rows.append({**row, "sweep": sweep})

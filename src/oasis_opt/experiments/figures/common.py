@@ -72,6 +72,20 @@ def estimated_pricing(estimated, estimate) -> dict:
     return estimated[estimate.key]
 
 
+def adaptive_options(estimated, estimate) -> dict:
+    """``oasis-adaptive``'s options for ``estimate``: the searched floor's pricing document (U,
+    and L as the starting floor) and the history's calibration table as the prior
+    (``online.adaptive``: ``prior=``, at the policy's default weight). Both come from the same
+    history; nothing is read from the evaluated instance."""
+    searched = estimated_pricing(estimated, estimate)
+    calibration = getattr(searched, "calibration", None)
+    if calibration is None:
+        raise ValueError(f"estimated: the pricing of {estimate.generator} {dict(estimate.params)} "
+                         "has no calibration table (resolve the estimate with "
+                         "`experiments.calibration.resolve_all`)")
+    return {"pricing": dict(searched), "prior": calibration.prior()}
+
+
 def oasis_runs(estimate, estimated, params: dict, metrics=("total_utility",),
                tags: dict | None = None) -> list[RunSpec]:
     """OASiS on one instance twice: priced with the estimate (``oasis``) and with the oracle."""
