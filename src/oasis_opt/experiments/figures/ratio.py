@@ -271,7 +271,8 @@ def markdown(data, summary) -> str:
         "before the evaluated instance: the plug-in (the rows above), the **searched floor** "
         "(`estimate-pricing`'s default, `oasis_opt.online.estimate_pricing`, on the same "
         "history) and the **adaptive floor** (`oasis-adaptive`, started at the searched floor, "
-        "following the best of its shadows job by job; `oasis_opt.online.adaptive`).", "",
+        "following the best of its shadows job by job, with the history's calibration as its "
+        "prior; `oasis_opt.online.adaptive`).", "",
         markdown_table(["jobs"] + [f"median OPT/OASiS, {RULE_LABELS[r]} [95% CI]"
                                    for r in ("plugin",) + exp.RULES]
                        + ["admitted OPT / " + " / ".join(RULE_LABELS[r]
