@@ -69,8 +69,8 @@ def test_tiny_study_is_drawn_and_its_numbers_are_the_direct_solves(tiny, tmp_pat
     assert not (out / "reproduce.md").exists()  # an extra experiment's page is its own log
     assert clipped == []
 
-    values = _values(results)
-    specs, records, _ = _sweeps(results)
+    specs, records, estimated = _sweeps(results)
+    values = pricing.collect(specs, records)
     for w in TINY["workloads"]:
         gen = paper_sim if w.generator == "paper_sim" else paper_fig5
         history = [gen(**w.params, seed=s) for s in history_seeds(True, w.small)]
@@ -83,7 +83,8 @@ def test_tiny_study_is_drawn_and_its_numbers_are_the_direct_solves(tiny, tmp_pat
             inst).total_utility for L in DEFAULT_FLOOR_GRID]
         hindsight = max(by_floor)
         if w.opt:  # the per-instance diagnosis: the first (smallest) best floor, admissions
-            (diag,) = [d for d in pricing.floor_diagnostics(*_sweeps(results), True)
+            (diag,) = [d for d in pricing.floor_diagnostics(specs, records,
+                                                                  estimated, True)
                        if d["workload"] == w.name]
             assert diag["hindsight_floor"] == DEFAULT_FLOOR_GRID[by_floor.index(hindsight)]
             assert diag["searched_floor"] == estimate_pricing(history)["L_worker"]

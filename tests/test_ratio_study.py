@@ -113,8 +113,9 @@ def test_reproduce_ratio_quick(tmp_path):
 def _rules_are_fresh_runs(stored, s) -> None:
     """Each stored row's other rules (``rules``) are what a fresh run of OASiS under the
     group's searched floor, and of ``oasis-adaptive`` started from it (its calibration table
-    the prior), earns on the row's instance; and the rule's ratio is OPT over that utility (catches a rule run on another
-    instance or pricing, or a ratio taken against the plug-in's utility)."""
+    the prior), earns on the row's instance; and the rule's ratio is OPT over that utility
+    (catches a rule run on another instance or pricing, or a ratio taken against the plug-in's
+    utility)."""
     from oasis_opt.online.adaptive import AdaptiveOasisPolicy
 
     for path in stored[:3]:

@@ -15,9 +15,9 @@ one) of its exponential prices (eq. 22). Three rules give them:
   search``);
 * **adaptive floor**: the searched floor's U and, as its start, its L; then L follows the best
   of plain OASiS runs at every floor of the grid on the jobs decided so far, plus the history's
-  expectation for the jobs still to come (the searched floor's calibration table as the prior,
-  fading over the history's job count: ``figures.common.adaptive_options``), (``online.adaptive``,
-  policy ``oasis-adaptive``). Its best shadow at the end is the grid's
+  expectation for the jobs still to come (``online.adaptive``, policy ``oasis-adaptive``, with
+  the searched floor's calibration table as its prior, fading over the history's job count:
+  ``figures.common.adaptive_options``). Its best shadow at the end is the grid's
   best floor in hindsight on the evaluated instance (series ``oasis-hindsight``: no rule could
   know it, it says how much a better floor alone would give).
 
@@ -141,7 +141,9 @@ def runs(quick: bool, estimated=None) -> list[RunSpec]:
     s = settings(quick)
     out: list[RunSpec] = []
     for w in s["workloads"]:
-        searched = estimated_pricing(estimated, w.estimate(quick))
+        estimate = w.estimate(quick)
+        searched = estimated_pricing(estimated, estimate)
+        adaptive = adaptive_options(estimated, estimate)
         plugin = w.plugin(quick)
         for seed in s["seeds"]:
             params = {**w.params, "seed": seed}
@@ -149,8 +151,7 @@ def runs(quick: bool, estimated=None) -> list[RunSpec]:
             policies = (("offline",) if w.opt else ()) + ("dorm", "drf", "optimus", "tiresias",
                                                           "rrh", "fifo")
             out += [RunSpec(w.generator, params, p, tags=tags) for p in policies]
-            out += [RunSpec(w.generator, params, "oasis-adaptive",
-                            adaptive_options(estimated, w.estimate(quick)),
+            out += [RunSpec(w.generator, params, "oasis-adaptive", adaptive,
                             tags={**tags, "series": ADAPTIVE}),
                     RunSpec(w.generator, params, "oasis", {"pricing": dict(searched)}, tags=tags),
                     RunSpec(w.generator, params, "oasis", {"pricing": plugin},
